@@ -1,0 +1,128 @@
+"""What a check produces: findings on code, and diagnostics about files.
+
+These are plain data shared by every side of gradlint (the checker, the
+reports, the language server and the verifier), so they import nothing
+heavy.  Lines are 1-based; columns are 1-based too (as ruff prints them);
+reports that need 0-based positions (LSP, SARIF columns stay 1-based)
+convert at the edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict
+from typing import Optional
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another event that makes a finding a bug (the backward, the step)."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class Edit:
+    span: Span
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    description: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    code: str
+    message: str
+    span: Span
+    related: tuple[Related, ...] = ()
+    fix: Optional[Fix] = None
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def col(self) -> int:
+        return self.span.col
+
+    def sort_key(self):
+        return (self.path, self.span.line, self.span.col, self.code)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict) -> "Finding":
+        fix = data.get("fix")
+        return Finding(
+            path=data["path"],
+            code=data["code"],
+            message=data["message"],
+            span=Span(**data["span"]),
+            related=tuple(
+                Related(Span(**r["span"]), r["message"]) for r in data.get("related", ())
+            ),
+            fix=None
+            if fix is None
+            else Fix(fix["description"], tuple(Edit(Span(**e["span"]), e["new_text"]) for e in fix["edits"])),
+        )
+
+
+# Kinds of file diagnostics.  A syntax or read error is the user's input
+# (exit 1 at least); an internal error is gradlint's own bug (exit 2).
+SYNTAX_ERROR = "syntax-error"
+READ_ERROR = "read-error"
+INTERNAL_ERROR = "internal-error"
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be checked, with the reason in one line."""
+
+    path: str
+    kind: str
+    message: str
+    line: int = 1
+    col: int = 1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    # Findings a `# noqa` comment silenced; kept so --show-suppressed can list them.
+    suppressed: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "findings": [f.to_dict() for f in self.findings],
+            "errors": [e.to_dict() for e in self.errors],
+            "suppressed": [f.to_dict() for f in self.suppressed],
+        }
+
+    @staticmethod
+    def from_dict(data: dict) -> "FileResult":
+        return FileResult(
+            path=data["path"],
+            findings=[Finding.from_dict(f) for f in data["findings"]],
+            errors=[FileError(**e) for e in data["errors"]],
+            suppressed=[Finding.from_dict(f) for f in data.get("suppressed", [])],
+        )

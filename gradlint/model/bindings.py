@@ -1,0 +1,392 @@
+"""Names -> objects, within one file: which optimizer owns which module's
+parameters, what is a scheduler or a GradScaler, which names alias.
+
+A small pass of our own instead of libcst's scope metadata (ten times the
+parse, see architecture.md).  It is flow-insensitive on purpose: every
+assignment to a dotted name in the file counts.  When anything is
+ambiguous the answers are None ("unknown"), and rules treat unknown as
+"the code is right".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from gradlint.model import events as api
+from gradlint.model.names import Imports, dotted, is_under, last, root
+
+OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
+_MAX_DEPTH = 6
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    bases: list[str]
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    manual_optimization: bool = False
+
+
+class Bindings(cst.CSTVisitor):
+    """One pass over a module collecting imports, assignments, defs and classes."""
+
+    def __init__(self) -> None:
+        self.imports = Imports()
+        self.assigns: dict[str, list[cst.BaseExpression]] = {}
+        self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
+        self.all_functions: dict[str, list[cst.FunctionDef]] = {}  # at any depth (closures)
+        self.classes: dict[str, ClassInfo] = {}
+        self.engines: set[str] = set()  # receivers of `X.backward(loss)` and X.step()
+        self._backward_receivers: set[str] = set()
+        self._step_receivers: set[str] = set()
+        self._class_stack: list[ClassInfo] = []
+        self._function_depth = 0
+        self._parent: dict[str, str] = {}  # alias union-find
+
+    # --- collection -------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.imports.add(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.imports.add(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = [self.imports.qualify(dotted(arg.value)) or "" for arg in node.bases]
+        info = ClassInfo(node.name.value, bases)
+        self.classes.setdefault(info.name, info)
+        self._class_stack.append(info)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._class_stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.all_functions.setdefault(node.name.value, []).append(node)
+        if self._class_stack and self._function_depth == 0:
+            self._class_stack[-1].methods.setdefault(node.name.value, node)
+        elif not self._class_stack and self._function_depth == 0:
+            self.functions.setdefault(node.name.value, node)
+        self._function_depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._function_depth -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute):
+            receiver = dotted(node.func.value)
+            if receiver is None:
+                return
+            if node.func.attr.value == "backward" and node.args:
+                self._backward_receivers.add(receiver)
+            elif node.func.attr.value == "step" and not node.args:
+                self._step_receivers.add(receiver)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # DeepSpeed's idiom: engine.backward(loss); engine.step() on one receiver.
+        self.engines = {
+            r for r in self._backward_receivers & self._step_receivers if self.kind(r) in (None, ENGINE, MODULE)
+        }
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            self._bind_unpacked(target, value)
+            return
+        name = dotted(target)
+        if name is not None:
+            self._bind_name(name, value)
+
+    def _bind_name(self, name: str, value: cst.BaseExpression) -> None:
+        if self._class_stack and root(name) == "self":
+            if last(name) == "automatic_optimization" and isinstance(value, cst.Name) and value.value == "False":
+                self._class_stack[-1].manual_optimization = True
+        self.assigns.setdefault(name, []).append(value)
+        source = self._alias_source(value)
+        if source is not None:
+            self._union(name, source)
+
+    def _bind_unpacked(self, target: cst.Tuple | cst.List, value: cst.BaseExpression) -> None:
+        names = [dotted(el.value) for el in target.elements]
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names):
+            for name, el in zip(names, value.elements):
+                if name is not None:
+                    self._bind_name(name, el.value)
+            return
+        if isinstance(value, cst.Call):
+            callee = self.imports.qualify(dotted(value.func)) or ""
+            if callee in api.ENGINE_FACTORIES and names and names[0] is not None:
+                # engine, optimizer, loader, scheduler = deepspeed.initialize(...)
+                self.assigns.setdefault(names[0], []).append(value)
+                for name in names[1:]:
+                    if name is not None:
+                        self.assigns.setdefault(name, []).append(value)
+                return
+            if last(callee) in api.WRAPPER_CALLS:
+                # model, opt = accelerator.prepare(model, opt): aliases by position
+                positional = [a.value for a in value.args if a.keyword is None]
+                for name, arg in zip(names, positional):
+                    if name is not None:
+                        self.assigns.setdefault(name, []).append(arg)
+                        source = dotted(arg)
+                        if source is not None:
+                            self._union(name, source)
+                return
+        for name in names:
+            if name is not None:
+                self.assigns.setdefault(name, []).append(value)
+
+    def _alias_source(self, value: cst.BaseExpression) -> Optional[str]:
+        """`b` for `a = b`, `a = DDP(b)`, `a = b.to(dev)`, `a = b.module`."""
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            name = dotted(value)
+            if name is not None and last(name) in api.WRAPPER_METHODS and "." in name:
+                return name.rsplit(".", 1)[0]
+            return name
+        if isinstance(value, cst.Call):
+            func = value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in api.WRAPPER_METHODS:
+                return dotted(func.value) or self._alias_source(func.value)
+            callee = self.imports.qualify(dotted(func))
+            if callee and last(callee) in api.WRAPPER_CALLS:
+                for arg in value.args:
+                    if arg.keyword is None or arg.keyword.value in ("module", "model", "optimizer"):
+                        return dotted(arg.value)
+        return None
+
+    # --- aliases ---------------------------------------------------------------
+
+    def _find(self, name: str) -> str:
+        while self._parent.get(name, name) != name:
+            name = self._parent[name]
+        return name
+
+    def _union(self, a: str, b: str) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra != rb:
+            low, high = sorted((ra, rb))
+            self._parent[high] = low
+            self._parent.setdefault(low, low)
+
+    def canonical(self, name: str) -> str:
+        """The representative of `name`'s alias class, applied to its longest aliased prefix."""
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:cut])
+            if prefix in self._parent:
+                rep = self._find(prefix)
+                return ".".join([rep] + parts[cut:])
+        return name
+
+    def same(self, a: str, b: str) -> bool:
+        return self.canonical(a) == self.canonical(b)
+
+    # --- what a name is --------------------------------------------------------
+
+    def kind(self, name: Optional[str], depth: int = 0) -> Optional[str]:
+        """optimizer / scheduler / scaler / engine / module, or None when unknown."""
+        if name is None or depth > _MAX_DEPTH:
+            return None
+        if name in self.engines:
+            return ENGINE
+        kinds = {self._kind_of_value(v, depth) for v in self.assigns.get(name, ())}
+        kinds.discard(None)
+        if len(kinds) == 1:
+            return kinds.pop()
+        if not kinds and self.canonical(name) != name:
+            return self.kind(self.canonical(name), depth + 1)
+        return None
+
+    def _kind_of_value(self, value: cst.BaseExpression, depth: int) -> Optional[str]:
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            return self.kind(dotted(value), depth + 1)
+        if not isinstance(value, cst.Call):
+            return None
+        callee = self.imports.qualify(dotted(value.func))
+        if callee is None:
+            source = self._alias_source(value)
+            return self.kind(source, depth + 1) if source else None
+        name = last(callee)
+        if callee in api.ENGINE_FACTORIES:
+            return ENGINE
+        if self.scheduler_callee(callee):
+            return SCHEDULER
+        if name in api.GRAD_SCALERS:
+            return SCALER
+        if self.optimizer_callee(callee):
+            return OPTIMIZER
+        if name in self.classes:
+            return self._kind_of_class(name, depth)
+        source = self._alias_source(value)
+        if source is not None:
+            return self.kind(source, depth + 1)
+        return MODULE if name[:1].isupper() else None
+
+    def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
+        for base in self.classes[class_name].bases:
+            if self.scheduler_callee(base):
+                return "custom-scheduler"
+            if self.optimizer_callee(base):
+                return OPTIMIZER
+            if last(base) in self.classes and depth < _MAX_DEPTH:
+                return self._kind_of_class(last(base), depth + 1)
+        return "custom"
+
+    def scheduler_callee(self, callee: str) -> bool:
+        return (
+            callee.startswith(api.SCHEDULER_MODULE_PREFIXES)
+            or last(callee) in api.SCHEDULER_CLASSES
+            or bool(api.SCHEDULER_FACTORY.match(last(callee)))
+        )
+
+    def optimizer_callee(self, callee: str) -> bool:
+        name = last(callee)
+        if callee.startswith("torch.optim.") and not callee.startswith("torch.optim.lr_scheduler"):
+            return name[:1].isupper()
+        return name in api.OPTIMIZER_CLASSES or name in api.OPTIMIZER_FACTORIES
+
+    def is_plateau_scheduler(self, name: str) -> bool:
+        for value in self.assigns.get(name, ()):
+            if isinstance(value, cst.Call):
+                if last(self.imports.qualify(dotted(value.func)) or "") in api.PLATEAU_SCHEDULERS:
+                    return True
+        return False
+
+    def is_optimizer(self, name: Optional[str]) -> bool:
+        if name is None:
+            return False
+        kind = self.kind(name)
+        if kind is not None:
+            return kind == OPTIMIZER
+        return api.named_like_optimizer(name)
+
+    def is_scaler(self, name: Optional[str]) -> bool:
+        if name is None:
+            return False
+        kind = self.kind(name)
+        if kind is not None:
+            return kind == SCALER
+        return api.named_like_scaler(name)
+
+    # --- which parameters an optimizer holds -----------------------------------
+
+    def optimizer_params(self, name: str) -> Optional[frozenset[str]]:
+        """Canonical module names whose parameters `name` steps, or None."""
+        found: set[str] = set()
+        seen_any = False
+        for value in self._values_following_aliases(name):
+            if not isinstance(value, cst.Call):
+                return None
+            callee = self.imports.qualify(dotted(value.func)) or ""
+            if not self.optimizer_callee(callee):
+                return None
+            params = _params_argument(value)
+            if params is None:
+                return None
+            modules = self.resolve_params(params, 0)
+            if modules is None:
+                return None
+            found |= modules
+            seen_any = True
+        return frozenset(self.canonical(m) for m in found) if seen_any else None
+
+    def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
+        for value in self.assigns.get(name, ()):
+            source = self._alias_source(value)
+            if source == name:
+                continue  # `model, opt = accelerator.prepare(model, opt)` rebinds the same object
+            if source is not None and depth < _MAX_DEPTH:
+                yield from self._values_following_aliases(source, depth + 1)
+            else:
+                yield value
+
+    def resolve_params(self, node: cst.BaseExpression, depth: int) -> Optional[set[str]]:
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+                module = dotted(func.value)
+                return {module} if module else None
+            callee = last(self.imports.qualify(dotted(func)) or "")
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            if callee in ("list", "tuple", "iter", "set", "sorted", "filter") and positional:
+                return self.resolve_params(positional[-1], depth + 1)
+            if callee == "chain" and positional:
+                return self._union_of(positional, depth)
+            return None
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            return self._union_of([node.left, node.right], depth)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            items = []
+            for el in node.elements:
+                items.append(el.value)
+            return self._union_of(items, depth) if items else None
+        if isinstance(node, cst.Dict):
+            for el in node.elements:
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                    if el.key.evaluated_value == "params":
+                        return self.resolve_params(el.value, depth + 1)
+            return None
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            comp = node.for_in
+            if comp.inner_for_in is None:
+                return self.resolve_params(comp.iter, depth + 1)
+            return None
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted(node)
+            values = self.assigns.get(name or "", [])
+            if not values:
+                return None
+            return self._union_of(values, depth)
+        return None
+
+    def _union_of(self, nodes: list[cst.BaseExpression], depth: int) -> Optional[set[str]]:
+        out: set[str] = set()
+        for node in nodes:
+            part = self.resolve_params(node, depth + 1)
+            if part is None:
+                return None
+            out |= part
+        return out
+
+    # --- module identity ---------------------------------------------------------
+
+    def constructed_here(self, name: str) -> bool:
+        """Every assignment of `name` builds a new object (no alias, no wrapper)."""
+        values = self.assigns.get(name)
+        if not values:
+            return False
+        return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)
+
+    def definitely_distinct(self, a: str, b: str) -> bool:
+        """True only when `a` and `b` surely are different modules."""
+        ca, cb = self.canonical(a), self.canonical(b)
+        if is_under(ca, cb) or is_under(cb, ca):
+            return False
+        return self.constructed_here(a) and self.constructed_here(b)
+
+
+def _params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("params", "model_parameters"):
+            return arg.value
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+    return None
+
+
+def collect(module: cst.Module) -> Bindings:
+    bindings = Bindings()
+    module.visit(bindings)
+    return bindings

@@ -1,0 +1,186 @@
+"""Paths through one iteration of a loop, and walks across its back edge.
+
+A path is the sequence of events one iteration can run, with the sides it
+took at each branch.  Branches with equal conditions take equal sides in
+one iteration; branches on conditions the loop never changes (`if
+use_amp:`) take equal sides in every iteration.  A walk is two iterations
+in a row, which is enough to see every rule's bug: what one iteration
+leaves in `.grad` and what the next does with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import product
+from typing import Optional
+
+from gradlint.model.events import S, Event
+from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested
+
+MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
+NORMAL, CONTINUE, BREAK, RETURN = "normal", "continue", "break", "return"
+
+
+class TooComplex(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _State:
+    events: tuple[Event, ...]
+    decisions: frozenset  # of (key, side, invariant)
+    status: str = NORMAL
+    deferred: bool = False  # took the no-step side of an accumulation condition
+
+    def decided(self, key: str) -> Optional[bool]:
+        for k, side, _ in self.decisions:
+            if k == key:
+                return side
+        return None
+
+
+@dataclass(frozen=True)
+class Path:
+    events: tuple[Event, ...]
+    invariants: frozenset  # (key, side) of loop-invariant conditions
+    exits: bool  # ended by break/return/raise: no next iteration
+    deferred: bool  # skipped its step on purpose (gradient accumulation)
+
+
+@dataclass(frozen=True)
+class Walk:
+    """Two iterations in a row: `events[i]` ran in iteration `iteration[i]`."""
+
+    events: tuple[Event, ...]
+    iteration: tuple[int, ...]
+    paths: tuple[Path, ...]
+
+    def first_iteration(self):
+        """Indexes of the events of the first iteration (the ones whose future is visible)."""
+        return [i for i, it in enumerate(self.iteration) if it == 0]
+
+
+def _has_step(nodes) -> bool:
+    for node in nodes:
+        if isinstance(node, Event) and node.kind == S:
+            return True
+        if isinstance(node, Branch) and (_has_step(node.then) or _has_step(node.orelse)):
+            return True
+        if isinstance(node, (Nested, Helper)) and _has_step(node.body):
+            return True
+    return False
+
+
+def _run(nodes, states: list[_State]) -> list[_State]:
+    for node in nodes:
+        active = [s for s in states if s.status == NORMAL]
+        if not active:
+            break
+        finished = [s for s in states if s.status != NORMAL]
+        produced: list[_State] = []
+        for state in active:
+            produced.extend(_step(node, state))
+        states = finished + list(dict.fromkeys(produced))
+        if len(states) > MAX_PATHS:
+            raise TooComplex
+    return states
+
+
+def _step(node, state: _State) -> list[_State]:
+    if isinstance(node, Event):
+        return [_State(state.events + (node,), state.decisions, state.status, state.deferred)]
+    if isinstance(node, Jump):
+        return [_State(state.events, state.decisions, node.kind, state.deferred)]
+    if isinstance(node, Helper):
+        out = _run(node.body, [state])
+        return [_State(s.events, s.decisions, NORMAL if s.status == RETURN else s.status, s.deferred) for s in out]
+    if isinstance(node, Branch):
+        return _branch(node, state)
+    if isinstance(node, Nested):
+        return _nested(node, state)
+    raise TypeError(node)
+
+
+def _branch(node: Branch, state: _State) -> list[_State]:
+    sides = [True, False]
+    taken = state.decided(node.key)
+    if taken is not None:
+        sides = [taken]
+    out: list[_State] = []
+    for side in sides:
+        decisions = state.decisions | {(node.key, side, node.invariant)}
+        body = node.then if side else node.orelse
+        other = node.orelse if side else node.then
+        deferred = state.deferred or (node.accumulation and _has_step(other) and not _has_step(body))
+        out.extend(_run(body, [_State(state.events, decisions, NORMAL, deferred)]))
+    return out
+
+
+def _next_iteration(state: _State) -> _State:
+    kept = frozenset(d for d in state.decisions if d[2])
+    return _State(state.events, kept, NORMAL, state.deferred)
+
+
+def _nested(node: Nested, state: _State) -> list[_State]:
+    """An inner loop runs its body once or twice (never zero: that adds no events)."""
+    once = _run(node.body, [_next_iteration(state)])
+    results = []
+    again = []
+    for s in once:
+        if s.status == RETURN:
+            results.append(s)
+        elif s.status == BREAK:
+            results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
+        else:
+            results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
+            again.append(_next_iteration(s))
+    for s in _run(node.body, again) if again else []:
+        results.append(_State(s.events, s.decisions, RETURN if s.status == RETURN else NORMAL, s.deferred))
+    return list(dict.fromkeys(results))
+
+
+def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
+    try:
+        states = _run(loop.body, [_State((), frozenset())])
+    except TooComplex:
+        return None
+    paths = []
+    for s in states:
+        invariants = frozenset((k, side) for k, side, inv in s.decisions if inv)
+        paths.append(Path(s.events, invariants, s.status in (BREAK, RETURN), s.deferred))
+    return list(dict.fromkeys(paths))
+
+
+def _consistent(a: Path, b: Path) -> bool:
+    sides = dict(a.invariants)
+    return all(sides.get(k, side) == side for k, side in b.invariants)
+
+
+def walks(loop: LoopModel) -> list[Walk]:
+    """Every consistent pair of iterations (a loop that exits at once gives one-iteration walks).
+
+    Computed once per loop and kept on it: every rule walks the same pairs.
+    """
+    if loop.walks is None:
+        loop.walks = _walks(loop)
+    return loop.walks
+
+
+def _walks(loop: LoopModel) -> list[Walk]:
+    paths = iteration_paths(loop)
+    result: Optional[list[Walk]] = None
+    if paths is not None:
+        result = []
+        for first, second in product(paths, repeat=2):
+            if first.exits:
+                continue
+            if not _consistent(first, second):
+                continue
+            events = first.events + second.events
+            iteration = (0,) * len(first.events) + (1,) * len(second.events)
+            result.append(Walk(events, iteration, (first, second)))
+        for first in paths:
+            if first.exits:
+                result.append(Walk(first.events, (0,) * len(first.events), (first,)))
+    return result or []

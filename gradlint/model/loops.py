@@ -1,0 +1,599 @@
+"""Find training loops and build each one's structure of gradient events.
+
+A loop body becomes a small tree: events in evaluation order, branches
+(keyed by their condition's text, so two `if` blocks with the same
+condition take the same side), nested loops, jumps and inlined helper
+calls.  flow.py walks paths through it; rules never see libcst.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Optional, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from gradlint.findings import Span
+from gradlint.model import events as api
+from gradlint.model.bindings import Bindings, collect
+from gradlint.model.events import Event
+from gradlint.model.names import dotted, root
+from gradlint.settings import Wrappers
+
+MAX_HELPER_DEPTH = 3
+
+
+# --- the structure --------------------------------------------------------------
+
+
+@dataclass
+class Branch:
+    key: str  # the condition as written: equal keys take equal sides
+    accumulation: bool  # looks like `(i + 1) % k == 0` or `accelerator.sync_gradients`
+    invariant: bool  # names nothing the loop assigns: same side in every iteration
+    then: list["Node"]
+    orelse: list["Node"]
+
+
+@dataclass
+class Nested:
+    body: list["Node"]
+
+
+@dataclass
+class Jump:
+    kind: str  # "continue", "break" (also raise), "return"
+
+
+@dataclass
+class Helper:
+    """An inlined call of a function defined in the file: `return` ends it."""
+
+    body: list["Node"]
+
+
+Node = Union[Event, Branch, Nested, Jump, Helper]
+
+
+@dataclass
+class LoopModel:
+    span: Span  # the loop's header keyword
+    kind: str  # "for", "while", or "training_step" (Lightning manual optimization)
+    body: list[Node]
+    events: list[Event] = field(default_factory=list)  # everything, nested and inlined
+    own: frozenset = frozenset()  # keys of events not inside a nested loop
+    # keys of events that belong to a smaller analysed loop inside this one:
+    # that loop reports them, so this one does not
+    foreign: frozenset = frozenset()
+    walks: Optional[list] = field(default=None, repr=False, compare=False)  # flow.walks() fills it
+
+    def has(self, kind: str) -> bool:
+        return any(e.kind == kind for e in self.events)
+
+
+@dataclass
+class FileModel:
+    path: str
+    bindings: Bindings
+    loops: list[LoopModel]
+    # C events inside a LightningModule's training_step under automatic optimization
+    lightning_clips: list[Event]
+    source: str
+
+    def reads_grad(self) -> bool:
+        """Does anything read `.grad` (not only clear it)?"""
+        return bool(_GRAD_READ.search(_GRAD_CLEARS.sub("", self.source)))
+
+
+_GRAD_CLEARS = re.compile(r"\.grad\s*=\s*None|\.grad(\.data)?\.zero_\(\)|\.zero_grad\(")
+_GRAD_READ = re.compile(r"\.grad\b(?!_)")
+
+
+# --- building ---------------------------------------------------------------------
+
+
+class Context:
+    """Name resolution while building one loop (or one inlined helper)."""
+
+    def __init__(self, builder: "Builder", class_name: Optional[str], assigned: frozenset[str]):
+        self.builder = builder
+        self.bindings = builder.bindings
+        self.wrappers = builder.wrappers
+        self.class_name = class_name
+        self.assigned = assigned  # names the analysed loop assigns (for invariance)
+        self.substitution: dict[str, str] = {}
+        self.param_vars: dict[str, tuple[str, str]] = {}
+        self.accumulate = False
+        self.via: tuple[str, ...] = ()
+        self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
+
+    def child(self, **changes) -> "Context":
+        new = Context.__new__(Context)
+        new.__dict__.update(self.__dict__)
+        new.param_vars = dict(self.param_vars)
+        new.__dict__.update(changes)
+        return new
+
+    # name resolution
+    def substitute(self, name: Optional[str]) -> Optional[str]:
+        if name is None:
+            return None
+        head, dot, rest = name.partition(".")
+        if head in self.substitution:
+            return self.substitution[head] + dot + rest
+        return name
+
+    def name(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.substitute(dotted(node))
+
+    def qualify(self, name: Optional[str]) -> Optional[str]:
+        return self.bindings.imports.qualify(name)
+
+    def parameter_owner(self, var: Optional[str]) -> Optional[tuple[str, str]]:
+        return self.param_vars.get(var or "")
+
+    # making events
+    def text(self, node: cst.CSTNode) -> str:
+        code = self.builder.module.code_for_node(node).strip()
+        code = " ".join(code.split())
+        return code if len(code) <= 60 else code[:57] + "..."
+
+    def span(self, node: cst.CSTNode) -> Span:
+        return self.builder.span(node)
+
+    def event(self, kind: str, node: cst.CSTNode, **fields) -> Event:
+        for key in ("optimizer", "module"):
+            if fields.get(key) is not None:
+                fields[key] = self.substitute(fields[key])
+        return Event(kind, self.span(node), self.text(node), via=self.via, **fields)
+
+
+class _CallsInOrder(cst.CSTVisitor):
+    """Calls of an expression in evaluation order (arguments before the call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        self.calls.append(original_node)
+
+
+class _AssignedNames(cst.CSTVisitor):
+    """Names a loop assigns: conditions on them can change between iterations."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def _add(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._add(el.value)
+        else:
+            name = dotted(target)
+            if name:
+                self.names.add(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._add(t.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._add(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._add(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._add(node.asname.name)
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.has_call = False
+        self.has_modulo = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        name = dotted(node)
+        if name:
+            self.names.add(name)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.has_call = True
+
+    def visit_Modulo(self, node: cst.Modulo) -> None:
+        self.has_modulo = True
+
+
+class Builder:
+    def __init__(self, module: cst.Module, path: str, wrappers: Wrappers, line_offset: int = 0):
+        self.module = module
+        self.path = path
+        self.wrappers = wrappers
+        self.line_offset = line_offset
+        self.bindings = collect(module)
+        self.positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def span(self, node: cst.CSTNode) -> Span:
+        pos = self.positions[node]
+        off = self.line_offset
+        return Span(pos.start.line + off, pos.start.column + 1, pos.end.line + off, pos.end.column + 1)
+
+    # -- statements --
+
+    def block(self, stmts, ctx: Context) -> list[Node]:
+        out: list[Node] = []
+        for stmt in stmts:
+            out.extend(self.statement(stmt, ctx))
+        return out
+
+    def suite(self, suite: cst.BaseSuite, ctx: Context) -> list[Node]:
+        if isinstance(suite, cst.IndentedBlock):
+            return self.block(suite.body, ctx)
+        return self.block(suite.body, ctx)  # SimpleStatementSuite: small statements
+
+    def statement(self, stmt: cst.CSTNode, ctx: Context) -> list[Node]:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return self.block(stmt.body, ctx)
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return []  # a def runs nothing; its body counts where it is called
+        if isinstance(stmt, cst.If):
+            return self.if_statement(stmt, ctx)
+        if isinstance(stmt, (cst.For, cst.While)):
+            return self.nested_loop(stmt, ctx)
+        if isinstance(stmt, cst.With):
+            inner = ctx
+            pre: list[Node] = []
+            for item in stmt.items:
+                pre.extend(self.expression(item.item, ctx))
+                if api.accumulate_context(item, ctx):
+                    inner = ctx.child(accumulate=True)
+            return pre + self.suite(stmt.body, inner)
+        if isinstance(stmt, cst.Try):
+            out = self.suite(stmt.body, ctx)
+            if stmt.orelse is not None:
+                out += self.suite(stmt.orelse.body, ctx)
+            if stmt.finalbody is not None:
+                out += self.suite(stmt.finalbody.body, ctx)
+            return out
+        if isinstance(stmt, cst.Match):
+            return self.match_statement(stmt, ctx)
+        # small statements
+        if isinstance(stmt, (cst.Continue,)):
+            return [Jump("continue")]
+        if isinstance(stmt, cst.Break):
+            return [Jump("break")]
+        if isinstance(stmt, cst.Return):
+            return (self.expression(stmt.value, ctx) if stmt.value else []) + [Jump("return")]
+        if isinstance(stmt, cst.Raise):
+            return [Jump("break")]
+        if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            value = stmt.value
+            out = self.expression(value, ctx) if value is not None else []
+            grad = api.classify_grad_assign(stmt, ctx)
+            return out + ([grad] if grad is not None else [])
+        if isinstance(stmt, cst.Expr):
+            return self.expression(stmt.value, ctx)
+        return []
+
+    def if_statement(self, stmt: cst.If, ctx: Context) -> list[Node]:
+        pre = self.expression(stmt.test, ctx)
+        then = self.suite(stmt.body, ctx)
+        if isinstance(stmt.orelse, cst.If):
+            orelse = self.if_statement(stmt.orelse, ctx)
+        elif isinstance(stmt.orelse, cst.Else):
+            orelse = self.suite(stmt.orelse.body, ctx)
+        else:
+            orelse = []
+        if not then and not orelse:
+            return pre
+        return pre + [self.branch(stmt.test, ctx, then, orelse)]
+
+    def branch(self, test: cst.BaseExpression, ctx: Context, then, orelse) -> Branch:
+        names = _Names()
+        test.visit(names)
+        key = " ".join(self.module.code_for_node(test).split())
+        key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
+        accumulation = names.has_modulo or bool(api.ACCUMULATION_WORDS.search(key))
+        assigned = ctx.assigned
+        varying = names.has_call or any(n in assigned or root(n) in assigned for n in names.names)
+        if accumulation:
+            then, orelse = _mark_accumulation(then), _mark_accumulation(orelse)
+        return Branch(key, accumulation, not (varying or accumulation), then, orelse)
+
+    def match_statement(self, stmt: cst.Match, ctx: Context) -> list[Node]:
+        pre = self.expression(stmt.subject, ctx)
+        out: list[Node] = []
+        for index in range(len(stmt.cases) - 1, -1, -1):
+            case = stmt.cases[index]
+            body = self.suite(case.body, ctx)
+            key = f"match@{self.span(stmt).line}#{index}"
+            out = [Branch(key, False, False, body, out)] if (body or out) else []
+        return pre + out
+
+    def nested_loop(self, stmt: cst.For | cst.While, ctx: Context) -> list[Node]:
+        inner = ctx
+        pre: list[Node] = []
+        if isinstance(stmt, cst.For):
+            pre = self.expression(stmt.iter, ctx)
+            owner = self.iteration_owner(stmt.iter, ctx)
+            if owner is not None:
+                inner = ctx.child()
+                for var in _target_names(stmt.target, owner[0]):
+                    inner.param_vars[var] = owner
+        else:
+            pre = self.expression(stmt.test, ctx)
+        body = self.suite(stmt.body, inner)
+        orelse = self.suite(stmt.orelse.body, ctx) if stmt.orelse is not None else []
+        return pre + ([Nested(body)] if body else []) + orelse
+
+    def iteration_owner(self, iterable: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, str]]:
+        """What the loop variable of `for p in <iterable>` belongs to, for `p.grad = None`."""
+        if isinstance(iterable, cst.Subscript):  # group["params"]
+            owner = ctx.parameter_owner(ctx.name(iterable.value))
+            if owner is not None and owner[0] == "group":
+                return ("optimizer", owner[1])
+            return None
+        if isinstance(iterable, cst.Attribute) and iterable.attr.value == "param_groups":
+            name = ctx.name(iterable.value)
+            return ("group", name) if name else None
+        resolved = self.bindings.resolve_params(iterable, 0)
+        if resolved is not None and len(resolved) == 1:
+            return ("module", ctx.substitute(next(iter(resolved))))
+        return None
+
+    # -- expressions --
+
+    def expression(self, node: cst.BaseExpression, ctx: Context) -> list[Node]:
+        collector = _CallsInOrder()
+        node.visit(collector)
+        out: list[Node] = []
+        for call in collector.calls:
+            out.extend(self.call(call, ctx))
+        return out
+
+    def call(self, call: cst.Call, ctx: Context) -> list[Node]:
+        event = api.classify_call(call, ctx)
+        if event is not None:
+            if event.kind == api.S and event.closure:
+                return self.closure_step(call, event, ctx)
+            if event.sync_only:
+                # Inside `with accelerator.accumulate(...)`: runs only on the syncing step.
+                marked = replace(event, accumulation_guarded=True)
+                return [Branch("<accelerator.sync_gradients>", True, False, [marked], [])]
+            return [event]
+        helper = self.helper_for(call, ctx)
+        if helper is None:
+            return []
+        definition, class_name, label = helper
+        return [Helper(self.inline(definition, call, class_name, label, ctx))]
+
+    def closure_step(self, call: cst.Call, event: Event, ctx: Context) -> list[Node]:
+        closure = call.args[0].value
+        body: list[Node] = []
+        if isinstance(closure, cst.Lambda):
+            body = self.expression(closure.body, ctx)
+        elif isinstance(closure, cst.Name):
+            defs = self.bindings.all_functions.get(closure.value, [])
+            if len(defs) == 1:
+                body = [Helper(self.inline(defs[0], None, ctx.class_name, closure.value, ctx))]
+        return body + [event]
+
+    def helper_for(self, call: cst.Call, ctx: Context):
+        if len(ctx.helpers) >= MAX_HELPER_DEPTH:
+            return None
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in self.bindings.functions and not self.bindings.imports.is_imported(name):
+                return self.bindings.functions[name], None, f"{name}()"
+            return None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            method = func.attr.value
+            for class_name in self.class_chain(ctx.class_name):
+                info = self.bindings.classes[class_name]
+                if method in info.methods:
+                    return info.methods[method], class_name, f"self.{method}()"
+        return None
+
+    def class_chain(self, class_name: Optional[str]) -> list[str]:
+        chain: list[str] = []
+        while class_name and class_name in self.bindings.classes and class_name not in chain:
+            chain.append(class_name)
+            bases = [b.rsplit(".", 1)[-1] for b in self.bindings.classes[class_name].bases]
+            class_name = next((b for b in bases if b in self.bindings.classes), None)
+        return chain
+
+    def inline(self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx) -> list[Node]:
+        if id(definition) in ctx.helpers:
+            return []
+        inner = ctx.child(
+            class_name=class_name,
+            via=ctx.via + (label,),
+            helpers=ctx.helpers + (id(definition),),
+            substitution=dict(ctx.substitution),
+        )
+        if call is not None:
+            inner.substitution.update(_argument_map(definition, call, ctx))
+        return self.suite(definition.body, inner)
+
+    # -- loops --
+
+    def loop_model(self, node: cst.For | cst.While, class_name: Optional[str]) -> Optional[LoopModel]:
+        assigned = _AssignedNames()
+        node.visit(assigned)
+        ctx = Context(self, class_name, frozenset(assigned.names))
+        if isinstance(node, cst.For):
+            owner = self.iteration_owner(node.iter, ctx)
+            if owner is not None:
+                for var in _target_names(node.target, owner[0]):
+                    ctx.param_vars[var] = owner
+        body = self.suite(node.body, ctx)
+        keyword = "for" if isinstance(node, cst.For) else "while"
+        return self._finish(LoopModel(self._header_span(node), keyword, body))
+
+    def step_function_model(self, node: cst.FunctionDef, class_name: str) -> Optional[LoopModel]:
+        """Lightning calls a manual-optimization training_step once per batch: a loop body."""
+        assigned = _AssignedNames()
+        node.visit(assigned)
+        ctx = Context(self, class_name, frozenset(assigned.names))
+        body = self.suite(node.body, ctx)
+        return self._finish(LoopModel(self._header_span(node), "training_step", body))
+
+    def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
+        everything: list[Event] = []
+        own: list[tuple] = []
+        _flatten(loop.body, everything, own, inside_nested=False)
+        loop.events = everything
+        loop.own = frozenset(own)
+        if not (loop.has(api.B) or loop.has(api.S)):
+            return None
+        return loop
+
+    def _header_span(self, node: cst.CSTNode) -> Span:
+        start = self.span(node)
+        return Span(start.line, start.col, start.line, start.col + 3)
+
+
+def _mark_accumulation(nodes: list[Node]) -> list[Node]:
+    """Flag events that only run on an accumulation boundary."""
+    out: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Event):
+            out.append(replace(node, accumulation_guarded=True))
+        elif isinstance(node, Branch):
+            out.append(Branch(node.key, node.accumulation, node.invariant,
+                              _mark_accumulation(node.then), _mark_accumulation(node.orelse)))
+        elif isinstance(node, (Nested, Helper)):
+            out.append(type(node)(_mark_accumulation(node.body)))
+        else:
+            out.append(node)
+    return out
+
+
+def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> None:
+    for node in nodes:
+        if isinstance(node, Event):
+            out.append(node)
+            if not inside_nested:
+                own.append(node.key)
+        elif isinstance(node, Branch):
+            _flatten(node.then, out, own, inside_nested)
+            _flatten(node.orelse, out, own, inside_nested)
+        elif isinstance(node, Nested):
+            _flatten(node.body, out, own, True)
+        elif isinstance(node, Helper):
+            _flatten(node.body, out, own, inside_nested)
+
+
+def _target_names(target: cst.BaseExpression, owner_kind: str) -> list[str]:
+    """`p` of `for p in ...`, and of `for name, p in model.named_parameters()`."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.Tuple) and owner_kind == "module" and len(target.elements) == 2:
+        second = target.elements[1].value
+        if isinstance(second, cst.Name):
+            return [second.value]
+    return []
+
+
+def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> dict[str, str]:
+    params = [p.name.value for p in definition.params.params]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    mapping: dict[str, str] = {}
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for param, arg in zip(params, positional):
+        name = ctx.name(arg.value)
+        if name:
+            mapping[param] = name
+    known = {p.name.value for p in definition.params.params} | {p.name.value for p in definition.params.kwonly_params}
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in known:
+            name = ctx.name(arg.value)
+            if name:
+                mapping[arg.keyword.value] = name
+    return {k: v for k, v in mapping.items() if k != v}
+
+
+class _LoopFinder(cst.CSTVisitor):
+    def __init__(self, builder: Builder) -> None:
+        self.builder = builder
+        self.classes: list[str] = []
+        self.loops: list[LoopModel] = []
+        self.lightning_clips: list[Event] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+        info = self.builder.bindings.classes.get(node.name.value)
+        if info is not None and api.lightning_module(info.bases) and "training_step" in info.methods:
+            self._lightning(info)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def _lightning(self, info) -> None:
+        method = info.methods["training_step"]
+        if info.manual_optimization:
+            model = self.builder.step_function_model(method, info.name)
+            if model is not None:
+                self.loops.append(model)
+            return
+        ctx = Context(self.builder, info.name, frozenset())
+        body = self.builder.suite(method.body, ctx)
+        events: list[Event] = []
+        _flatten(body, events, [], False)
+        if not any(e.kind == api.B for e in events):  # manual_backward means manual optimization
+            self.lightning_clips.extend(e for e in events if e.kind == api.C)
+
+    def _loop(self, node) -> None:
+        model = self.builder.loop_model(node, self.classes[-1] if self.classes else None)
+        if model is not None:
+            self.loops.append(model)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loop(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loop(node)
+
+
+def _mark_foreign(loops: list[LoopModel]) -> None:
+    keys = [frozenset(e.key for e in loop.events) for loop in loops]
+    for i, loop in enumerate(loops):
+        foreign: set = set()
+        for j, other in enumerate(keys):
+            if j != i and other < keys[i]:
+                foreign |= other
+        loop.foreign = frozenset(foreign)
+
+
+def build(module: cst.Module, path: str, source: str, wrappers: Wrappers = Wrappers(), line_offset: int = 0) -> FileModel:
+    builder = Builder(module, path, wrappers, line_offset)
+    finder = _LoopFinder(builder)
+    module.visit(finder)
+    _mark_foreign(finder.loops)
+    return FileModel(path, builder.bindings, finder.loops, finder.lightning_clips, source)

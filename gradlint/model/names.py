@@ -1,0 +1,85 @@
+"""Dotted names of libcst expressions and the file's import aliases.
+
+TorchFix's lesson: compare torch APIs by qualified name, so that
+`import torch.nn as nn`, `from torch.nn.utils import clip_grad_norm_ as
+clip` and `torch.nn.utils.clip_grad.clip_grad_norm_` all name one thing.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+
+def dotted(node: cst.BaseExpression) -> Optional[str]:
+    """`self.model.head` for Name/Attribute chains, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def root(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def last(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def is_under(name: str, prefix: str) -> bool:
+    """True when `name` is `prefix` or an attribute path below it."""
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return dotted(node) or ""
+    return ""
+
+
+class Imports:
+    """Maps a local name to the qualified name it was imported as."""
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None:
+                    local = _module_name(alias.asname.name)
+                    self.aliases[local] = full
+                else:
+                    # `import torch.nn` binds `torch`, which qualifies as itself.
+                    self.aliases[root(full)] = root(full)
+            return
+        if node.relative or node.module is None:
+            base = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
+        else:
+            base = _module_name(node.module)
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = _module_name(alias.name)
+            local = _module_name(alias.asname.name) if alias.asname is not None else name
+            self.aliases[local] = f"{base}.{name}" if base else name
+
+    def qualify(self, name: Optional[str]) -> Optional[str]:
+        """`nn.utils.clip_grad_norm_` -> `torch.nn.utils.clip_grad_norm_`."""
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return name
+        return f"{target}.{rest}" if rest else target
+
+    def is_imported(self, name: str) -> bool:
+        return root(name) in self.aliases

@@ -1,0 +1,92 @@
+"""GL005: a clip before the backward whose gradients the next step uses."""
+
+from gradlint.model.events import B, S, Z
+from gradlint.rules.base import RawFinding, at
+from gradlint.rules.clip_placement import clips_with_walks, next_of, step_before
+from gradlint.rules.registry import Rule
+
+
+def check(file):
+    for loop, walk, i in clips_with_walks(file):
+        if step_before(walk, i) is not None:
+            continue  # GL004's case
+        following = next_of(walk, i, B + S + Z)
+        if following is None or following.kind != B:
+            continue
+        clip = walk.events[i]
+        yield RawFinding(
+            "GL005",
+            f"{clip.text} runs before {at(following)}: it clips stale or partial gradients, "
+            "not the ones the next step uses",
+            clip,
+            ((following, "the backward that adds gradients after the clip"),),
+            loop,
+        )
+    for clip in file.lightning_clips:
+        yield RawFinding(
+            "GL005",
+            f"{clip.text} in training_step runs before Lightning calls backward (automatic optimization): "
+            "set gradient_clip_val on the Trainer or clip in configure_gradient_clipping",
+            clip,
+        )
+
+
+RULE = Rule(
+    code="GL005",
+    name="clip-before-backward",
+    summary="Gradient clipping runs before the backward() whose gradients the next step uses.",
+    rationale=(
+        "A clip only shapes an update when it sits after the last backward() and before step(). Before "
+        "backward() it clips old, empty or partial gradients; per micro-batch it clips partial sums."
+    ),
+    wrong=(
+        "for x, y in loader:\n    opt.zero_grad()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    loss_fn(model(x), y).backward()\n    opt.step()\n"
+    ),
+    right=(
+        "for x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    opt.step()\n"
+    ),
+    default=True,
+    check=check,
+    valid=(
+        """
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    if (i + 1) % 4 == 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+class Lit(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self.loss(batch)
+""",
+    ),
+    invalid=(
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
+    if (i + 1) % 4 == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """
+import lightning as L
+class Lit(L.LightningModule):
+    def training_step(self, batch, batch_idx):
+        loss = self.loss(batch)
+        torch.nn.utils.clip_grad_norm_(self.parameters(), 1.0)  # expect: GL005
+        return loss
+""",
+    ),
+)

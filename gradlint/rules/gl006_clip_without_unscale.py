@@ -1,0 +1,97 @@
+"""GL006: clipping AMP-scaled gradients without unscaling them first."""
+
+from gradlint.model.events import B, C, U
+from gradlint.model.flow import walks
+from gradlint.rules.base import RawFinding, at
+from gradlint.rules.registry import Rule
+
+
+def check(file):
+    for loop in file.loops:
+        if not any(e.kind == C and not e.unscales for e in loop.events):
+            continue
+        for walk in walks(loop):
+            for i, clip in enumerate(walk.events):
+                if clip.kind != C or clip.unscales:
+                    continue
+                backward = _last_backward_or_unscale(walk.events, i)
+                if backward is None or backward.kind != B or not backward.scaled:
+                    continue
+                yield RawFinding(
+                    "GL006",
+                    f"{clip.text} clips gradients still multiplied by the GradScaler's scale "
+                    f"(from {at(backward)}): call scaler.unscale_(optimizer) before clipping",
+                    clip,
+                    ((backward, "the scaled backward"),),
+                    loop,
+                )
+
+
+def _last_backward_or_unscale(events, index):
+    for j in range(index - 1, -1, -1):
+        if events[j].kind in (B, U):
+            return events[j]
+    return None
+
+
+RULE = Rule(
+    code="GL006",
+    name="clip-without-unscale",
+    summary="With a GradScaler, gradients are clipped while still scaled (no scaler.unscale_ first).",
+    rationale=(
+        "scaler.scale(loss).backward() leaves gradients multiplied by the loss scale (65536 at first). "
+        "Clipping them to max_norm before scaler.unscale_(optimizer) clips by a threshold thousands of times "
+        "too small."
+    ),
+    wrong=(
+        "for x, y in loader:\n    opt.zero_grad()\n    scaler.scale(loss_fn(model(x), y)).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n"
+    ),
+    right=(
+        "for x, y in loader:\n    opt.zero_grad()\n    scaler.scale(loss_fn(model(x), y)).backward()\n"
+        "    scaler.unscale_(opt)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    scaler.step(opt)\n    scaler.update()\n"
+    ),
+    default=True,
+    check=check,
+    valid=(
+        """
+scaler = torch.amp.GradScaler()
+for x, y in loader:
+    opt.zero_grad()
+    scaler.scale(loss_fn(model(x), y)).backward()
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(opt)
+    scaler.update()
+""",
+        """
+for batch in loader:
+    accelerator.backward(model(batch))
+    accelerator.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+    ),
+    invalid=(
+        """
+scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+for x, y in loader:
+    opt.zero_grad()
+    scaler.scale(loss_fn(model(x), y)).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+    scaler.step(opt)
+    scaler.update()
+""",
+        """
+from torch.amp import GradScaler
+grad_scaler = GradScaler("cuda")
+for x, y in loader:
+    grad_scaler.scale(loss_fn(model(x), y)).backward()
+    torch.nn.utils.clip_grad_value_(model.parameters(), 0.1)  # expect: GL006
+    grad_scaler.step(opt)
+    grad_scaler.update()
+    opt.zero_grad()
+""",
+    ),
+)

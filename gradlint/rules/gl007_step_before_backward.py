@@ -1,0 +1,81 @@
+"""GL007: a step before the backward of its own iteration."""
+
+from gradlint.model.events import B, S
+from gradlint.model.flow import walks
+from gradlint.rules.base import RawFinding, at
+from gradlint.rules.registry import Rule
+
+
+def check(file):
+    for loop in file.loops:
+        for walk in walks(loop):
+            for i in walk.first_iteration():
+                step = walk.events[i]
+                if step.kind != S or step.closure:
+                    continue
+                earlier = walk.events[:i]
+                if any(e.kind == B for e in earlier):
+                    continue
+                later = next(
+                    (e for j, e in enumerate(walk.events) if j > i and walk.iteration[j] == 0 and e.kind == B),
+                    None,
+                )
+                if later is None:
+                    continue
+                yield RawFinding(
+                    "GL007",
+                    f"{step.text} runs before {at(later)} in the same iteration: "
+                    "every update uses the previous batch's gradients",
+                    step,
+                    ((later, "the backward that comes after the step"),),
+                    loop,
+                )
+
+
+RULE = Rule(
+    code="GL007",
+    name="step-before-backward",
+    summary="optimizer.step() runs before this iteration's backward().",
+    rationale=(
+        "step() applies whatever is in .grad. Called before this iteration's backward(), it applies the "
+        "previous batch's gradients (none at all on the first iteration), and the last batch is never used."
+    ),
+    wrong="for x, y in loader:\n    opt.zero_grad()\n    opt.step()\n    loss_fn(model(x), y).backward()\n",
+    right="for x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n    opt.step()\n",
+    default=True,
+    check=check,
+    valid=(
+        """
+opt = torch.optim.LBFGS(model.parameters())
+for x, y in loader:
+    def closure():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        return loss
+    opt.step(closure)
+""",
+        """
+for x, y in loader:
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+    ),
+    invalid=(
+        """
+for x, y in loader:
+    optimizer.zero_grad()
+    optimizer.step()  # expect: GL007
+    loss_fn(model(x), y).backward()
+""",
+        """
+scaler = torch.amp.GradScaler()
+for x, y in loader:
+    scaler.step(opt)  # expect: GL007
+    scaler.update()
+    opt.zero_grad()
+    scaler.scale(loss_fn(model(x), y)).backward()
+""",
+    ),
+)

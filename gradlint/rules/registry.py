@@ -1,0 +1,101 @@
+"""Metadata of every rule, and selection by code or prefix.
+
+Kept free of libcst and of the analysis so that `gradlint rules`,
+`--select` validation and the reports can use it cheaply.  Each rule
+module under gradlint/rules/ defines a RULE; this module lists them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable, Iterable
+
+RULE_MODULES = (
+    "gl001_missing_zero_grad",
+    "gl002_zero_grad_discards",
+    "gl003_zero_grad_target_mismatch",
+    "gl004_clip_after_step",
+    "gl005_clip_before_backward",
+    "gl006_clip_without_unscale",
+    "gl007_step_before_backward",
+    "gl008_scheduler_before_step",
+    "gl101_prefer_optimizer_zero_grad",
+    "gl102_set_to_none_false",
+)
+
+DOCS_URL = "https://github.com/gradlint/gradlint/blob/main/README.md#{anchor}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    summary: str  # one line, what the bug is
+    rationale: str  # why, in PyTorch terms
+    wrong: str  # a short wrong example for `gradlint explain`
+    right: str  # the same loop, fixed
+    default: bool
+    # check(file_model) -> iterable of RawFinding; see gradlint/rules/base.py
+    check: Callable = field(compare=False, repr=False)
+    # Samples that the generic test runs: each INVALID sample marks its
+    # offending lines with `# expect: GLxxx`; VALID samples must be clean.
+    valid: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()
+
+    @property
+    def docs_url(self) -> str:
+        return DOCS_URL.format(anchor=f"{self.code.lower()}-{self.name}")
+
+
+@lru_cache(maxsize=None)
+def all_rules() -> tuple[Rule, ...]:
+    rules = []
+    for module_name in RULE_MODULES:
+        module = importlib.import_module(f"gradlint.rules.{module_name}")
+        rules.append(module.RULE)
+    return tuple(rules)
+
+
+@lru_cache(maxsize=None)
+def rules_by_code() -> dict[str, Rule]:
+    return {rule.code: rule for rule in all_rules()}
+
+
+def default_codes() -> list[str]:
+    return [rule.code for rule in all_rules() if rule.default]
+
+
+class UnknownCode(ValueError):
+    pass
+
+
+def expand(selectors: Iterable[str]) -> set[str]:
+    """Codes matching each selector: a full code, a prefix (`GL1`), or ALL."""
+    codes = [rule.code for rule in all_rules()]
+    chosen: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip().upper()
+        if not selector:
+            continue
+        if selector == "ALL":
+            chosen.update(codes)
+            continue
+        matched = [code for code in codes if code.startswith(selector)]
+        if not matched:
+            raise UnknownCode(f"unknown rule code or prefix: {raw!r}")
+        chosen.update(matched)
+    return chosen
+
+
+def effective_codes(
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    extend_select: Iterable[str] = (),
+) -> frozenset[str]:
+    """ruff's semantics: select replaces the defaults, extend-select adds, ignore removes."""
+    base = set(default_codes()) if select is None else expand(select)
+    base |= expand(extend_select)
+    base -= expand(ignore)
+    return frozenset(base)

@@ -1,0 +1,47 @@
+"""The effective settings of one check: which rules run, and which of the
+project's own functions count as gradient events.
+
+Plain data, hashable, so it can key the cache and cross process
+boundaries.  ``gradlint.config`` builds it from pyproject.toml and flags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, asdict
+
+
+@dataclass(frozen=True)
+class Wrappers:
+    """Project-specific helpers that act as gradient events.
+
+    Each entry is a dotted name (``utils.optim_step``) or a bare method or
+    function name (``optimizer_step``); a call matches when its dotted text
+    or its last name component equals an entry.
+    """
+
+    backward_functions: tuple[str, ...] = ()
+    step_functions: tuple[str, ...] = ()
+    zero_grad_functions: tuple[str, ...] = ()
+    clip_functions: tuple[str, ...] = ()
+
+    def all_names(self) -> tuple[str, ...]:
+        return self.backward_functions + self.step_functions + self.zero_grad_functions + self.clip_functions
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: frozenset[str] = field(default_factory=frozenset)
+    wrappers: Wrappers = field(default_factory=Wrappers)
+
+    @staticmethod
+    def default() -> "Settings":
+        from gradlint.rules.registry import default_codes
+
+        return Settings(select=frozenset(default_codes()))
+
+    def fingerprint(self) -> str:
+        """A stable digest of everything that can change a file's findings."""
+        data = {"select": sorted(self.select), "wrappers": asdict(self.wrappers)}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
