@@ -100,3 +100,92 @@ def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
             )
             found.setdefault((finding.code, finding.span), finding)
     return sorted(found.values(), key=Finding.sort_key)
+
+
+# --- many files ------------------------------------------------------------------
+
+import os  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+MAX_FILE_BYTES = 8 * 1024 * 1024  # a generated or vendored monster: say so, do not stall the run
+
+
+def read_source(path: str) -> tuple[bytes | None, FileError | None]:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            return None, FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")
+        with open(path, "rb") as handle:
+            return handle.read(), None
+    except OSError as exc:
+        return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+
+
+def check_file(path: str, settings: Settings) -> FileResult:
+    data, error = read_source(path)
+    if error is not None:
+        return FileResult(path, errors=[error])
+    return check_source(data, path, settings)
+
+
+@dataclass
+class RunResult:
+    results: list[FileResult] = field(default_factory=list)
+    discovery_errors: list[FileError] = field(default_factory=list)
+
+    def findings(self) -> list[Finding]:
+        return sorted((f for r in self.results for f in r.findings), key=Finding.sort_key)
+
+    def suppressed(self) -> list[Finding]:
+        return sorted((f for r in self.results for f in r.suppressed), key=Finding.sort_key)
+
+    def errors(self) -> list[FileError]:
+        errors = self.discovery_errors + [e for r in self.results for e in r.errors]
+        return sorted(errors, key=lambda e: (e.path, e.line, e.col))
+
+    @property
+    def files_checked(self) -> int:
+        return len(self.results)
+
+    def summary(self) -> str:
+        findings, errors = self.findings(), self.errors()
+        if not findings and not errors:
+            return ""
+        files = len({f.path for f in findings})
+        text = (
+            f"Found {len(findings)} problem{'s' if len(findings) != 1 else ''} in {files} "
+            f"file{'s' if files != 1 else ''} ({self.files_checked} file{'s' if self.files_checked != 1 else ''} checked)."
+        )
+        if errors:
+            text += f" {len(errors)} could not be checked."
+        return text
+
+    def exit_code(self) -> int:
+        """0 clean, 1 findings or unreadable/unparsable input, 2 an internal error."""
+        if any(e.kind == INTERNAL_ERROR for e in self.errors()):
+            return 2
+        return 1 if self.findings() or self.errors() else 0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    jobs: int | None = None  # None: the core count (one process for a handful of files)
+    cache_dir: str | None = None  # None: no cache
+    
+
+def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOptions()) -> list[FileResult]:
+    """Check each (path, settings) pair; results in the order given.
+
+    This is the seam for speed work (prefilter, process pool, cache): callers
+    only see FileResults.
+    """
+    return [check_file(path, settings) for path, settings in tasks]
+
+
+def check_paths(paths: list[str], settings: Settings, options: RunOptions = RunOptions()) -> RunResult:
+    """Discover and check with one Settings for every file (tests and simple callers)."""
+    from gradlint.discover import discover
+
+    found = discover(paths)
+    results = check_files([(path, settings) for path in found.files], options)
+    return RunResult(sorted(results, key=lambda r: r.path), found.errors)

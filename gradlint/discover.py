@@ -1,0 +1,103 @@
+"""Which files a run checks: walk the given paths, skip what no one wants linted.
+
+Directory symlinks are followed, but a link back into a directory already
+on the way down is reported as a loop instead of being walked forever.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+from gradlint.findings import READ_ERROR, FileError
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".bzr", "__pycache__", "build", "dist", "node_modules",
+        ".venv", "venv", ".tox", ".nox", ".eggs", ".mypy_cache", ".pytest_cache",
+        ".ruff_cache", ".gradlint_cache", "site-packages", "__pypackages__", ".ipynb_checkpoints",
+    }
+)
+SOURCE_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class Discovery:
+    files: list[str] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+
+
+def _is_virtualenv(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+
+
+def discover(
+    paths: Iterable[str],
+    excluded: Optional[Callable[[str], bool]] = None,
+    force_exclude: bool = False,
+) -> Discovery:
+    """Files to check, in a stable order.  `excluded(path)` applies to walked entries,
+    and to explicitly named files only with `force_exclude` (ruff's rule)."""
+    found = Discovery()
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        key = os.path.normpath(path)
+        if key not in seen:
+            seen.add(key)
+            found.files.append(path)
+
+    for path in paths:
+        if os.path.isdir(path):
+            if force_exclude and excluded is not None and excluded(path):
+                continue
+            _walk(path, excluded, add, found.errors)
+        elif os.path.lexists(path):
+            if force_exclude and excluded is not None and excluded(path):
+                continue
+            if os.path.islink(path) and not os.path.exists(path):
+                found.errors.append(FileError(path, READ_ERROR, "broken symbolic link"))
+            else:
+                add(path)
+        else:
+            found.errors.append(FileError(path, READ_ERROR, "no such file or directory"))
+    return found
+
+
+def _walk(top: str, excluded, add, errors: list[FileError]) -> None:
+    # (directory, real paths of it and its ancestors) so that only a link back up is a loop
+    stack = [(top, frozenset({os.path.realpath(top)}))]
+    while stack:
+        directory, ancestors = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            errors.append(FileError(directory, READ_ERROR, f"cannot read directory: {exc.strerror or exc}"))
+            continue
+        subdirs = []
+        for entry in entries:
+            path = os.path.join(directory, entry.name)
+            try:
+                is_dir = entry.is_dir()  # follows links
+                is_link = entry.is_symlink()
+            except OSError as exc:
+                errors.append(FileError(path, READ_ERROR, f"cannot stat: {exc.strerror or exc}"))
+                continue
+            if excluded is not None and excluded(path):
+                continue
+            if is_dir:
+                if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info") or _is_virtualenv(path):
+                    continue
+                real = os.path.realpath(path)
+                if real in ancestors:
+                    errors.append(FileError(path, READ_ERROR, f"symbolic link loop: points back to {real}"))
+                    continue
+                subdirs.append((path, ancestors | {real}))
+            elif entry.name.endswith(SOURCE_SUFFIXES):
+                if is_link and not os.path.exists(path):
+                    errors.append(FileError(path, READ_ERROR, "broken symbolic link"))
+                    continue
+                add(path)
+        stack.extend(reversed(subdirs))

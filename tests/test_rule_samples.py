@@ -1,0 +1,35 @@
+"""Every rule's own valid and invalid samples (the Fixit habit)."""
+
+import pytest
+
+from gradlint.engine import check_source
+from gradlint.rules.registry import all_rules
+from gradlint.settings import Settings
+from marks import expected_marks, found_marks
+
+CASES = [
+    pytest.param(rule, kind, index, sample, id=f"{rule.code}-{kind}-{index}")
+    for rule in all_rules()
+    for kind, samples in (("valid", rule.valid), ("invalid", rule.invalid))
+    for index, sample in enumerate(samples)
+]
+
+
+def test_every_rule_has_samples():
+    for rule in all_rules():
+        assert rule.valid and rule.invalid, rule.code
+        assert all(expected_marks(sample) for sample in rule.invalid), rule.code
+
+
+@pytest.mark.parametrize("rule, kind, index, sample", CASES)
+def test_sample(rule, kind, index, sample):
+    result = check_source(sample, "sample.py", Settings(select=frozenset({rule.code})))
+    assert not result.errors
+    assert found_marks(result.findings) == expected_marks(sample)
+
+
+@pytest.mark.parametrize("rule, kind, index, sample", [c for c in CASES if c.values[1] == "valid"])
+def test_valid_samples_clean_under_every_rule(rule, kind, index, sample):
+    """A valid sample is correct code: no default rule may fire on it."""
+    result = check_source(sample, "sample.py", Settings.default())
+    assert found_marks(result.findings) == []
