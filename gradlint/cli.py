@@ -34,21 +34,45 @@ def _codes(value: str) -> list[str]:
 
 
 def check_parser() -> argparse.ArgumentParser:
+    from gradlint.report import FORMATS
+
     p = _Parser(prog="gradlint", description="Lint PyTorch training loops.")
     p.add_argument("paths", nargs="*", default=["."], help="files or directories; - reads standard input")
-    p.add_argument("--select", type=_codes, action="extend", help="rule codes or prefixes to enable (replaces defaults)")
-    p.add_argument("--extend-select", type=_codes, action="extend", default=[], help="codes to enable on top")
-    p.add_argument("--ignore", type=_codes, action="extend", default=[], help="codes or prefixes to disable")
-    p.add_argument("--output-format", default="text", help="output format (default: text)")
-    p.add_argument("--stdin-filename", help="name to report for standard input")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: core count)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
-    p.add_argument("--cache-dir", help="where the result cache lives (default: .gradlint_cache)")
+    rules = p.add_argument_group("rule selection (overrides [tool.gradlint])")
+    rules.add_argument("--select", type=_codes, action="extend", help="rule codes or prefixes to enable (replaces defaults)")
+    rules.add_argument("--extend-select", type=_codes, action="extend", default=[], help="codes to enable on top")
+    rules.add_argument("--ignore", type=_codes, action="extend", default=[], help="codes or prefixes to disable")
+    files = p.add_argument_group("files")
+    files.add_argument("--exclude", type=_codes, action="extend", help="globs to skip (replaces the config's exclude)")
+    files.add_argument("--extend-exclude", type=_codes, action="extend", default=[], help="globs to skip on top")
+    files.add_argument(
+        "--force-exclude", action="store_true",
+        help="apply excludes to files named on the command line too (for pre-commit)",
+    )
+    files.add_argument("--stdin-filename", help="name to report for standard input")
+    config = p.add_argument_group("configuration")
+    config.add_argument("--config", metavar="PATH", help="use this pyproject.toml (or gradlint.toml) for every file")
+    config.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    out = p.add_argument_group("output")
+    out.add_argument("--output-format", default="text", help=f"one of {', '.join(FORMATS)} (default: text)")
+    out.add_argument("--output-file", "-o", metavar="PATH", help="write the report to PATH (atomically) instead of stdout")
+    out.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
+    out.add_argument("--show-suppressed", action="store_true", help="also list findings silenced by noqa comments")
+    out.add_argument(
+        "--report-unused-noqa", action="store_true",
+        help="report noqa / gradlint: ignore comments that silence nothing (GL900)",
+    )
+    out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    run = p.add_argument_group("speed")
+    run.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: core count)")
+    run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    run.add_argument("--cache-dir", help="where the result cache lives (default: .gradlint_cache)")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from gradlint.config import ConfigError
+
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args and args[0] in ("-h", "--help"):
@@ -63,40 +87,190 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args and args[0] == command:
             args = args[1:]
         return _COMMANDS[command](args)
-    except UsageError as exc:
+    except (UsageError, ConfigError) as exc:
         print(f"gradlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_CLEAN
+    except Exception as exc:  # gradlint's own bug: one line, no traceback, exit 2
+        import traceback
+
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        print(
+            f"gradlint: internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+
+def _overrides(args):
+    from gradlint.config import Layer, Overrides
+    from gradlint.rules.registry import UnknownCode, expand
+
+    for option in ("select", "extend_select", "ignore"):
+        try:
+            expand(getattr(args, option) or ())
+        except UnknownCode as exc:
+            raise UsageError(f"--{option.replace('_', '-')}: {exc} (see `gradlint rules`)")
+    layer = Layer(
+        select=None if args.select is None else tuple(args.select),
+        extend_select=tuple(args.extend_select),
+        ignore=tuple(args.ignore),
+    )
+    return Overrides(
+        layer=layer,
+        exclude=None if args.exclude is None else tuple(args.exclude),
+        extend_exclude=tuple(args.extend_exclude),
+    )
 
 
 def run_check(argv: list[str]) -> int:
-    from gradlint.rules.registry import UnknownCode, effective_codes
-    from gradlint.settings import Settings
+    from gradlint.config import Resolver
+    from gradlint.report import FORMATS
 
     args = check_parser().parse_args(argv)
-    try:
-        select = effective_codes(args.select, args.ignore, args.extend_select)
-    except UnknownCode as exc:
-        raise UsageError(str(exc))
-    from gradlint.report import FORMATS, render
-
     if args.output_format not in FORMATS:
         raise UsageError(f"unknown --output-format {args.output_format!r} (choose from {', '.join(FORMATS)})")
-    settings = Settings(select=select)
+    if args.statistics:
+        from gradlint.report.statistics import STATISTICS_FORMATS
+
+        if args.output_format not in STATISTICS_FORMATS:
+            raise UsageError(f"--statistics works with --output-format {' or '.join(STATISTICS_FORMATS)}")
+    if args.config and args.isolated:
+        raise UsageError("--config and --isolated cannot be used together")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    resolver = Resolver(_overrides(args), config_path=args.config, isolated=args.isolated)
+
     from gradlint import engine
 
-    if args.paths == ["-"]:
-        name = args.stdin_filename or "-"
-        result = engine.check_source(sys.stdin.buffer.read(), name, settings)
-        run = engine.RunResult([result])
+    if args.paths == ["-"] or (len(args.paths) == 1 and args.paths[0] == "-"):
+        run, sources = _check_stdin(args, resolver)
+    elif "-" in args.paths:
+        raise UsageError("- (standard input) cannot be combined with other paths")
     else:
-        options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir)
-        run = engine.check_paths(args.paths, settings, options)
-    sys.stdout.write(render(args.output_format, run))
-    return EXIT_CLEAN if args.exit_zero and run.exit_code() == EXIT_FINDINGS else run.exit_code()
+        run, sources = _check_paths(args, resolver)
+    if args.report_unused_noqa:
+        _add_unused_noqa(run, sources, resolver)
+    text = _render(args, run)
+    _write(text, args.output_file)
+    code = run.exit_code()
+    return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
+
+
+def _check_stdin(args, resolver):
+    from gradlint import engine
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
+        return engine.RunResult([]), {}
+    settings = resolver.settings_for(name)
+    if name.lower().endswith(".ipynb"):
+        from gradlint.notebook import notebook_source
+
+        source, _, error = notebook_source(data, name)
+        if error is not None:
+            from gradlint.findings import FileResult
+
+            return engine.RunResult([FileResult(name, errors=[error])]), {}
+    else:
+        source, error = engine.decode(data, name)
+        if error is not None:
+            from gradlint.findings import FileResult
+
+            return engine.RunResult([FileResult(name, errors=[error])]), {}
+    result = engine.check_source(source, name, settings)
+    return engine.RunResult([result]), {name: source}
+
+
+def _check_paths(args, resolver):
+    """discover -> (path, Settings) per file -> engine.check_files -> RunResult."""
+    from gradlint import engine
+    from gradlint.discover import discover
+    from gradlint.notebook import check_notebook, is_notebook
+
+    found = discover(args.paths, excluded=resolver.is_excluded, force_exclude=args.force_exclude)
+    tasks, notebooks = [], []
+    for path in found.files:
+        (notebooks if is_notebook(path) else tasks).append((path, resolver.settings_for(path)))
+    options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir)
+    results = engine.check_files(tasks, options) if tasks else []
+    sources: dict[str, str] = {}
+    for path, settings in notebooks:  # few, and not worth a worker: checked here
+        result, source = check_notebook(path, settings)
+        results.append(result)
+        if source is not None:
+            sources[path] = source
+    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+
+
+def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
+    from gradlint import engine
+    from gradlint.suppress import unused_directives
+
+    for result in run.results:
+        if result.errors:
+            continue  # not analysed: every suppression would look unused
+        source = sources.get(result.path)
+        if source is None:
+            data, error = engine.read_source(result.path)
+            if error is not None:
+                continue
+            source, error = engine.decode(data, result.path)
+            if error is not None:
+                continue
+        enabled = resolver.settings_for(result.path).select
+        extra = unused_directives(source, result.path, result.suppressed, enabled)
+        if extra:
+            from gradlint.findings import Finding
+
+            result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _render(args, run) -> str:
+    if args.statistics:
+        from gradlint.report.statistics import render as statistics
+
+        return statistics(run, args.output_format)
+    from gradlint.report import render
+
+    return render(args.output_format, run, show_suppressed=args.show_suppressed)
+
+
+def _write(text: str, output_file: Optional[str]) -> None:
+    """stdout, or a file replaced atomically: a reader never sees half a report."""
+    if output_file is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(output_file))
+    try:
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(output_file)}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
+        os.replace(temp, output_file)
+    except BaseException as exc:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
+        raise
 
 
 def run_rules(argv: list[str]) -> int:

@@ -1,11 +1,27 @@
-"""One formatter per output format.  Each takes a RunResult and returns text."""
+"""One formatter per output format.  Each takes a RunResult and returns text.
 
-FORMATS = ("text",)
+Every format shows both findings and FileErrors (files that could not be
+read or parsed); `show_suppressed` adds what a `# noqa` silenced where the
+format has a place for it (text, json, sarif).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_MODULES = {
+    "text": "text",
+    "json": "json_output",
+    "sarif": "sarif",
+    "github": "github",
+    "junit": "junit",
+    "lsp": "lsp_output",
+}
+FORMATS = tuple(_MODULES)
 
 
-def render(fmt: str, run) -> str:
-    if fmt == "text":
-        from gradlint.report.text import render as text
-
-        return text(run)
-    raise ValueError(f"unknown output format: {fmt}")
+def render(fmt: str, run, show_suppressed: bool = False) -> str:
+    if fmt not in _MODULES:
+        raise ValueError(f"unknown output format: {fmt}")
+    module = importlib.import_module(f"gradlint.report.{_MODULES[fmt]}")
+    return module.render(run, show_suppressed=show_suppressed)

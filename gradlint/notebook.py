@@ -1,0 +1,98 @@
+"""Jupyter notebooks: check the code cells of an .ipynb as one module.
+
+The code cells are joined in order (a training loop lives in one cell, but
+the optimizer it steps is usually built in an earlier one), so bindings
+flow across cells.  IPython syntax is blanked out line for line: a `%magic`
+or `!shell` line becomes `pass` at its indentation, a `%%cell` magic blanks
+its whole cell.  Line numbers therefore map back to (cell, line):
+findings keep the line of the joined code-cell source in their span (the
+same number in every output format) and name the cell in their message,
+`[cell 3, line 2]`, where the cell number counts code cells from 1 (what
+Jupyter shows as the execution order may differ).
+
+A `# noqa` in a cell works as in a .py file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+from gradlint.findings import READ_ERROR, SYNTAX_ERROR, FileError, FileResult
+from gradlint.settings import Settings
+
+SUFFIX = ".ipynb"
+_MAGIC = re.compile(r"^(\s*)(%|!|\?)")
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(SUFFIX)
+
+
+def _cell_text(cell) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        source = "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def notebook_source(data: bytes, path: str) -> tuple[str | None, list[tuple[int, int]], FileError | None]:
+    """(joined source, line -> (code cell number, line in cell), error)."""
+    try:
+        notebook = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, [], FileError(path, READ_ERROR, f"not a Jupyter notebook (invalid JSON: {exc})")
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        return None, [], FileError(path, READ_ERROR, "not a Jupyter notebook (no list of cells)")
+    lines: list[str] = []
+    where: list[tuple[int, int]] = []
+    number = 0
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        number += 1
+        cell_lines = _cell_text(cell).splitlines()
+        whole_cell_magic = bool(cell_lines) and cell_lines[0].lstrip().startswith("%%")
+        for index, line in enumerate(cell_lines, start=1):
+            if whole_cell_magic:
+                line = ""
+            else:
+                magic = _MAGIC.match(line)
+                if magic:
+                    line = magic.group(1) + "pass"
+            lines.append(line)
+            where.append((number, index))
+    return "\n".join(lines) + "\n", where, None
+
+
+def _locate(where: list[tuple[int, int]], line: int) -> str:
+    if 1 <= line <= len(where):
+        cell, cell_line = where[line - 1]
+        return f"[cell {cell}, line {cell_line}]"
+    return ""
+
+
+def check_notebook(path: str, settings: Settings) -> tuple[FileResult, str | None]:
+    """The notebook's FileResult, and the joined source (for --report-unused-noqa)."""
+    from gradlint.engine import check_source, read_source
+
+    data, error = read_source(path)
+    if error is not None:
+        return FileResult(path, errors=[error]), None
+    source, where, error = notebook_source(data, path)
+    if error is not None:
+        return FileResult(path, errors=[error]), None
+    result = check_source(source, path, settings)
+
+    def tag(finding):
+        return replace(finding, message=f"{finding.message} {_locate(where, finding.span.line)}".rstrip())
+
+    result.findings = [tag(f) for f in result.findings]
+    result.suppressed = [tag(f) for f in result.suppressed]
+    result.errors = [
+        replace(e, message=f"{e.message} {_locate(where, e.line)}".rstrip()) if e.kind == SYNTAX_ERROR else e
+        for e in result.errors
+    ]
+    return result, source

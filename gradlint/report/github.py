@@ -1,0 +1,48 @@
+"""`--output-format github`: GitHub Actions workflow commands, one per line.
+
+    ::error file=train.py,line=8,col=5,endLine=8,endColumn=20,title=GL002::message
+
+(endColumn only when the finding is on one line, as GitHub requires.)
+
+Bug rules are `error` annotations, advice rules `warning`; a file that could
+not be checked is an `error` titled with its kind (`syntax-error`).
+"""
+
+from __future__ import annotations
+
+from gradlint.report.meta import info
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(level: str, path: str, line: int, col: int, title: str, message: str, end=None) -> str:
+    props = [f"file={_prop(path)}", f"line={line}", f"col={col}"]
+    if end is not None:
+        props.append(f"endLine={end[0]}")
+        if end[0] == line:
+            props.append(f"endColumn={end[1]}")
+    props.append(f"title={_prop(title)}")
+    return f"::{level} {','.join(props)}::{_data(message)}"
+
+
+def render(run, show_suppressed: bool = False) -> str:
+    lines = []
+    for error in run.errors():
+        lines.append(_command("error", error.path, error.line, error.col, f"gradlint {error.kind}", error.message))
+    for finding in run.findings():
+        meta = info(finding.code)
+        level = "error" if meta.default else "warning"
+        span = finding.span
+        end = (span.end_line, span.end_col) if span.end_line >= span.line else None
+        related = "".join(f"\n  line {r.span.line}: {r.message}" for r in finding.related)
+        lines.append(
+            _command(level, finding.path, span.line, span.col, finding.code,
+                     finding.message + related, end)
+        )
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,61 @@
+"""`--output-format json`: one JSON object.
+
+    {"version": 1, "files_checked": N,
+     "findings": [{path, line, column, end_line, end_column, code, name, message,
+                   severity, url, related: [{line, column, end_line, end_column, message}],
+                   fix: null | {description, edits: [{line, column, end_line, end_column, new_text}]}}],
+     "errors": [{path, kind, message, line, column}],
+     "suppressed": [...]}          (only with --show-suppressed)
+
+Lines and columns are 1-based (as in the text format); end_column is the
+column just after the last character.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gradlint.report.meta import info
+
+FORMAT_VERSION = 1
+
+
+def _span(span) -> dict:
+    return {"line": span.line, "column": span.col, "end_line": span.end_line, "end_column": span.end_col}
+
+
+def finding_dict(finding) -> dict:
+    meta = info(finding.code)
+    out = {
+        "path": finding.path,
+        **_span(finding.span),
+        "code": finding.code,
+        "name": meta.name,
+        "message": finding.message,
+        "severity": meta.severity,
+        "url": meta.docs_url,
+        "related": [{**_span(r.span), "message": r.message} for r in finding.related],
+        "fix": None,
+    }
+    if finding.fix is not None:
+        out["fix"] = {
+            "description": finding.fix.description,
+            "edits": [{**_span(e.span), "new_text": e.new_text} for e in finding.fix.edits],
+        }
+    return out
+
+
+def error_dict(error) -> dict:
+    return {"path": error.path, "kind": error.kind, "message": error.message, "line": error.line, "column": error.col}
+
+
+def render(run, show_suppressed: bool = False) -> str:
+    data = {
+        "version": FORMAT_VERSION,
+        "files_checked": run.files_checked,
+        "findings": [finding_dict(f) for f in run.findings()],
+        "errors": [error_dict(e) for e in run.errors()],
+    }
+    if show_suppressed:
+        data["suppressed"] = [finding_dict(f) for f in run.suppressed()]
+    return json.dumps(data, indent=2) + "\n"

@@ -1,0 +1,61 @@
+"""`--output-format junit`: JUnit XML for CI test-report viewers.
+
+One <testsuite> per checked file.  Each finding is a failed <testcase>
+named after its code and line; a file that could not be checked is a
+<testcase> with an <error>; a clean file is one passing <testcase>, so a
+report of a clean run still lists what was checked.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from gradlint.report.meta import info
+
+
+def render(run, show_suppressed: bool = False) -> str:
+    findings, errors = run.findings(), run.errors()
+    by_path: dict[str, dict[str, list]] = {}
+    for result in run.results:
+        by_path.setdefault(result.path, {"findings": [], "errors": []})
+    for finding in findings:
+        by_path.setdefault(finding.path, {"findings": [], "errors": []})["findings"].append(finding)
+    for error in errors:
+        by_path.setdefault(error.path, {"findings": [], "errors": []})["errors"].append(error)
+
+    root = ET.Element("testsuites", name="gradlint")
+    total = failures = error_count = 0
+    for path in sorted(by_path):
+        items = by_path[path]
+        suite = ET.SubElement(root, "testsuite", name=path)
+        cases = 0
+        for finding in items["findings"]:
+            meta = info(finding.code)
+            case = ET.SubElement(
+                suite, "testcase", name=f"{finding.code} {meta.name} (line {finding.line})",
+                classname=path, file=path, line=str(finding.line),
+            )
+            failure = ET.SubElement(case, "failure", message=finding.message, type=finding.code)
+            failure.text = f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}" + "".join(
+                f"\n  line {r.span.line}: {r.message}" for r in finding.related
+            )
+            cases += 1
+        for error in items["errors"]:
+            case = ET.SubElement(suite, "testcase", name=error.kind, classname=path, file=path, line=str(error.line))
+            element = ET.SubElement(case, "error", message=error.message, type=error.kind)
+            element.text = f"{error.path}:{error.line}:{error.col}: error: {error.message}"
+            cases += 1
+        if cases == 0:
+            ET.SubElement(suite, "testcase", name="gradlint", classname=path, file=path)
+            cases = 1
+        suite.set("tests", str(cases))
+        suite.set("failures", str(len(items["findings"])))
+        suite.set("errors", str(len(items["errors"])))
+        total += cases
+        failures += len(items["findings"])
+        error_count += len(items["errors"])
+    root.set("tests", str(total))
+    root.set("failures", str(failures))
+    root.set("errors", str(error_count))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

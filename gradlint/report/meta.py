@@ -1,0 +1,70 @@
+"""What the reports say about a code: its name, help text, severity.
+
+The rule registry knows the rules; GL900 (an unused suppression comment) is
+the one code that is not a rule of the registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
+
+README_URL = "https://github.com/gradlint/gradlint/blob/main/README.md"
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    code: str
+    name: str
+    summary: str
+    rationale: str
+    docs_url: str
+    default: bool  # a bug rule (on by default) rather than advice
+
+    @property
+    def severity(self) -> str:
+        """`warning` for a bug, `info` for advice (json's words)."""
+        return "warning" if self.default else "info"
+
+
+_UNUSED = CodeInfo(
+    UNUSED_CODE,
+    UNUSED_NAME,
+    UNUSED_SUMMARY,
+    "Reported only with --report-unused-noqa. A suppression that silences nothing hides the next real "
+    "finding on that line; remove it or correct its code.",
+    f"{README_URL}#suppressing-a-finding",
+    True,
+)
+
+
+def info(code: str) -> CodeInfo:
+    from gradlint.rules.registry import rules_by_code
+
+    rule = rules_by_code().get(code)
+    if rule is None:
+        if code == UNUSED_CODE:
+            return _UNUSED
+        return CodeInfo(code, code.lower(), code, "", README_URL, True)
+    return CodeInfo(rule.code, rule.name, rule.summary, rule.rationale, rule.docs_url, rule.default)
+
+
+def all_infos() -> list[CodeInfo]:
+    from gradlint.rules.registry import all_rules
+
+    return [info(rule.code) for rule in all_rules()] + [_UNUSED]
+
+
+def path_uri(path: str) -> str:
+    """A relative path stays a relative URI reference (SARIF resolves it against
+    %SRCROOT%); an absolute one becomes a file: URI."""
+    from urllib.parse import quote
+
+    if path == "-":
+        return "stdin"
+    p = Path(path)
+    if p.is_absolute():
+        return p.as_uri()
+    return quote(p.as_posix())

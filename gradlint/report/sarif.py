@@ -1,0 +1,158 @@
+"""`--output-format sarif`: SARIF 2.1.0 (one run), for GitHub code scanning and other viewers.
+
+- tool.driver.rules: every gradlint code with its summary, rationale and
+  documentation link; results point at them by ruleId and ruleIndex.
+- results: level `warning` for bug rules, `note` for advice; the related
+  events (the backward, the step) as relatedLocations, referenced from the
+  message as [line N](id); a Finding's Fix as a SARIF fix.
+- Files that could not be checked are not results (they are no finding on
+  the code) but toolExecutionNotifications of the invocation, level error,
+  with the kind (`syntax-error`, `read-error`, `internal-error`) as
+  descriptor id; an internal error sets executionSuccessful to false.
+- with --show-suppressed, suppressed findings are results carrying an
+  `inSource` suppression (viewers show them as dismissed).
+
+Paths given relative on the command line stay relative URIs against
+%SRCROOT% (the working directory), which is what code scanning expects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from gradlint.findings import INTERNAL_ERROR
+from gradlint.report.meta import all_infos, info, path_uri
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+INFORMATION_URI = "https://github.com/gradlint/gradlint"
+
+
+def _region(span) -> dict:
+    return {"startLine": span.line, "startColumn": span.col, "endLine": span.end_line, "endColumn": span.end_col}
+
+
+def _location(path: str, span, **extra) -> dict:
+    location = {"physicalLocation": {"artifactLocation": _artifact(path), "region": _region(span)}}
+    location.update(extra)
+    return location
+
+
+def _artifact(path: str) -> dict:
+    uri = path_uri(path)
+    artifact = {"uri": uri}
+    if not Path(path).is_absolute() and path != "-":
+        artifact["uriBaseId"] = "%SRCROOT%"
+    return artifact
+
+
+def _rule_descriptor(meta) -> dict:
+    descriptor = {
+        "id": meta.code,
+        "name": meta.name,
+        "shortDescription": {"text": meta.summary},
+        "helpUri": meta.docs_url,
+        "help": {
+            "text": f"{meta.summary}\n\n{meta.rationale}\n\nSee {meta.docs_url}".strip(),
+            "markdown": f"**{meta.code} {meta.name}**: {meta.summary}\n\n{meta.rationale}\n\n[Documentation]({meta.docs_url})",
+        },
+        "defaultConfiguration": {"level": "warning" if meta.default else "note"},
+        "properties": {"tags": ["pytorch", "training-loop", "correctness" if meta.default else "advice"]},
+    }
+    if meta.rationale:
+        descriptor["fullDescription"] = {"text": meta.rationale}
+    return descriptor
+
+
+def _fix(finding) -> dict:
+    fix = finding.fix
+    changes: dict[str, list] = {}
+    for edit in fix.edits:
+        changes.setdefault(finding.path, []).append(
+            {"deletedRegion": _region(edit.span), "insertedContent": {"text": edit.new_text}}
+        )
+    return {
+        "description": {"text": fix.description},
+        "artifactChanges": [
+            {"artifactLocation": _artifact(path), "replacements": replacements} for path, replacements in changes.items()
+        ],
+    }
+
+
+def _result(finding, index: dict[str, int], suppressed: bool = False) -> dict:
+    meta = info(finding.code)
+    related = [
+        _location(finding.path, r.span, id=number, message={"text": r.message})
+        for number, r in enumerate(finding.related, start=1)
+    ]
+    text = finding.message
+    if related:
+        text += " (" + "; ".join(f"[line {r.span.line}]({n})" for n, r in enumerate(finding.related, start=1)) + ")"
+    result = {
+        "ruleId": finding.code,
+        "level": "warning" if meta.default else "note",
+        "message": {"text": text},
+        "locations": [_location(finding.path, finding.span)],
+    }
+    if finding.code in index:
+        result["ruleIndex"] = index[finding.code]
+    if related:
+        result["relatedLocations"] = related
+    if finding.fix is not None:
+        result["fixes"] = [_fix(finding)]
+    if suppressed:
+        result["suppressions"] = [{"kind": "inSource"}]
+    return result
+
+
+def _notification(error) -> dict:
+    from gradlint.findings import Span
+
+    return {
+        "level": "error",
+        "message": {"text": error.message},
+        "descriptor": {"id": error.kind},
+        "locations": [_location(error.path, Span(error.line, error.col, error.line, error.col))],
+    }
+
+
+def build(run, show_suppressed: bool = False) -> dict:
+    from gradlint import __version__
+
+    infos = all_infos()
+    index = {meta.code: number for number, meta in enumerate(infos)}
+    results = [_result(f, index) for f in run.findings()]
+    if show_suppressed:
+        results += [_result(f, index, suppressed=True) for f in run.suppressed()]
+    errors = run.errors()
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gradlint",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": [_rule_descriptor(meta) for meta in infos],
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "invocations": [
+                    {
+                        "executionSuccessful": not any(e.kind == INTERNAL_ERROR for e in errors),
+                        "toolExecutionNotifications": [_notification(e) for e in errors],
+                    }
+                ],
+                "results": results,
+            }
+        ],
+    }
+
+
+def render(run, show_suppressed: bool = False) -> str:
+    return json.dumps(build(run, show_suppressed), indent=2) + "\n"
