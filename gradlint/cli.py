@@ -195,6 +195,7 @@ def _check_paths(args, resolver):
     found = discover(args.paths, excluded=resolver.is_excluded, force_exclude=args.force_exclude)
     tasks, notebooks = [], []
     for path in found.files:
+        path = _display_path(path)
         (notebooks if is_notebook(path) else tasks).append((path, resolver.settings_for(path)))
     options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir)
     results = engine.check_files(tasks, options) if tasks else []
@@ -205,6 +206,13 @@ def _check_paths(args, resolver):
         if source is not None:
             sources[path] = source
     return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+
+
+def _display_path(path: str) -> str:
+    """`./src/a.py` (what walking `.` yields) is shown as `src/a.py`, as ruff does."""
+    import os
+
+    return os.path.normpath(path) if path.startswith("." + os.sep) else path
 
 
 def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:

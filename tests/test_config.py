@@ -1,0 +1,249 @@
+"""[tool.gradlint]: discovery, precedence against flags, nested files, per-file-ignores, bad input."""
+
+import os
+
+import pytest
+
+from ci_snippets import GL001_LOOP, GL002_LOOP, GL004_LOOP, codes_by_file, run_cli, snippet, write
+from gradlint.config import ConfigError, Resolver, glob_matches, settings_for_file
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def pyproject(root, relpath, body):
+    return write(root, relpath, "[project]\nname = 'x'\n\n[tool.gradlint]\n" + body)
+
+
+# --- the nearest file ---------------------------------------------------------------
+
+
+def test_config_ignore_applies(project, capsys):
+    write(project, "train.py", snippet(GL002_LOOP))
+    assert run_cli(capsys, "train.py")[0] == 1
+    pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
+    code, out, err = run_cli(capsys, "train.py")
+    assert (code, out, err) == (0, "", "")
+
+
+def test_nested_pyproject_wins_entirely(project, capsys):
+    pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
+    write(project, "top.py", snippet(GL002_LOOP))
+    write(project, "sub/deep/inner.py", snippet(GL002_LOOP))
+    # the nearer table has no ignore: no inheritance from the outer one
+    pyproject(project, "sub/pyproject.toml", 'extend-select = ["GL101"]\n')
+    code, out, _ = run_cli(capsys, ".")
+    assert code == 1
+    assert codes_by_file(out) == {("sub/deep/inner.py", 8, "GL002")}
+
+
+def test_pyproject_without_table_is_passed_over(project, capsys):
+    pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
+    write(project, "pkg/pyproject.toml", "[project]\nname = 'pkg'\n")
+    write(project, "pkg/train.py", snippet(GL002_LOOP))
+    assert run_cli(capsys, "pkg/train.py")[0] == 0
+
+
+def test_settings_for_file_is_the_nearest_config_without_flags(project):
+    pyproject(project, "pyproject.toml", 'select = ["GL004"]\nstep-functions = ["my_step"]\n')
+    write(project, "a/train.py", "")
+    settings = settings_for_file(str(project / "a" / "train.py"))
+    assert settings.select == frozenset({"GL004"})
+    assert settings.wrappers.step_functions == ("my_step",)
+
+
+def test_settings_for_file_sees_edits(project):
+    path = pyproject(project, "pyproject.toml", 'select = ["GL004"]\n')
+    assert settings_for_file(str(project / "x.py")).select == {"GL004"}
+    pyproject(project, "pyproject.toml", 'select = ["GL002", "GL004"]\n')
+    os.utime(path, ns=(1, 1))  # a different mtime even on a coarse clock
+    assert settings_for_file(str(project / "x.py")).select == {"GL002", "GL004"}
+
+
+# --- flags over the file ------------------------------------------------------------
+
+
+def test_flag_select_replaces_file_selection(project, capsys):
+    pyproject(project, "pyproject.toml", 'select = ["GL004"]\n')
+    write(project, "a.py", snippet(GL002_LOOP))
+    write(project, "b.py", snippet(GL004_LOOP))
+    assert codes_by_file(run_cli(capsys, ".")[1]) == {("b.py", 10, "GL004")}
+    assert codes_by_file(run_cli(capsys, "--select", "GL002", ".")[1]) == {("a.py", 8, "GL002")}
+
+
+def test_flag_ignore_adds_to_file_selection(project, capsys):
+    pyproject(project, "pyproject.toml", 'select = ["GL002", "GL004"]\n')
+    write(project, "a.py", snippet(GL002_LOOP))
+    write(project, "b.py", snippet(GL004_LOOP))
+    assert codes_by_file(run_cli(capsys, "--ignore", "GL004", ".")[1]) == {("a.py", 8, "GL002")}
+
+
+def test_flag_extend_select_keeps_file_ignore(project, capsys):
+    pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
+    write(project, "a.py", snippet(GL002_LOOP))
+    write(project, "b.py", snippet(GL004_LOOP))
+    assert codes_by_file(run_cli(capsys, "--extend-select", "GL1", ".")[1]) == {("b.py", 10, "GL004")}
+
+
+def test_isolated_ignores_files(project, capsys):
+    pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
+    write(project, "a.py", snippet(GL002_LOOP))
+    assert run_cli(capsys, "a.py")[0] == 0
+    assert codes_by_file(run_cli(capsys, "--isolated", "a.py")[1]) == {("a.py", 8, "GL002")}
+
+
+def test_explicit_config_file(project, capsys):
+    pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
+    write(project, "ci/gradlint.toml", 'select = ["GL002"]\n')
+    write(project, "ci/pyproject.toml", '[tool.gradlint]\nselect = ["GL004"]\n')
+    write(project, "a.py", snippet(GL002_LOOP))
+    write(project, "b.py", snippet(GL004_LOOP))
+    assert codes_by_file(run_cli(capsys, "--config", "ci/gradlint.toml", ".")[1]) == {("a.py", 8, "GL002")}
+    assert codes_by_file(run_cli(capsys, "--config", "ci/pyproject.toml", ".")[1]) == {("b.py", 10, "GL004")}
+
+
+def test_config_and_isolated_conflict(project, capsys):
+    write(project, "c.toml", "")
+    code, _, err = run_cli(capsys, "--config", "c.toml", "--isolated", ".")
+    assert code == 2 and "--isolated" in err
+
+
+# --- per-file-ignores and excludes --------------------------------------------------
+
+
+def test_per_file_ignores_relative_to_the_config(project, capsys):
+    pyproject(project, "pyproject.toml", 'per-file-ignores = { "tests/*" = ["GL002"], "scripts/one.py" = ["GL0"] }\n')
+    for rel in ("tests/t.py", "src/t.py", "scripts/one.py", "scripts/two.py"):
+        write(project, rel, snippet(GL002_LOOP))
+    out = run_cli(capsys, ".")[1]
+    assert codes_by_file(out) == {("src/t.py", 8, "GL002"), ("scripts/two.py", 8, "GL002")}
+    # the same per-file-ignores when run from a subdirectory
+    os.chdir(project / "tests")
+    assert run_cli(capsys, ".")[0] == 0
+
+
+def test_exclude_walked_and_forced(project, capsys):
+    pyproject(project, "pyproject.toml", 'exclude = ["legacy"]\nextend-exclude = ["*_old.py"]\n')
+    write(project, "legacy/a.py", snippet(GL002_LOOP))
+    write(project, "src/b_old.py", snippet(GL002_LOOP))
+    write(project, "src/c.py", snippet(GL002_LOOP))
+    assert codes_by_file(run_cli(capsys, ".")[1]) == {("src/c.py", 8, "GL002")}
+    # a named file is checked unless --force-exclude (what pre-commit needs)
+    assert run_cli(capsys, "legacy/a.py", "src/b_old.py")[0] == 1
+    code, out, _ = run_cli(capsys, "--force-exclude", "legacy/a.py", "src/b_old.py", "src/c.py")
+    assert codes_by_file(out) == {("src/c.py", 8, "GL002")}
+
+
+def test_cli_exclude_replaces_file_exclude(project, capsys):
+    pyproject(project, "pyproject.toml", 'exclude = ["legacy"]\nextend-exclude = ["gen"]\n')
+    write(project, "legacy/a.py", snippet(GL002_LOOP))
+    write(project, "gen/b.py", snippet(GL002_LOOP))
+    write(project, "src/c.py", snippet(GL002_LOOP))
+    out = run_cli(capsys, "--exclude", "src", ".")[1]
+    assert codes_by_file(out) == {("legacy/a.py", 8, "GL002")}
+
+
+def test_wrappers_make_events(project, capsys):
+    body = snippet(GL001_LOOP).replace("loss.backward()", "backward_scaled(loss)")
+    write(project, "a.py", body)
+    assert run_cli(capsys, "a.py")[0] == 0  # an unknown helper is no event
+    pyproject(project, "pyproject.toml", 'backward-functions = ["backward_scaled"]\n')
+    assert codes_by_file(run_cli(capsys, "a.py")[1]) == {("a.py", 7, "GL001")}
+
+
+@pytest.mark.parametrize(
+    "pattern, path, expected",
+    [
+        ("legacy", "legacy/a.py", True),
+        ("legacy", "src/legacy/a.py", True),
+        ("legacy", "legacyx/a.py", False),
+        ("legacy/", "legacy", True),
+        ("src/legacy", "src/legacy/a.py", True),
+        ("src/legacy", "legacy/a.py", False),
+        ("tests/*", "tests/unit/t.py", True),
+        ("*_old.py", "src/b_old.py", True),
+        ("./src/*.py", "src/a.py", True),
+    ],
+)
+def test_glob_matches(pattern, path, expected):
+    assert glob_matches(pattern, path) is expected
+
+
+# --- bad configuration --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ('selct = ["GL001"]\n', ["unknown key 'selct'", "did you mean 'select'"]),
+        ('extend_select = ["GL001"]\n', ["unknown key 'extend_select'", "did you mean 'extend-select'"]),
+        ('select = "GL001"\n', ["select", "expected a list of rule codes", "got a string"]),
+        ("ignore = [1]\n", ["ignore", "a list containing an integer"]),
+        ('select = ["GL999"]\n', ["select", "unknown rule code or prefix: 'GL999'"]),
+        ('per-file-ignores = ["tests/*"]\n', ["per-file-ignores", "expected a table"]),
+        ('per-file-ignores = { "t/*" = "GL001" }\n', ["per-file-ignores 't/*'", "expected a list"]),
+        ("exclude = true\n", ["exclude", "expected a list of glob patterns", "got a boolean"]),
+        ("step-functions = [{a = 1}]\n", ["step-functions", "a list containing a table"]),
+    ],
+)
+def test_bad_config_is_a_clear_error(project, capsys, body, expected):
+    path = pyproject(project, "pyproject.toml", body)
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, out, err = run_cli(capsys, "a.py")
+    assert code == 2 and out == ""
+    assert path in err and "[tool.gradlint]" in err
+    for text in expected:
+        assert text in err
+    assert "Traceback" not in err
+    with pytest.raises(ConfigError):
+        settings_for_file(str(project / "a.py"))
+
+
+def test_invalid_toml_names_path_and_line(project, capsys):
+    path = write(project, "pyproject.toml", "[project]\nname = 'x'\n[tool.gradlint]\nselect = [\"GL001\"\nignore = 3\n")
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, out, err = run_cli(capsys, "a.py")
+    assert code == 2 and out == ""
+    assert path in err and "invalid TOML" in err and "line 5" in err
+
+
+def test_broken_pyproject_above_a_configured_one_is_not_read(project, capsys):
+    write(project, "pyproject.toml", "not toml at all [[[\n")
+    pyproject(project, "sub/pyproject.toml", 'ignore = ["GL002"]\n')
+    write(project, "sub/a.py", snippet(GL002_LOOP))
+    assert run_cli(capsys, "sub/a.py")[0] == 0
+
+
+def test_tool_gradlint_not_a_table(project, capsys):
+    write(project, "pyproject.toml", "[tool]\ngradlint = 3\n")
+    write(project, "a.py", "")
+    code, _, err = run_cli(capsys, "a.py")
+    assert code == 2 and "expected a table, got an integer" in err
+
+
+def test_missing_config_file(project, capsys):
+    code, _, err = run_cli(capsys, "--config", "nope.toml", ".")
+    assert code == 2 and "nope.toml" in err
+
+
+@pytest.mark.parametrize("flag", ["--select", "--ignore", "--extend-select"])
+def test_unknown_code_on_command_line(project, capsys, flag):
+    code, out, err = run_cli(capsys, flag, "GL999", ".")
+    assert code == 2 and out == ""
+    assert "GL999" in err and flag in err
+
+
+def test_resolver_caches_directory_lookups(project, monkeypatch):
+    pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
+    for name in ("a", "b", "c"):
+        write(project, f"pkg/{name}.py", "")
+    resolver = Resolver()
+    calls = []
+    real_isfile = os.path.isfile
+    monkeypatch.setattr(os.path, "isfile", lambda p: calls.append(p) or real_isfile(p))
+    for name in ("a", "b", "c"):
+        resolver.settings_for(str(project / "pkg" / f"{name}.py"))
+    assert len(calls) == 2  # pkg/pyproject.toml, then ./pyproject.toml, once
