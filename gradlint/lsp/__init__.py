@@ -1,0 +1,50 @@
+"""`gradlint lsp`: the language server (needs the `lsp` extra, pygls).
+
+Only this package imports pygls, and only ``server`` does so at import
+time, so ``import gradlint`` and the checker stay pygls-free.  The pure
+parts (turning a check into diagnostics, suppression and fix edits, hover
+text) live in ``documents``, ``actions`` and ``config_source`` and can be
+tested without a client.
+
+    gradlint lsp                  speak LSP over stdin/stdout (what editors start)
+    gradlint lsp --tcp HOST:PORT  listen on a TCP socket instead (for debugging)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+
+def _address(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host or "127.0.0.1", int(port)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # a usage error: one line, exit 2, no traceback
+        self.exit(2, f"gradlint lsp: error: {message}\n")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _Parser(prog="gradlint lsp", description="The gradlint language server.")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true", help="speak LSP over stdin/stdout (the default)")
+    mode.add_argument("--tcp", type=_address, metavar="HOST:PORT", help="listen on a TCP socket")
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+    from gradlint.lsp.server import make_server
+
+    server = make_server()
+    if args.tcp is not None:
+        server.start_tcp(*args.tcp)
+    else:
+        server.start_io()
+    # `exit` after `shutdown` is a clean stop; `exit` without it is 1 (the LSP rule).
+    return 0 if server.shutdown_requested else 1

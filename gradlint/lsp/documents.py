@@ -1,0 +1,101 @@
+"""One open buffer in, LSP diagnostics out (plain dicts, no pygls).
+
+The checker does all the work: ``check_source`` on the unsaved text, and
+``report.lsp.to_diagnostic`` for each finding, so the editor and
+``--output-format lsp`` describe a finding identically.
+
+The rule for a buffer that does not parse (documented in the README,
+"Editors"): its previous findings are cleared, because their positions
+refer to text that no longer exists, and one diagnostic with code
+``syntax-error`` marks where parsing stopped.  Findings come back with
+the first check after the buffer parses again.
+
+Ranges here are 0-based lines and code-point columns; the server converts
+columns to the client's position encoding (UTF-16 by default).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+
+from gradlint.findings import INTERNAL_ERROR, SYNTAX_ERROR, FileError, Finding
+from gradlint.settings import Settings
+
+SOURCE = "gradlint"
+SEVERITY_ERROR = 1
+
+
+@dataclass
+class DocumentCheck:
+    """What one check of one buffer produced."""
+
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[dict] = field(default_factory=list)  # findings first, then file errors
+    # gradlint's own failures (a rule that raised): logged to the client, never shown as a finding
+    internal_errors: list[str] = field(default_factory=list)
+
+
+def check_document(text: str, path: str, uri: str, settings: Settings) -> DocumentCheck:
+    from gradlint.engine import check_source
+    from gradlint.report.lsp import to_diagnostic
+
+    result = check_source(text, path, settings)
+    check = DocumentCheck(findings=list(result.findings))
+    check.diagnostics = [to_diagnostic(finding, uri) for finding in result.findings]
+    for error in result.errors:
+        if error.kind == INTERNAL_ERROR:
+            check.internal_errors.append(error.message)
+        else:  # a syntax error (or undecodable text): the one thing to show for this buffer
+            check.diagnostics.append(error_diagnostic(_locate(error, text), text))
+    return check
+
+
+def _locate(error: FileError, text: str) -> FileError:
+    """Python's own position and message for a syntax error.
+
+    libcst's error positions can be a line or a few columns off (and its
+    message lists every expected token); the editor puts a squiggle there,
+    so ask CPython's parser, which only runs on a buffer that failed.
+    """
+    if error.kind != SYNTAX_ERROR:
+        return error
+    try:
+        compile(text, error.path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        if exc.lineno:
+            return replace(error, message=f"syntax error: {exc.msg}", line=exc.lineno, col=exc.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return error  # CPython parses it (libcst lacks some newer syntax): keep libcst's word
+
+
+def error_diagnostic(error: FileError, text: str) -> dict:
+    """A diagnostic at the place where the buffer stopped parsing (one character wide)."""
+    lines = text.splitlines()
+    line = min(max(error.line, 1), max(len(lines), 1)) - 1
+    length = len(lines[line]) if line < len(lines) else 0
+    start = min(max(error.col - 1, 0), length)
+    end = min(start + 1, length)
+    return {
+        "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+        "severity": SEVERITY_ERROR,
+        "code": error.kind,
+        "source": SOURCE,
+        "message": f"gradlint cannot check this file until it parses: {error.message}",
+    }
+
+
+def finding_at(findings: list[Finding], line: int, character: int) -> Finding | None:
+    """The finding whose span holds a 0-based (line, code-point column) position."""
+    here = (line + 1, character + 1)
+    for finding in findings:
+        span = finding.span
+        if (span.line, span.col) <= here <= (span.end_line, span.end_col):
+            return finding
+    return None
+
+
+def findings_on_lines(findings: list[Finding], first: int, last: int) -> list[Finding]:
+    """Findings whose span touches 0-based lines first..last (what a code-action range covers)."""
+    return [f for f in findings if f.span.line - 1 <= last and f.span.end_line - 1 >= first]

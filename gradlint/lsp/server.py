@@ -1,0 +1,386 @@
+"""The pygls server: document events in, diagnostics, code actions and hovers out.
+
+All analysis is ``gradlint.engine.check_source`` (through
+``documents.check_document``); this module only schedules checks and
+speaks the protocol.
+
+Scheduling: ``didOpen`` and ``didSave`` check at once; ``didChange``
+waits ``debounce`` seconds (0.25 by default, ``initializationOptions``
+``{"debounce_ms": N}`` changes it) and each change cancels the check still
+waiting for the previous one.  Checks run one at a time on a worker
+thread so the server keeps answering while a large buffer is parsed; a
+result is published only if the buffer's version and the configuration
+are still the ones it was computed for, so a slow old check never
+overwrites a newer one.
+
+Push or pull: a client that declares pull diagnostics
+(``textDocument.diagnostic``) asks with ``textDocument/diagnostic`` and
+gets no pushed copy (it would show each finding twice); every other
+client gets ``textDocument/publishDiagnostics``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from gradlint import __version__
+from gradlint.lsp import actions
+from gradlint.lsp.config_source import SettingsCache, is_config_file
+from gradlint.lsp.documents import DocumentCheck, check_document, finding_at, findings_on_lines
+
+DEFAULT_DEBOUNCE = 0.25  # seconds: longer than the gap between keystrokes, short enough to feel live
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+_converter = get_converter()
+
+
+def guarded(handler: Callable) -> Callable:
+    """A handler that fails logs to the client and answers nothing, instead of killing the session."""
+
+    def report(server: "GradlintServer", exc: BaseException) -> None:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        server.log(
+            f"gradlint: error in {handler.__name__}: {type(exc).__name__}: {exc} "
+            f"(at {os.path.basename(where.filename)}:{where.lineno})",
+            types.MessageType.Error,
+        )
+
+    if inspect.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def run_async(server, *args):
+            try:
+                return await handler(server, *args)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                report(server, exc)
+                return None
+
+        return run_async
+
+    @functools.wraps(handler)
+    def run(server, *args):
+        try:
+            return handler(server, *args)
+        except Exception as exc:
+            report(server, exc)
+            return None
+
+    return run
+
+
+class GradlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("gradlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.debounce = DEFAULT_DEBOUNCE
+        self.settings = SettingsCache()
+        self.push = True
+        self.shutdown_requested = False
+        # uri -> ((version, settings generation), check) of the newest published check
+        self.results: dict[str, tuple[tuple, DocumentCheck]] = {}
+        self.pending: dict[str, asyncio.Task] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-check")
+        self._config_problems_shown: set[str] = set()
+        self._internal_logged: dict[str, set[str]] = {}
+
+    def shutdown(self) -> None:
+        # a check still running on the worker must not hold up the process's exit
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        super().shutdown()
+
+    # --- messages to the client ---------------------------------------------------
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def config_problem(self, problem: str) -> None:
+        """A broken [tool.gradlint]: say so once per distinct error, keep serving with the defaults."""
+        if problem in self._config_problems_shown:
+            return
+        self._config_problems_shown.add(problem)
+        message = f"gradlint: {problem}; using the default rules until it is fixed"
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+        self.log(message, types.MessageType.Warning)
+
+    # --- documents ----------------------------------------------------------------
+
+    def document(self, uri: str) -> Optional[TextDocument]:
+        return self.workspace.text_documents.get(uri)
+
+    def is_python(self, doc: TextDocument) -> bool:
+        return doc.language_id == "python" or (doc.path or "").endswith(PYTHON_SUFFIXES)
+
+    def path_of(self, doc: TextDocument) -> str:
+        path = to_fs_path(doc.uri) if doc.uri.startswith("file:") else None
+        if path:
+            return path
+        # an unsaved buffer: configuration comes from the workspace root
+        root = self.workspace.root_path or os.getcwd()
+        return os.path.join(root, os.path.basename(doc.path or "untitled.py") or "untitled.py")
+
+    def key_of(self, doc: TextDocument) -> tuple:
+        return (doc.version, self.settings.generation)
+
+    async def check(self, uri: str) -> Optional[DocumentCheck]:
+        """The check of the buffer as it is now; None if it changed or closed meanwhile."""
+        doc = self.document(uri)
+        if doc is None or not self.is_python(doc):
+            return None
+        key = self.key_of(doc)
+        cached = self.results.get(uri)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        path = self.path_of(doc)
+        settings, problem = self.settings.get(path)
+        if problem:
+            self.config_problem(problem)
+        text = doc.source
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self._pool, check_document, text, path, uri, settings)
+        current = self.document(uri)
+        if current is None or self.key_of(current) != key:
+            return None  # superseded: a newer version has its own check scheduled
+        self.results[uri] = (key, result)
+        self.log_internal_errors(uri, path, result)
+        return result
+
+    async def current_check(self, uri: str) -> Optional[DocumentCheck]:
+        """Like check, but retried when the buffer changes mid-check (for requests that need an answer)."""
+        for _ in range(5):
+            result = await self.check(uri)
+            if result is not None or self.document(uri) is None:
+                return result
+        return None
+
+    def log_internal_errors(self, uri: str, path: str, result: DocumentCheck) -> None:
+        seen = self._internal_logged.setdefault(uri, set())
+        for message in result.internal_errors:
+            if message not in seen:  # once per distinct failure, not once per keystroke
+                seen.add(message)
+                self.log(f"gradlint: could not check {path}: {message}", types.MessageType.Error)
+
+    def client_diagnostics(self, doc: TextDocument, diagnostics: list[dict]) -> list[types.Diagnostic]:
+        """Our dicts (code-point columns) as lsprotocol Diagnostics in the client's position encoding."""
+        out = _converter.structure(diagnostics, list[types.Diagnostic])
+        if doc.source.isascii():
+            return out  # every encoding counts ASCII the same
+        lines = doc.lines
+        codec = doc.position_codec
+        for diagnostic in out:
+            diagnostic.range = codec.range_to_client_units(lines, diagnostic.range)
+            for related in diagnostic.related_information or ():
+                if related.location.uri == doc.uri:
+                    related.location.range = codec.range_to_client_units(lines, related.location.range)
+        return out
+
+    def client_range(self, doc: TextDocument, value: dict) -> dict:
+        if doc.source.isascii():
+            return value
+        converted = doc.position_codec.range_to_client_units(doc.lines, _converter.structure(value, types.Range))
+        return _converter.unstructure(converted)
+
+    async def publish(self, uri: str) -> None:
+        result = await self.check(uri)
+        doc = self.document(uri)
+        if result is None or doc is None or not self.push:
+            return
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri, version=doc.version, diagnostics=self.client_diagnostics(doc, result.diagnostics)
+            )
+        )
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Check `uri` after `delay`, replacing a check still waiting for an older version."""
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.pending[uri] = asyncio.ensure_future(self._later(uri, delay))
+
+    @guarded
+    async def _later(self, uri: str, delay: float) -> None:
+        try:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await self.publish(uri)
+        finally:
+            if self.pending.get(uri) is asyncio.current_task():
+                del self.pending[uri]
+
+    def forget(self, uri: str) -> None:
+        waiting = self.pending.pop(uri, None)
+        if waiting is not None:
+            waiting.cancel()
+        self.results.pop(uri, None)
+        self._internal_logged.pop(uri, None)
+
+    def reload_configuration(self, why: str) -> None:
+        self.settings.clear()
+        self._config_problems_shown.clear()
+        self.log(f"gradlint: {why}; configuration reloaded")
+        for uri, doc in list(self.workspace.text_documents.items()):
+            if self.is_python(doc):
+                self.schedule(uri, 0)
+        if not self.push and _get(self.client_capabilities, "workspace", "diagnostics", "refresh_support"):
+            self.workspace_diagnostic_refresh(None)
+
+
+def _get(obj: Any, *names: str) -> Any:
+    for name in names:
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _in_range(range_: types.Range) -> tuple[int, int]:
+    return range_.start.line, range_.end.line
+
+
+def make_server() -> GradlintServer:
+    server = GradlintServer()
+
+    @server.feature(types.INITIALIZE)
+    @guarded
+    def initialize(ls: GradlintServer, params: types.InitializeParams):
+        ls.push = _get(params.capabilities, "text_document", "diagnostic") is None
+        options = params.initialization_options
+        if isinstance(options, dict) and isinstance(options.get("debounce_ms"), (int, float)):
+            ls.debounce = max(0.0, float(options["debounce_ms"]) / 1000)
+
+    @server.feature(types.INITIALIZED)
+    @guarded
+    def initialized(ls: GradlintServer, params: types.InitializedParams):
+        # Ask to hear about pyproject.toml edits made outside the editor too (git checkout, other tools).
+        if _get(ls.client_capabilities, "workspace", "did_change_watched_files", "dynamic_registration"):
+            watcher = types.FileSystemWatcher(glob_pattern="**/pyproject.toml")
+            registration = types.Registration(
+                id="gradlint-pyproject-watcher",
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher]),
+            )
+            ls.client_register_capability(types.RegistrationParams(registrations=[registration]))
+
+    @server.feature(types.SHUTDOWN)
+    @guarded
+    def shutdown(ls: GradlintServer, params: None):
+        ls.shutdown_requested = True
+        for uri in list(ls.pending):
+            ls.forget(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @guarded
+    def did_open(ls: GradlintServer, params: types.DidOpenTextDocumentParams):
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @guarded
+    def did_change(ls: GradlintServer, params: types.DidChangeTextDocumentParams):
+        ls.schedule(params.text_document.uri, ls.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    @guarded
+    def did_save(ls: GradlintServer, params: types.DidSaveTextDocumentParams):
+        uri = params.text_document.uri
+        if is_config_file(uri):
+            ls.reload_configuration(f"{to_fs_path(uri) or uri} saved")
+            return
+        ls.schedule(uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    @guarded
+    def did_close(ls: GradlintServer, params: types.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        ls.forget(uri)
+        if ls.push:  # a closed file's findings would otherwise linger in the problems list
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @guarded
+    def did_change_watched_files(ls: GradlintServer, params: types.DidChangeWatchedFilesParams):
+        changed = [change.uri for change in params.changes if is_config_file(change.uri)]
+        if changed:
+            ls.reload_configuration(f"{to_fs_path(changed[0]) or changed[0]} changed")
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(identifier="gradlint", inter_file_dependencies=False, workspace_diagnostics=False),
+    )
+    @guarded
+    async def pull_diagnostics(ls: GradlintServer, params: types.DocumentDiagnosticParams):
+        uri = params.text_document.uri
+        result = await ls.current_check(uri)
+        doc = ls.document(uri)
+        if result is None or doc is None:
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        version, generation = ls.key_of(doc)
+        result_id = f"{version}.{generation}"
+        if params.previous_result_id == result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(
+            items=ls.client_diagnostics(doc, result.diagnostics), result_id=result_id
+        )
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]),
+    )
+    @guarded
+    async def code_action(ls: GradlintServer, params: types.CodeActionParams):
+        uri = params.text_document.uri
+        result = await ls.current_check(uri)
+        doc = ls.document(uri)
+        if result is None or doc is None:
+            return None
+        first, last = _in_range(params.range)
+        by_key = {(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"]): d for d in result.diagnostics}
+        out = []
+        for finding in findings_on_lines(result.findings, first, last):
+            diagnostic = by_key.get((finding.code, finding.span.line - 1, finding.span.col - 1))
+            client_diagnostic = ls.client_diagnostics(doc, [diagnostic])[0] if diagnostic else None
+            line_text = doc.lines[finding.span.line - 1].rstrip("\r\n") if finding.span.line <= len(doc.lines) else ""
+            for action in (
+                actions.fix_action(finding, uri, None),
+                actions.suppression_action(finding, line_text, uri, None),
+            ):
+                if action is None:
+                    continue
+                for edit in action["edit"]["changes"][uri]:
+                    edit["range"] = ls.client_range(doc, edit["range"])
+                code_action = _converter.structure(action, types.CodeAction)
+                if client_diagnostic is not None:
+                    code_action.diagnostics = [client_diagnostic]
+                out.append(code_action)
+        return out
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    @guarded
+    async def hover(ls: GradlintServer, params: types.HoverParams):
+        uri = params.text_document.uri
+        result = await ls.current_check(uri)
+        doc = ls.document(uri)
+        if result is None or doc is None:
+            return None
+        position = doc.position_codec.position_from_client_units(doc.lines, params.position)
+        finding = finding_at(result.findings, position.line, position.character)
+        if finding is None:
+            return None
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=actions.hover_markdown(finding)),
+            range=_converter.structure(ls.client_range(doc, actions.span_range(finding.span)), types.Range),
+        )
+
+    return server
