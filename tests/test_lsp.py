@@ -69,9 +69,14 @@ def config(command: list[str] = SERVER) -> ClientServerConfig:
     return ClientServerConfig(server_command=command, client_factory=make_client)
 
 
-@pytest_lsp.fixture(config=config())
-async def client(lsp_client: LanguageClient, tmp_path: Path):
-    await lsp_client.initialize_session(initialize_params(tmp_path))
+# One server for most tests (starting one costs about a second); each test uses its own
+# documents under its own tmp_path, so nothing leaks between them.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_lsp.fixture(config=config(), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
+    await lsp_client.initialize_session(initialize_params(tmp_path_factory.mktemp("workspace")))
     yield
     await lsp_client.shutdown_session()
 
@@ -81,7 +86,7 @@ PULL_CAPABILITIES = types.ClientCapabilities(
 )
 
 
-@pytest_lsp.fixture(config=config())
+@pytest_lsp.fixture(config=config(), loop_scope="module")
 async def pull_client(lsp_client: LanguageClient, tmp_path: Path):
     await lsp_client.initialize_session(initialize_params(tmp_path, PULL_CAPABILITIES))
     yield
@@ -104,7 +109,37 @@ FAULTY_SERVER = [
 ]
 
 
-@pytest_lsp.fixture(config=config(FAULTY_SERVER))
+# A server whose findings carry a fix (no rule has an autofix yet): GL002's fix moves the
+# zero_grad above the backward, which is exactly FIXED.
+FIXING_SERVER = [
+    sys.executable,
+    "-c",
+    "import dataclasses, sys\n"
+    "import gradlint.engine as engine\n"
+    "from gradlint.findings import Edit, Fix, Span\n"
+    "real = engine.check_source\n"
+    "def with_fix(finding):\n"
+    "    line = finding.span.line\n"
+    "    edits = (Edit(Span(line, 1, line + 1, 1), ''), Edit(Span(line - 1, 1, line - 1, 1), '    opt.zero_grad()\\n'))\n"
+    "    return dataclasses.replace(finding, fix=Fix('Move opt.zero_grad() before the backward', edits))\n"
+    "def check_source(*args, **kwargs):\n"
+    "    result = real(*args, **kwargs)\n"
+    "    result.findings = [with_fix(f) for f in result.findings]\n"
+    "    return result\n"
+    "engine.check_source = check_source\n"
+    "from gradlint.lsp import main\n"
+    "sys.exit(main([]))\n",
+]
+
+
+@pytest_lsp.fixture(config=config(FIXING_SERVER), loop_scope="module")
+async def fixing_client(lsp_client: LanguageClient, tmp_path: Path):
+    await lsp_client.initialize_session(initialize_params(tmp_path))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=config(FAULTY_SERVER), loop_scope="module")
 async def faulty_client(lsp_client: LanguageClient, tmp_path: Path):
     await lsp_client.initialize_session(initialize_params(tmp_path))
     yield
@@ -166,7 +201,7 @@ def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
 # --- tests ------------------------------------------------------------------------
 
 
-@pytest_lsp.fixture(config=config())
+@pytest_lsp.fixture(config=config(), loop_scope="module")
 async def raw_client(lsp_client: LanguageClient):
     yield  # each test initializes and shuts down itself
 
@@ -353,3 +388,21 @@ async def test_rule_that_raises_is_logged_and_server_keeps_running(faulty_client
     )
     assert hover is None
     assert await diagnostics_for(faulty_client, uri) == []
+
+
+async def test_quick_fix_from_a_finding_that_carries_a_fix(fixing_client: LanguageClient, tmp_path: Path):
+    uri = open_doc(fixing_client, tmp_path / "train.py", BUGGY)
+    (diagnostic,) = await diagnostics_for(fixing_client, uri, lambda d: len(d) > 0)
+    actions = await fixing_client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    assert [a.title for a in actions] == ["Move opt.zero_grad() before the backward", "Suppress GL002 on this line"]
+    fix = actions[0]
+    assert fix.is_preferred and fix.kind == types.CodeActionKind.QuickFix
+    assert apply_edits(BUGGY, fix.edit.changes[uri]) == FIXED
+    replace_all(fixing_client, uri, FIXED, 2)
+    assert await diagnostics_for(fixing_client, uri, lambda d: len(d) == 0) == []
