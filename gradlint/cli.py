@@ -6,6 +6,9 @@
     gradlint verify SCRIPT.py     run a script under probes (needs the `verify` extra)
     gradlint lsp                  the language server (needs the `lsp` extra)
 
+`gradlint check --help` lists the check flags (configuration, output
+formats, suppressions); see also README.md.
+
 Exit codes: 0 no findings, 1 findings (or a file that cannot be read or
 parsed), 2 usage error or internal failure.
 """
@@ -144,8 +147,6 @@ def run_check(argv: list[str]) -> int:
         raise UsageError("--jobs must be at least 1")
     resolver = Resolver(_overrides(args), config_path=args.config, isolated=args.isolated)
 
-    from gradlint import engine
-
     if args.paths == ["-"] or (len(args.paths) == 1 and args.paths[0] == "-"):
         run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
@@ -192,7 +193,10 @@ def _check_paths(args, resolver):
     from gradlint.discover import discover
     from gradlint.notebook import check_notebook, is_notebook
 
-    found = discover(args.paths, excluded=resolver.is_excluded, force_exclude=args.force_exclude)
+    excluded = resolver.is_excluded
+    if args.force_exclude:
+        excluded = _force_excluder(resolver, args.paths)
+    found = discover(args.paths, excluded=excluded, force_exclude=args.force_exclude)
     tasks, notebooks = [], []
     for path in found.files:
         path = _display_path(path)
@@ -206,6 +210,27 @@ def _check_paths(args, resolver):
         if source is not None:
             sources[path] = source
     return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+
+
+def _force_excluder(resolver, paths):
+    """With --force-exclude a named file under a built-in skipped directory
+    (`build/`, `.venv/`, ...) is skipped too, as it would be when walking."""
+    import os
+
+    from gradlint.discover import SKIP_DIRS
+
+    named = {os.path.normpath(p) for p in paths}
+
+    def in_skipped_dir(path: str) -> bool:
+        parts = os.path.normpath(os.path.relpath(os.path.abspath(path))).split(os.sep)[:-1]
+        return any(part in SKIP_DIRS or part.endswith(".egg-info") for part in parts if part != "..")
+
+    def excluded(path: str) -> bool:
+        if resolver.is_excluded(path):
+            return True
+        return os.path.normpath(path) in named and in_skipped_dir(path)
+
+    return excluded
 
 
 def _display_path(path: str) -> str:

@@ -42,7 +42,7 @@ class Directive:
     line: int
     col: int  # 1-based column of the `#`
     end_col: int  # 1-based, exclusive
-    codes: Optional[frozenset[str]]  # None: every code (bare `# noqa`)
+    codes: Optional[frozenset[str]]  # None: every code (a bare noqa comment)
     text: str
 
     def covers(self, code: str) -> bool:
@@ -69,7 +69,7 @@ def directives(source: str) -> list[Directive]:
         return []
     found = []
     for line, col, comment in _comments(source):
-        # a comment may hold several directives (`# noqa: E501  # gradlint: ignore[GL004]`)
+        # a comment may hold several directives (a noqa for another tool, then a gradlint: ignore)
         for regex in (_NOQA, _IGNORE):
             for match in regex.finditer(comment):
                 raw = match.group("codes")

@@ -247,3 +247,13 @@ def test_resolver_caches_directory_lookups(project, monkeypatch):
     for name in ("a", "b", "c"):
         resolver.settings_for(str(project / "pkg" / f"{name}.py"))
     assert len(calls) == 2  # pkg/pyproject.toml, then ./pyproject.toml, once
+
+
+def test_force_exclude_skips_named_files_in_builtin_skipped_dirs(project, capsys):
+    write(project, "build/lib/a.py", snippet(GL002_LOOP))
+    write(project, "src/b.py", snippet(GL002_LOOP))
+    assert run_cli(capsys, "build/lib/a.py")[0] == 1  # named: checked
+    out = run_cli(capsys, "--force-exclude", "build/lib/a.py", "src/b.py")[1]
+    assert codes_by_file(out) == {("src/b.py", 8, "GL002")}
+    # a directory named explicitly is still walked
+    assert codes_by_file(run_cli(capsys, "build")[1]) == {("build/lib/a.py", 8, "GL002")}
