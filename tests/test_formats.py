@@ -1,5 +1,6 @@
 """Every --output-format, parsed back and checked; --output-file, --statistics."""
 
+import dataclasses
 import json
 import os
 import re
@@ -246,3 +247,67 @@ def test_statistics(tree, capsys):
 def test_exit_zero(tree, capsys):
     code, out, _ = run_cli(capsys, "--exit-zero", "--output-format", "json", ".")
     assert code == 0 and len(json.loads(out)["findings"]) == 2
+
+
+# --- the fixture corpus, through every format ---------------------------------------
+
+FIXTURES = REPO / "fixtures"
+
+
+def _parse(fmt: str, out: str, root: Path) -> set:
+    if fmt == "json":
+        return {(f["path"], f["line"], f["code"]) for f in json.loads(out)["findings"]}
+    if fmt == "sarif":
+        data = json.loads(out)
+        _sarif_validator().validate(data)
+        return {
+            (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+             r["locations"][0]["physicalLocation"]["region"]["startLine"], r["ruleId"])
+            for r in data["runs"][0]["results"]
+        }
+    if fmt == "github":
+        matches = [GITHUB.match(line) for line in out.splitlines()]
+        assert all(matches)
+        return {(m["file"], int(m["line"]), m["title"]) for m in matches if m["title"].startswith("GL")}
+    if fmt == "junit":
+        return {
+            (case.get("classname"), int(case.get("line")), case.find("failure").get("type"))
+            for case in ET.fromstring(out).iter("testcase")
+            if case.find("failure") is not None
+        }
+    if fmt == "lsp":
+        return {
+            (Path(uri[len("file://"):]).relative_to(root).as_posix(), d["range"]["start"]["line"] + 1, d["code"])
+            for uri, diagnostics in json.loads(out).items()
+            for d in diagnostics
+            if d["code"].startswith("GL")
+        }
+    raise AssertionError(fmt)
+
+
+@pytest.fixture(scope="module")
+def fixture_run():
+    """One check of the fixture corpus (the CLI path is covered above; this is about the formats)."""
+    if not FIXTURES.is_dir():
+        pytest.skip("no fixtures directory")
+    from gradlint.engine import check_paths
+    from gradlint.settings import Settings
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        run = check_paths(["fixtures"], Settings.default())
+    finally:
+        os.chdir(cwd)
+    for result in run.results:  # `./fixtures/..` and `fixtures/..` alike
+        result.findings = [dataclasses.replace(f, path=os.path.normpath(f.path)) for f in result.findings]
+        result.path = os.path.normpath(result.path)
+    return run
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "junit", "lsp"])
+def test_fixture_findings_survive_every_format(fmt, fixture_run, monkeypatch):
+    monkeypatch.chdir(REPO)
+    expected = {(f.path.replace(os.sep, "/"), f.line, f.code) for f in fixture_run.findings()}
+    assert len(expected) >= 10, "the fixtures should hold findings"
+    assert _parse(fmt, render(fmt, fixture_run), REPO) == expected
