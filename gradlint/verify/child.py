@@ -1,0 +1,129 @@
+"""The verify child: `python -m gradlint.verify.child --events LOG [--steps N] [--timeout S] TARGET [-- ARGS...]`.
+
+Installs the probes, runs the user's script (runpy, as `python script.py`
+would) or calls `module:function`, and writes a JSON-lines event log.  The
+log is flushed after every record, so the parent can still read it when it
+has to kill this process.  Whatever the script does (raise, sys.exit, hang
+until the soft timeout) ends in one `end` record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import traceback
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(prog="gradlint.verify.child")
+    parser.add_argument("--events", required=True)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("target")
+    if "--" in argv:
+        cut = argv.index("--")
+        return parser.parse_args(argv[:cut]), argv[cut + 1 :]
+    return parser.parse_args(argv), []
+
+
+def _user_line(tb):
+    """The innermost frame of the user's code in a traceback, as (file, line)."""
+    from gradlint.verify.probes import _is_user_file
+
+    found = None
+    for entry in traceback.extract_tb(tb):
+        if _is_user_file(entry.filename):
+            found = (os.path.realpath(entry.filename), entry.lineno)
+    return found
+
+
+def _resolve(target: str, script_args: list[str]):
+    """(entry, file) for a script path or `module:function`; raises LookupError when there is no such target."""
+    import importlib
+    import importlib.util
+    import runpy
+
+    if target.endswith(".py") or os.path.sep in target or ":" not in target:
+        path = os.path.abspath(target)
+        if not os.path.isfile(path):
+            raise LookupError(f"no such file: {target}")
+        sys.argv = [target] + script_args
+        sys.path.insert(0, os.path.dirname(path))  # as `python script.py` does: its siblings import
+        return (lambda: runpy.run_path(path, run_name="__main__")), path
+    module_name, _, function_name = target.partition(":")
+    sys.argv = [module_name] + script_args
+    sys.path.insert(0, os.getcwd())  # as `python -m` does
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError) as exc:
+        raise LookupError(f"cannot find module {module_name!r}: {exc}")
+    if spec is None:
+        raise LookupError(f"no module named {module_name!r}")
+
+    def call():
+        module = importlib.import_module(module_name)
+        function = getattr(module, function_name, None)
+        if not callable(function):
+            raise LookupError(f"{module_name} has no function {function_name!r}")
+        return function()
+
+    return call, spec.origin
+
+
+def main(argv=None) -> None:
+    args, script_args = _parse(list(sys.argv[1:] if argv is None else argv))
+    from gradlint.verify import probes
+
+    recorder = probes.Recorder(args.events, args.steps)
+    end: dict = {"reason": "completed"}
+    try:
+        entry, target_file = _resolve(args.target, script_args)
+    except LookupError as exc:  # nothing to run: the parent says "could not run"
+        recorder.write({"type": "start", "ok": False, "error": str(exc)})
+        recorder.close({"reason": "not-started", "message": str(exc)})
+        os._exit(0)
+    recorder.write({"type": "start", "ok": True, "file": os.path.realpath(target_file) if target_file else None})
+    probes.install(recorder)  # before any of the user's code, so its imports get the probed functions
+    try:
+        if hasattr(signal, "setitimer") and args.timeout > 0:
+
+            def on_alarm(signum, frame):
+                recorder.stopped = True
+                raise probes.BudgetReached("timeout")
+
+            signal.signal(signal.SIGALRM, on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, args.timeout)
+        try:
+            entry()
+        finally:
+            if hasattr(signal, "setitimer"):
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except probes.BudgetReached as stop:
+        end = {"reason": stop.reason}
+    except SystemExit as exc:
+        code = exc.code
+        if code is None or code == 0:
+            end = {"reason": "exit", "code": 0}
+        else:
+            end = {"reason": "exit", "code": code if isinstance(code, int) else str(code)}
+        where = _user_line(exc.__traceback__)
+        if where:
+            end["file"], end["line"] = where
+    except BaseException as exc:  # the script's own error: a reason, never a crash of gradlint
+        end = {"reason": "exception", "message": f"{type(exc).__name__}: {exc}", "exception": type(exc).__name__}
+        where = _user_line(exc.__traceback__)
+        if where:
+            end["file"], end["line"] = where
+    recorder.stopped = True
+    try:
+        recorder.close(end)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # the script's non-daemon threads must not keep the child alive
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,658 @@
+"""Probes on torch's gradient machinery.  Imported only in the verify child.
+
+The probes record *facts*, one JSON line per event, and judge nothing: which
+call ran (Z B U C S L, plus O for an optimizer being built), from which
+lines of the user's code, which parameters it wrote, and the state of every
+tracked parameter's ``.grad`` right after it.  gradlint.verify.verdicts reads
+the log in the parent (without torch) and decides what was a bug.
+
+Tracked parameters are those of every optimizer, hooked when a param group
+is added.  Each probe calls ``before()`` first, which compares the live
+gradients with the last snapshot, so a clear that no probe saw
+(``p.grad.mul_(0)``, ``p.grad.data.zero_()``) still shows up as an inferred
+clear.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import sys
+
+import torch
+import torch.nn.utils.clip_grad as _clip_module
+from torch.optim import lr_scheduler as _sched_module
+from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+import gradlint
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_GRADLINT_DIR = os.path.dirname(gradlint.__file__) + os.sep
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+_MAX_SITES = 12
+_GRAD = torch._C.TensorBase.grad  # the real descriptor; Parameter.grad becomes a property over it
+
+
+class BudgetReached(BaseException):
+    """Unwinds the user's script when the step budget or the timeout is used up.
+
+    A BaseException so that the script's own `except Exception:` does not swallow it.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _is_user_file(filename: str) -> bool:
+    if not filename or filename.startswith("<"):
+        return False
+    return not (filename.startswith(_TORCH_DIR) or filename.startswith(_GRADLINT_DIR) or filename.startswith(_STDLIB_DIR))
+
+
+def user_frames(skip: int = 1):
+    """Frames of the user's code, innermost first (torch, gradlint and the stdlib skipped)."""
+    frames = []
+    frame = sys._getframe(skip)
+    while frame is not None and len(frames) < _MAX_SITES:
+        if _is_user_file(frame.f_code.co_filename):
+            frames.append(frame)
+        frame = frame.f_back
+    return frames
+
+
+def _sites(frames):
+    return [[os.path.realpath(f.f_code.co_filename), f.f_lineno, f.f_code.co_name] for f in frames]
+
+
+def _code_text(line: str) -> str:
+    """The source line without its trailing comment (a `#` outside quotes)."""
+    quote = None
+    for index, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return line[:index].strip()
+    return line.strip()
+
+
+def _state(param):
+    grad = _GRAD.__get__(param)
+    if grad is None:
+        return None
+    try:
+        values = grad.detach().to(torch.float64)
+        if values.is_sparse:
+            values = values.to_dense()
+        norm = float(values.norm())
+        total = float(values.sum())
+    except Exception:  # an exotic gradient layout: record presence only
+        return {"norm": None, "sum": None, "zero": False}
+    return {"norm": norm, "sum": total, "zero": norm == 0.0}
+
+
+def _has(state) -> bool:
+    return state is not None and not state.get("zero")
+
+
+class Recorder:
+    def __init__(self, log_path: str, max_steps: int):
+        self.log = open(log_path, "w", encoding="utf-8")
+        self.max_steps = max_steps
+        self.steps = 0
+        self.stopped = False  # after the budget: record nothing, refuse further steps
+        self.inside = 0  # depth inside a probed call: nested probe hits are torch's own work
+        self.count = 0
+        self.params: dict[int, dict] = {}  # id(param) -> {"pid", "ref", "name"}
+        self.optimizers: dict[int, dict] = {}  # id(opt) -> {"oid", "ref", "name", "cls"}
+        self.names: dict[int, str] = {}
+        self.last: dict[int, object] = {}  # pid -> state after the last event
+        self.pending = None  # an event that may still absorb identical per-parameter events
+        self.backward = None  # the backward event being recorded, while autograd runs
+        self.scaler_step = 0
+        self.stepped_in_scaler = False
+
+    # --- output -----------------------------------------------------------------
+
+    def write(self, record: dict):
+        self.log.write(json.dumps(record) + "\n")
+        self.log.flush()
+
+    def flush_pending(self):
+        if self.pending is not None:
+            event, self.pending = self.pending, None
+            if self.backward is event:  # an unprobed backward ends with the next probed call
+                self.backward = None
+            self._finish(event)
+
+    def close(self, end: dict):
+        self.flush_pending()
+        self.write({"type": "names", "optimizers": {str(o["oid"]): self._name(o) for o in self.optimizers.values()}})
+        self.write(dict(end, type="end", steps=self.steps))
+        self.log.close()
+
+    # --- identities --------------------------------------------------------------
+
+    def _lookup_name(self, obj, frames):
+        for frame in frames:
+            for key, value in frame.f_locals.items():
+                if value is obj:
+                    return key
+            owner = frame.f_locals.get("self")
+            if owner is not None and owner is not obj:
+                for key, value in getattr(owner, "__dict__", {}).items():
+                    if value is obj:
+                        return f"self.{key}"
+        for frame in frames:
+            for key, value in frame.f_globals.items():
+                if value is obj:
+                    return key
+        return None
+
+    def name_of(self, obj, frames, fallback: str) -> str:
+        known = self.names.get(id(obj))
+        if known is None:
+            known = self._lookup_name(obj, frames)
+            if known is not None:
+                self.names[id(obj)] = known
+        return known or fallback
+
+    def _name(self, info) -> str:
+        return self.names.get(id(info["ref"]), f"{info['cls']}#{info['oid']}")
+
+    def optimizer(self, opt, frames=None) -> dict:
+        info = self.optimizers.get(id(opt))
+        if info is None:
+            info = {"oid": len(self.optimizers) + 1, "ref": opt, "cls": type(opt).__name__}
+            self.optimizers[id(opt)] = info
+        if frames is not None and id(opt) not in self.names:
+            self.name_of(opt, frames, "")
+        return info
+
+    def opt_pids(self, opt) -> list[int]:
+        pids = []
+        for group in getattr(opt, "param_groups", ()):
+            for p in group.get("params", ()):
+                info = self.params.get(id(p))
+                if info is not None:
+                    pids.append(info["pid"])
+        return pids
+
+    def pids_of(self, tensors) -> list[int]:
+        return [self.params[id(t)]["pid"] for t in tensors if id(t) in self.params]
+
+    def _module_names(self, frames) -> dict[int, str]:
+        """id(param) -> `model.layer.weight`, from the modules the user's frames can see."""
+        found: dict[int, str] = {}
+        for scope in [f.f_locals for f in frames] + [f.f_globals for f in frames]:
+            candidates = list(scope.items())
+            owner = scope.get("self")
+            if owner is not None:
+                candidates += [(f"self.{k}", v) for k, v in getattr(owner, "__dict__", {}).items()]
+            for var, value in candidates:
+                if isinstance(value, torch.nn.Module):
+                    try:
+                        for name, p in value.named_parameters():
+                            found.setdefault(id(p), f"{var}.{name}")
+                    except Exception:
+                        continue
+        return found
+
+    def track(self, opt, params):
+        info = self.optimizer(opt)
+        new = [p for p in params if isinstance(p, torch.Tensor) and id(p) not in self.params]
+        if not new:
+            return
+        frames = user_frames(2)
+        names = self._module_names(frames)
+        for index, p in enumerate(new):
+            pid = len(self.params) + 1
+            name = names.get(id(p), f"{info['cls']}#{info['oid']}.param{index}")
+            self.params[id(p)] = {"pid": pid, "ref": p, "name": name}
+            try:
+                p.register_post_accumulate_grad_hook(self._accumulated)
+            except RuntimeError:
+                pass  # a parameter that does not require grad never gets one
+            self.last[pid] = _state(p)
+            self.write({"type": "param", "pid": pid, "name": name, "shape": list(p.shape), "oid": info["oid"]})
+
+    # --- events -----------------------------------------------------------------
+
+    def snapshot(self) -> dict[int, object]:
+        return {info["pid"]: _state(info["ref"]) for info in self.params.values()}
+
+    def before(self, frames):
+        """Flush what came before and report clears that no probe saw."""
+        self.flush_pending()
+        now = self.snapshot()
+        cleared = [pid for pid, state in now.items() if _has(self.last.get(pid)) and not _has(state)]
+        if cleared:
+            self._finish(self._event("Z", frames, api="inferred clear", params=cleared, inferred=True), now)
+        self.last.update(now)
+
+    def _event(self, kind, frames, **facts):
+        self.count += 1
+        sites = _sites(frames)
+        text = _code_text(linecache.getline(sites[0][0], sites[0][1])) if sites else ""
+        return dict(type="event", i=self.count, kind=kind, sites=sites, text=text, **facts)
+
+    def _finish(self, event, state=None):
+        state = self.snapshot() if state is None else state
+        self.last.update(state)
+        event["state"] = {str(pid): value for pid, value in state.items()}
+        self.write(event)
+
+    def emit(self, event, mergeable=False):
+        if mergeable:
+            self.pending = event
+        else:
+            self._finish(event)
+
+    def active(self) -> bool:
+        return not self.stopped and self.inside == 0
+
+    # --- probe bodies -------------------------------------------------------------
+
+    def _accumulated(self, param):
+        info = self.params.get(id(param))
+        if info is None or self.stopped:
+            return
+        if self.backward is None:  # backward through a path no probe wraps: record it anyway
+            self.flush_pending()
+            self.pending = self._event("B", user_frames(2), api="backward (unprobed path)", params=[], implicit=True)
+            self.backward = self.pending
+        if info["pid"] not in self.backward["params"]:
+            self.backward["params"].append(info["pid"])
+
+    def run_backward(self, call, tensors, api):
+        frames = user_frames(3)
+        self.before(frames)
+        scaled = [t for t in tensors if isinstance(t, torch.Tensor) and getattr(t, "_gradlint_scale", None)]
+        event = self._event("B", frames, api=api, params=[], scaled=bool(scaled))
+        if scaled:
+            event["scale"] = scaled[0]._gradlint_scale
+        self.backward = event
+        self.inside += 1
+        try:
+            return call()
+        except Exception as exc:
+            event["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self.inside -= 1
+            self.backward = None
+            self._finish(event)
+
+    def assign_grad(self, param, value, api):
+        frames = user_frames(3)
+        pid = self.params[id(param)]["pid"]
+        same_line = (
+            self.pending is not None
+            and self.pending.get("api") == api
+            and self.pending["sites"][:1] == _sites(frames[:1])
+        )
+        if same_line:  # `for p in model.parameters(): p.grad = None` is one clear, not one per parameter
+            _GRAD.__set__(param, value)
+            self.pending["params"].append(pid)
+            return
+        self.before(frames)
+        _GRAD.__set__(param, value)
+        kind = "Z" if value is None else "B"
+        self.emit(self._event(kind, frames, api=api, params=[pid], overwrites=value is not None), mergeable=True)
+
+    def zero_grad_tensor(self, tensor, original):
+        pid = self._grad_owner(tensor)
+        if pid is None:
+            return original(tensor)
+        frames = user_frames(3)
+        if self.pending is not None and self.pending.get("api") == "grad.zero_()" and self.pending["sites"][:1] == _sites(frames[:1]):
+            out = original(tensor)
+            self.pending["params"].append(pid)
+            return out
+        self.before(frames)
+        out = original(tensor)
+        self.emit(self._event("Z", frames, api="grad.zero_()", params=[pid]), mergeable=True)
+        return out
+
+    def _grad_owner(self, tensor):
+        try:
+            ptr = tensor.data_ptr()
+        except Exception:
+            return None
+        if not ptr:
+            return None
+        for info in self.params.values():
+            grad = _GRAD.__get__(info["ref"])
+            if grad is not None and grad.data_ptr() == ptr and grad.shape == tensor.shape:
+                return info["pid"]
+        return None
+
+    def around(self, kind, frames, call, post=None, **facts):
+        """Record one event around a probed call whose nested work is torch's own."""
+        self.before(frames)
+        event = self._event(kind, frames, **facts)
+        self.inside += 1
+        try:
+            result = call()
+        except Exception as exc:
+            self.inside -= 1
+            event["error"] = f"{type(exc).__name__}: {exc}"
+            self._finish(event)
+            raise
+        self.inside -= 1
+        if post is not None:
+            post(result, event)
+        self._finish(event)
+        return result
+
+    def step_pre(self, opt):
+        if self.stopped:
+            raise BudgetReached("steps")
+        if self.steps >= self.max_steps:
+            # The step that would exceed the budget is recorded (it shows what the update would
+            # have used) but never runs.
+            frames = user_frames(3)
+            info = self.optimizer(opt, frames)
+            self.before(frames)
+            self._finish(self._event("S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), prevented=True))
+            self.stopped = True
+            raise BudgetReached("steps")
+        frames = user_frames(3)
+        self.optimizer(opt, frames)
+        self.before(frames)
+
+    def step_post(self, opt, args, kwargs):
+        if self.stopped:
+            return
+        frames = user_frames(3)
+        info = self.optimizer(opt, frames)
+        self.flush_pending()
+        # torch passes the step's own arguments with the optimizer first: (opt, closure?)
+        closure = (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
+        event = self._event(
+            "S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), closure=closure,
+            via="scaler" if self.scaler_step else None,
+        )
+        self.steps += 1
+        self.stepped_in_scaler = True
+        self._finish(event)
+
+
+RECORDER: Recorder | None = None
+
+
+def _active() -> Recorder | None:
+    rec = RECORDER
+    return rec if rec is not None and rec.active() else None
+
+
+# --- installation -----------------------------------------------------------------
+
+
+def install(recorder: Recorder):
+    global RECORDER
+    RECORDER = recorder
+    _patch_optimizer()
+    _patch_backward()
+    _patch_grad_attribute()
+    _patch_clips()
+    _patch_scalers()
+    _patch_schedulers()
+
+
+def _patch_optimizer():
+    original_add = Optimizer.add_param_group
+    original_init = Optimizer.__init__
+    original_zero = Optimizer.zero_grad
+
+    def add_param_group(self, param_group):
+        result = original_add(self, param_group)
+        rec = RECORDER
+        if rec is not None and not rec.stopped:
+            rec.track(self, self.param_groups[-1]["params"])
+        return result
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        rec = _active()
+        if rec is not None:
+            frames = user_frames(2)
+            rec.before(frames)
+            info = rec.optimizer(self)
+            rec.emit(rec._event("O", frames, api=f"{type(self).__name__}(...)", oid=info["oid"], params=rec.opt_pids(self)))
+
+    def zero_grad(self, set_to_none: bool = True):
+        rec = _active()
+        if rec is None:
+            return original_zero(self, set_to_none)
+        frames = user_frames(2)
+        info = rec.optimizer(self, frames)
+        return rec.around(
+            "Z", frames, lambda: original_zero(self, set_to_none), api="optimizer.zero_grad", oid=info["oid"],
+            params=rec.opt_pids(self), set_to_none=bool(set_to_none),
+        )
+
+    Optimizer.add_param_group = add_param_group
+    Optimizer.__init__ = __init__
+    Optimizer.zero_grad = zero_grad
+    register_optimizer_step_pre_hook(lambda opt, args, kwargs: RECORDER and RECORDER.step_pre(opt))
+    register_optimizer_step_post_hook(lambda opt, args, kwargs: RECORDER and RECORDER.step_post(opt, args, kwargs))
+
+    module_zero = torch.nn.Module.zero_grad
+
+    def module_zero_grad(self, set_to_none: bool = True):
+        rec = _active()
+        if rec is None:
+            return module_zero(self, set_to_none)
+        frames = user_frames(2)
+        label = rec.name_of(self, frames, type(self).__name__)
+        return rec.around(
+            "Z", frames, lambda: module_zero(self, set_to_none), api="module.zero_grad", module=label,
+            params=rec.pids_of(self.parameters()), set_to_none=bool(set_to_none),
+        )
+
+    torch.nn.Module.zero_grad = module_zero_grad
+
+
+def _patch_backward():
+    tensor_backward = torch.Tensor.backward
+    autograd_backward = torch.autograd.backward
+
+    def backward(self, *args, **kwargs):
+        rec = _active()
+        if rec is None:
+            return tensor_backward(self, *args, **kwargs)
+        return rec.run_backward(lambda: tensor_backward(self, *args, **kwargs), [self], "backward")
+
+    def autograd(tensors, *args, **kwargs):
+        rec = _active()
+        if rec is None:
+            return autograd_backward(tensors, *args, **kwargs)
+        listed = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+        return rec.run_backward(lambda: autograd_backward(listed, *args, **kwargs), listed, "torch.autograd.backward")
+
+    torch.Tensor.backward = backward
+    torch.autograd.backward = autograd
+
+    tensor_zero = torch.Tensor.zero_
+
+    def zero_(self):
+        rec = _active()
+        if rec is None:
+            return tensor_zero(self)
+        return rec.zero_grad_tensor(self, tensor_zero)
+
+    torch.Tensor.zero_ = zero_
+
+
+def _patch_grad_attribute():
+    """`p.grad = None` and `p.grad = g` on a parameter become events with their own line."""
+
+    def get(self):
+        return _GRAD.__get__(self)
+
+    def set_(self, value):
+        rec = _active()
+        if rec is None or id(self) not in rec.params:
+            return _GRAD.__set__(self, value)
+        rec.assign_grad(self, value, "grad = None" if value is None else "grad = tensor")
+
+    def delete(self):
+        set_(self, None)
+
+    torch.nn.Parameter.grad = property(get, set_, delete, _GRAD.__doc__)
+
+
+_CLIP_NAMES = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
+
+
+def _patch_clips():
+    replaced = {}
+    for name in _CLIP_NAMES:
+        original = getattr(_clip_module, name, None)
+        if original is None:
+            continue
+        replaced[id(original)] = _clip_wrapper(name, original)
+    # Every public path, and any module that already did `from torch.nn.utils import X`.
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for key, value in list(namespace.items()):
+            if id(value) in replaced and key in _CLIP_NAMES:
+                try:
+                    setattr(module, key, replaced[id(value)])
+                except Exception:
+                    continue
+
+
+def _clip_wrapper(name, original):
+    def clip(parameters, *args, **kwargs):
+        rec = _active()
+        if rec is None:
+            return original(parameters, *args, **kwargs)
+        listed = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+        frames = user_frames(2)
+        limit = args[0] if args else kwargs.get("max_norm", kwargs.get("clip_value"))
+
+        def measure(result, event):
+            if name != "clip_grad_value_":
+                event["norm"] = _number(result)
+            grads = [_GRAD.__get__(p) for p in listed if isinstance(p, torch.Tensor)]
+            grads = [g for g in grads if g is not None]
+            if grads:
+                event["norm_after"] = float(torch.stack([g.detach().double().norm() for g in grads]).norm())
+
+        return rec.around(
+            "C", frames, lambda: original(listed, *args, **kwargs), post=measure, api=name,
+            params=rec.pids_of(listed), limit=_number(limit),
+        )
+
+    clip.__name__ = name
+    clip.__doc__ = original.__doc__
+    clip.__wrapped__ = original
+    return clip
+
+
+def _number(value):
+    try:
+        return float(value)
+    except Exception:
+        return None
+
+
+def _patch_scalers():
+    from torch.amp.grad_scaler import GradScaler
+
+    original_scale = GradScaler.scale
+    original_unscale = GradScaler.unscale_
+    original_step = GradScaler.step
+
+    def scale(self, outputs):
+        result = original_scale(self, outputs)
+        if RECORDER is not None and self.is_enabled():
+            factor = _number(self.get_scale())
+            items = [result] if isinstance(result, torch.Tensor) else result if isinstance(result, (list, tuple)) else []
+            for item in items:
+                if isinstance(item, torch.Tensor):
+                    try:
+                        item._gradlint_scale = factor or 1.0
+                    except Exception:
+                        pass
+        return result
+
+    def unscale_(self, optimizer):
+        rec = _active()
+        if rec is None or rec.scaler_step:
+            return original_unscale(self, optimizer)
+        frames = user_frames(2)
+        info = rec.optimizer(optimizer, frames)
+        return rec.around(
+            "U", frames, lambda: original_unscale(self, optimizer), api="scaler.unscale_", oid=info["oid"],
+            params=rec.opt_pids(optimizer), enabled=self.is_enabled(),
+        )
+
+    def step(self, optimizer, *args, **kwargs):
+        rec = _active()
+        if rec is None:
+            return original_step(self, optimizer, *args, **kwargs)
+        rec.scaler_step += 1
+        rec.stepped_in_scaler = False
+        try:
+            result = original_step(self, optimizer, *args, **kwargs)
+        finally:
+            rec.scaler_step -= 1
+        if not rec.stepped_in_scaler and not rec.stopped:  # inf/NaN gradients: the scaler skipped the update
+            frames = user_frames(2)
+            info = rec.optimizer(optimizer, frames)
+            rec.before(frames)
+            rec.emit(rec._event("S", frames, api="scaler.step", oid=info["oid"], params=rec.opt_pids(optimizer), skipped=True, via="scaler"))
+            rec.steps += 1
+        return result
+
+    GradScaler.scale = scale
+    GradScaler.unscale_ = unscale_
+    GradScaler.step = step
+
+
+def _patch_schedulers():
+    base = _sched_module.LRScheduler
+    original_init = base.__init__
+
+    def __init__(self, *args, **kwargs):
+        rec = RECORDER
+        if rec is None:
+            return original_init(self, *args, **kwargs)
+        rec.inside += 1  # the constructor's own initial step() is not the user's
+        try:
+            return original_init(self, *args, **kwargs)
+        finally:
+            rec.inside -= 1
+
+    base.__init__ = __init__
+    classes = [base] + [c for c in vars(_sched_module).values() if isinstance(c, type) and issubclass(c, base) and "step" in vars(c)]
+    for cls in classes:
+        if "step" in vars(cls):
+            cls.step = _scheduler_step(cls.step)
+
+
+def _scheduler_step(original):
+    def step(self, *args, **kwargs):
+        rec = _active()
+        if rec is None:
+            return original(self, *args, **kwargs)
+        frames = user_frames(2)
+        opt = getattr(self, "optimizer", None)
+        oid = rec.optimizer(opt, frames)["oid"] if isinstance(opt, Optimizer) else None
+        label = rec.name_of(self, frames, type(self).__name__)
+        return rec.around(
+            "L", frames, lambda: original(self, *args, **kwargs), api="scheduler.step", oid=oid, scheduler=label,
+            cls=type(self).__name__, plateau=isinstance(self, _sched_module.ReduceLROnPlateau),
+        )
+
+    step.__wrapped__ = original
+    return step

@@ -1,0 +1,484 @@
+"""From an event log to verdicts.  Pure Python: runs in the parent, never imports torch.
+
+Each tracked parameter carries the provenance of its current gradient:
+which backward passes wrote it (``sources``), and which steps already used
+it (``consumed``).  The runtime criteria, in rules.md terms:
+
+GL001/GL003  a backward writes into a gradient a step already consumed, and a
+             step then uses it (GL003 when the loop did clear, but not these
+             parameters);
+GL002        a clear throws away fresh gradients that the next step of their
+             optimizer should have used;
+GL004        a clip on gradients whose last use was a step (after the update);
+GL005        a clip followed by another backward into the same gradients
+             before the step consumes them;
+GL006        a clip on gradients written through an enabled GradScaler with no
+             unscale_ since;
+GL007        a step with no backward into its parameters since its last step;
+GL008        a scheduler step before its optimizer's first step, or while that
+             optimizer has fresh gradients it has not stepped yet.
+
+A detection remembers every line of the user's stack at the events that
+prove it, so a static finding reported on a helper's line or on its call
+site matches it (same code, same file, one of those lines).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+CONFIRMED, NOT_REPRODUCED, NOT_REACHED, RUNTIME_ONLY = "confirmed", "not reproduced", "not reached", "runtime only"
+
+
+@dataclass
+class Event:
+    raw: dict
+
+    def __getattr__(self, key):
+        try:
+            return self.raw[key]
+        except KeyError:
+            raise AttributeError(key)
+
+    @property
+    def sites(self) -> list[tuple[str, int]]:
+        return [(site[0], site[1]) for site in self.raw.get("sites", ())]
+
+    @property
+    def site(self) -> tuple[Optional[str], int]:
+        sites = self.sites
+        return sites[0] if sites else (None, 0)
+
+    @property
+    def params(self) -> list[int]:
+        return [int(p) for p in self.raw.get("params", ())]
+
+    def state(self, pid: int):
+        return self.raw.get("state", {}).get(str(pid))
+
+
+@dataclass
+class Run:
+    """What the child reported, plus how the process ended."""
+
+    events: list[Event] = field(default_factory=list)
+    params: dict[int, dict] = field(default_factory=dict)  # pid -> {"name", "oid", "shape"}
+    optimizers: dict[int, str] = field(default_factory=dict)
+    started: Optional[bool] = None
+    start_error: str = ""
+    target_file: Optional[str] = None
+    end: dict = field(default_factory=dict)  # reason: completed|steps|timeout|exit|exception|crash|not-started
+    output: str = ""
+
+    @staticmethod
+    def from_records(records: list[dict]) -> "Run":
+        run = Run()
+        for record in records:
+            kind = record.get("type")
+            if kind == "start":
+                run.started = bool(record.get("ok"))
+                run.start_error = record.get("error", "")
+                run.target_file = record.get("file")
+            elif kind == "param":
+                run.params[int(record["pid"])] = record
+            elif kind == "event":
+                run.events.append(Event(record))
+            elif kind == "names":
+                run.optimizers = {int(k): v for k, v in record.get("optimizers", {}).items()}
+            elif kind == "end":
+                run.end = record
+        return run
+
+    def optimizer(self, oid) -> str:
+        return self.optimizers.get(oid) or f"optimizer #{oid}"
+
+    def param(self, pid) -> str:
+        return self.params.get(pid, {}).get("name", f"param {pid}")
+
+    @property
+    def steps(self) -> int:
+        return sum(1 for e in self.events if e.kind == "S" and not e.raw.get("prevented"))
+
+
+@dataclass
+class Detection:
+    code: str
+    file: Optional[str]
+    line: int
+    evidence: str
+    lines: set = field(default_factory=set)  # (file, line) pairs a static finding may sit on
+    count: int = 1
+
+    @property
+    def key(self):
+        return (self.code, self.file, self.line)
+
+
+@dataclass
+class _Grad:
+    sources: list = field(default_factory=list)  # indexes of backward events that wrote it
+    consumed: list = field(default_factory=list)  # indexes of steps that used it
+    scaled: Optional[int] = None  # the scaled backward that wrote it, until unscale_
+    clips: list = field(default_factory=list)  # clips since the last clear or step
+    discarded: Optional[tuple] = None  # (clear index, sources) of fresh gradients a clear threw away
+    last_b: int = -1
+    last_s: int = -1
+
+
+def _lines(event: Event) -> set:
+    return set(event.sites)
+
+
+def _join(numbers) -> str:
+    items = [str(n) for n in numbers]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+class Analysis:
+    def __init__(self, run: Run, home: Optional[str] = None):
+        self.run = run
+        self.home = os.path.realpath(home) if home else run.target_file
+        self.events = run.events
+        self.grads: dict[int, _Grad] = {pid: _Grad() for pid in run.params}
+        self.owners: dict[int, set] = {}
+        for pid, record in run.params.items():
+            self.owners.setdefault(pid, set()).add(record.get("oid"))
+        self.steps: dict[int, list[int]] = {}  # oid -> indexes of its steps
+        self.fresh: dict[int, bool] = {}  # oid -> a backward wrote its parameters since its last step
+        self.iteration: dict[int, dict] = {}  # backward index -> {oid: iteration number}
+        self.detections: dict[tuple, Detection] = {}
+
+    # --- helpers ---------------------------------------------------------------
+
+    def where(self, event: Event) -> str:
+        path, line = event.site
+        if path is None:
+            return "an unknown line"
+        if self.home and path == self.home:
+            return f"line {line}"
+        return f"{os.path.basename(path)}:{line}"
+
+    def call(self, event: Event) -> str:
+        text = event.raw.get("text") or event.raw.get("api", "")
+        return f"`{text}` at {self.where(event)}" if text else self.where(event)
+
+    def grad(self, pid) -> _Grad:
+        return self.grads.setdefault(pid, _Grad())
+
+    def detect(self, code, event: Event, evidence: str, also=()):
+        path, line = event.site
+        key = (code, path, line)
+        found = self.detections.get(key)
+        lines = _lines(event)
+        for other in also:
+            lines |= _lines(other)
+        if found is None:
+            self.detections[key] = Detection(code, path, line, evidence, lines)
+        else:
+            found.count += 1
+            found.lines |= lines
+        return self.detections[key]
+
+    def _stepped_oids(self):
+        return {oid for oid, steps in self.steps.items() if steps}
+
+    # --- the walk -----------------------------------------------------------------
+
+    def analyse(self) -> list[Detection]:
+        for index, event in enumerate(self.events):
+            handler = getattr(self, f"_on_{event.kind}", None)
+            if handler is not None:
+                handler(index, event)
+        return list(self.detections.values())
+
+    def _on_B(self, i, event):
+        counts = {oid: len(steps) + 1 for oid, steps in self.steps.items()}
+        self.iteration[i] = counts
+        for pid in event.params:
+            g = self.grad(pid)
+            if event.raw.get("overwrites"):
+                g.sources, g.consumed, g.clips = [i], [], []
+            else:
+                g.sources.append(i)
+            if event.raw.get("scaled"):
+                g.scaled = i
+            g.last_b = i
+            for oid in self.owners.get(pid, ()):
+                self.fresh[oid] = True
+
+    def _step_number(self, index) -> int:
+        oid = self.events[index].raw.get("oid")
+        return self.steps.get(oid, []).index(index) + 1 if index in self.steps.get(oid, []) else 0
+
+    def _on_Z(self, i, event):
+        previous = self.events[i - 1] if i else None
+        for pid in event.params:
+            before = previous.state(pid) if previous is not None else None
+            after = event.state(pid)
+            if after is not None and not after.get("zero"):
+                continue  # the call did not clear this one (a clear that failed, or a manual write)
+            g = self.grad(pid)
+            unused = [j for j in g.sources if not g.consumed or j > g.consumed[-1]]
+            if before is not None and unused:
+                g.discarded = (i, unused)
+            elif g.consumed:
+                g.discarded = None
+            g.sources, g.consumed, g.clips, g.scaled = [], [], [], None
+
+    def _on_U(self, i, event):
+        if event.raw.get("error"):
+            return
+        for pid in event.params:
+            self.grad(pid).scaled = None
+
+    def _on_C(self, i, event):
+        with_grad = [pid for pid in event.params if event.state(pid) is not None]
+        for pid in event.params:
+            self.grad(pid).clips.append(i)
+        scaled = [pid for pid in with_grad if self.grad(pid).scaled is not None]
+        if scaled:
+            writer = self.events[self.grad(scaled[0]).scaled]
+            factor = writer.raw.get("scale")
+            norm = event.raw.get("norm")
+            measured = f"measured norm {norm:.4g} on" if isinstance(norm, (int, float)) else "ran on"
+            self.detect(
+                "GL006", event,
+                f"clip {self.call(event)} {measured} gradients scaled by {factor:g} "
+                f"({self.call(writer)} went through scaler.scale): no scaler.unscale_ ran in between"
+                if isinstance(factor, (int, float)) else
+                f"clip {self.call(event)} {measured} scaled gradients from {self.call(writer)}: no scaler.unscale_ ran in between",
+                also=[writer],
+            )
+        # After the update: the clip sees the very gradients a step already used.  (Cleared
+        # gradients after a step are a clip before the next backward: GL005's to judge.)
+        touched = [pid for pid in with_grad if self.grad(pid).sources]
+        if touched and all(self.grad(pid).consumed and self.grad(pid).consumed[-1] > max(self.grad(pid).sources) for pid in touched):
+            step_index = max(self.grad(pid).consumed[-1] for pid in touched)
+            step = self.events[step_index]
+            norm, limit, after = event.raw.get("norm"), event.raw.get("limit"), event.raw.get("norm_after")
+            if isinstance(norm, (int, float)) and isinstance(limit, (int, float)) and norm > limit and after is not None:
+                what = f"norm {norm:.4g} was clipped to {after:.4g} after the update"
+            elif isinstance(norm, (int, float)):
+                what = f"norm {norm:.4g} was measured after the update"
+            else:
+                what = "after the update"
+            self.detect(
+                "GL004", event,
+                f"clip {self.call(event)} ran after {self.call(step)} (step {self._step_number(step_index)} "
+                f"of {self.run.optimizer(step.raw.get('oid'))}): {what}",
+                also=[step],
+            )
+
+    def _on_S(self, i, event):
+        oid = event.raw.get("oid")
+        name = self.run.optimizer(oid)
+        steps = self.steps.setdefault(oid, [])
+        steps.append(i)
+        number = len(steps)
+        pids = event.params
+        if not self.fresh.get(oid) and not event.raw.get("skipped"):
+            previous = self.events[steps[-2]] if len(steps) > 1 else None
+            since = f"since step {number - 1} ({self.where(previous)})" if previous else "before it"
+            self.detect(
+                "GL007", event,
+                f"step {number} of {name} {self.call(event)} ran with no backward into its parameters {since}: "
+                "it used " + ("no gradients at all" if all(event.state(p) is None for p in pids) else "the previous batch's gradients"),
+            )
+        self.fresh[oid] = False
+        self._check_discarded(i, event, number, name)
+        self._check_stale_use(i, event, number, name)
+        self._check_clip_before_backward(i, event)
+        for pid in pids:
+            g = self.grad(pid)
+            if event.state(pid) is not None and g.sources:
+                g.consumed.append(i)
+            g.last_s = i
+            g.clips = []
+            if event.raw.get("via") == "scaler":
+                g.scaled = None
+
+    def _check_discarded(self, i, event, number, name):
+        for pid in event.params:
+            g = self.grad(pid)
+            if g.discarded is None:
+                continue
+            z_index, lost = g.discarded
+            g.discarded = None
+            lost_sites = {tuple(self.events[j].sites) for j in lost}
+            now_sites = {tuple(self.events[j].sites) for j in g.sources}
+            # B; Z; S loses everything; Z between micro-batches of the same backward loses accumulation.
+            if g.sources and not (lost_sites & now_sites):
+                continue
+            z = self.events[z_index]
+            first = self.events[lost[0]]
+            iterations = sorted({self.iteration.get(j, {}).get(event.raw.get("oid"), 1) for j in lost})
+            used = "found no gradient" if not g.sources else "used only the backward passes after it"
+            self.detect(
+                "GL002", z,
+                f"{self.call(z)} cleared the gradient of {self.run.param(pid)} written by {self.call(first)} "
+                f"(iteration {_join(iterations)}) before step {number} of {name} ({self.where(event)}), which {used}",
+                also=[event, first],
+            )
+            return
+
+    def _check_stale_use(self, i, event, number, name):
+        """A step uses a gradient that also holds backward passes an earlier step already used.
+
+        GL001 when nothing was cleared in between; GL003 when the loop did clear, but not these.
+        Checked when a step consumes, not when the backward writes: piled-up gradients that
+        are cleared before any step uses them did no harm.
+        """
+        stale = []
+        for pid in event.params:
+            g = self.grad(pid)
+            if event.state(pid) is not None and g.consumed and g.sources and max(g.sources) > g.consumed[-1]:
+                stale.append(pid)
+        if not stale:
+            return
+        pid = stale[0]
+        g = self.grad(pid)
+        oid = event.raw.get("oid")
+        consumer = g.consumed[-1]
+        writer = self.events[next(j for j in g.sources if j > consumer)]  # the first backward into used gradients
+        lines = sorted({self.where(self.events[j]) for j in g.sources})
+        iterations = sorted({self.iteration.get(j, {}).get(oid, 1) for j in g.sources})
+        evidence = (
+            f"step {number} of {name} at {self.where(event)} used gradients accumulated over backward passes at "
+            f"{_join(lines)} in iterations {_join(iterations)}"
+        )
+        writer_index = next(j for j in g.sources if j > consumer)
+        clears = [
+            j for j in range(consumer + 1, writer_index)
+            if self.events[j].kind == "Z" and not self.events[j].raw.get("inferred")
+        ]
+        if not clears:
+            self.detect("GL001", writer, evidence + ": nothing cleared them in between", also=[event])
+            return
+        stepped = {p for o in self._stepped_oids() for p, owners in self.owners.items() if o in owners}
+        orphans = [j for j in clears if not (set(self.events[j].params) & stepped)]
+        zs = [self.events[j] for j in clears]
+        blamed = self.events[orphans[0]] if orphans else event
+        self.detect(
+            "GL003", blamed,
+            evidence + f": {self.call(zs[0])} ran in between but does not clear {self.run.param(pid)}",
+            also=zs + [event, self.events[consumer]],
+        )
+
+    def _check_clip_before_backward(self, i, event):
+        for pid in event.params:
+            g = self.grad(pid)
+            early = [c for c in g.clips if any(b > c for b in g.sources)]
+            if early and event.state(pid) is not None:
+                clip = self.events[early[0]]
+                later = self.events[max(g.sources)]
+                self.detect(
+                    "GL005", clip,
+                    f"clip {self.call(clip)} ran before {self.call(later)}, whose gradient step "
+                    f"{len(self.steps.get(event.raw.get('oid'), []))} of {self.run.optimizer(event.raw.get('oid'))} "
+                    f"({self.where(event)}) used: the clip did not bound it",
+                    also=[event],
+                )
+                return
+
+    def _on_L(self, i, event):
+        if event.raw.get("plateau") or event.raw.get("error"):
+            return
+        oid = event.raw.get("oid")
+        if oid is None:
+            return
+        later = next((e for e in self.events[i + 1 :] if e.kind == "S" and e.raw.get("oid") == oid), None)
+        if later is None:
+            return
+        name = self.run.optimizer(oid)
+        sched = event.raw.get("scheduler") or "the scheduler"
+        if not self.steps.get(oid):
+            self.detect(
+                "GL008", event,
+                f"{sched}.step() {self.call(event)} ran before the first {name}.step() ({self.where(later)}): "
+                "the schedule's first learning rate was skipped",
+                also=[later],
+            )
+        elif self.fresh.get(oid):
+            self.detect(
+                "GL008", event,
+                f"{sched}.step() {self.call(event)} ran before the step of its iteration ({self.where(later)}): "
+                "the update used the next iteration's learning rate",
+                also=[later],
+            )
+
+
+# --- matching static findings ----------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    code: str
+    path: str
+    line: int
+    col: int
+    message: str
+    verdict: str
+    evidence: str
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _ran(run: Run, path: str, line: int) -> int:
+    return sum(1 for event in run.events if (path, line) in event.sites)
+
+
+def end_reason(run: Run, home: Optional[str] = None) -> str:
+    end = run.end
+    reason = end.get("reason", "crash")
+    where = ""
+    if end.get("line"):
+        path = end.get("file")
+        where = f" at line {end['line']}" if not home or path == home else f" at {os.path.basename(path)}:{end['line']}"
+    if reason == "completed":
+        return "the script finished"
+    if reason == "steps":
+        return f"the step budget ({end.get('steps', run.steps)} optimizer steps) was used up"
+    if reason == "timeout":
+        return f"the run timed out after {end.get('seconds', '?')} s"
+    if reason == "exit":
+        return f"the script called sys.exit({end.get('code')!r}){where}"
+    if reason == "exception":
+        return f"the script raised {end.get('message')}{where}"
+    if reason == "not-started":
+        return f"the script could not be started: {end.get('message')}"
+    return f"the script's process died ({end.get('message', 'no report')})"
+
+
+def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]]:
+    """One verdict per static finding, and the runtime-only detections."""
+    home = os.path.realpath(home)
+    detections = Analysis(run, home).analyse()
+    used: set = set()
+    verdicts = []
+    for finding in findings:
+        match = next(
+            (d for d in detections if d.code == finding.code and (home, finding.span.line) in d.lines),
+            None,
+        )
+        line = finding.span.line
+        if match is not None:
+            used.add(id(match))
+            verdict, evidence = CONFIRMED, match.evidence
+        else:
+            times = _ran(run, home, line)
+            if times >= 2:
+                verdict = NOT_REPRODUCED
+                evidence = f"line {line} ran {times} times over {run.steps} optimizer steps and the gradients behaved correctly"
+            else:
+                verdict = NOT_REACHED
+                ran = "ran only once" if times == 1 else "never ran"
+                evidence = f"line {line} {ran}: {end_reason(run, home)}"
+        verdicts.append(Verdict(finding.code, finding.path, line, finding.span.col, finding.message, verdict, evidence))
+    runtime_only = [d for d in detections if id(d) not in used]
+    runtime_only.sort(key=lambda d: (d.file or "", d.line, d.code))
+    return verdicts, runtime_only
