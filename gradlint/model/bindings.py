@@ -97,6 +97,7 @@ class Bindings(cst.CSTVisitor):
         self.engines = {
             r for r in self._backward_receivers & self._step_receivers if self.kind(r) in (None, ENGINE, MODULE)
         }
+        self.__dict__.pop("_kinds", None)  # kinds depend on the engines just found
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -193,9 +194,21 @@ class Bindings(cst.CSTVisitor):
     # --- what a name is --------------------------------------------------------
 
     def kind(self, name: Optional[str], depth: int = 0) -> Optional[str]:
-        """optimizer / scheduler / scaler / engine / module, or None when unknown."""
+        """optimizer / scheduler / scaler / engine / module, or None when unknown.
+
+        Memoised: names chain through aliases, and unmemoised chains are exponential.
+        A name met again while it is being resolved (a cycle) is unknown.
+        """
         if name is None or depth > _MAX_DEPTH:
             return None
+        cache = self.__dict__.setdefault("_kinds", {})
+        if name in cache:
+            return cache[name]
+        cache[name] = None  # cycle guard while resolving
+        cache[name] = result = self._kind(name, depth)
+        return result
+
+    def _kind(self, name: str, depth: int) -> Optional[str]:
         if name in self.engines:
             return ENGINE
         kinds = {self._kind_of_value(v, depth) for v in self.assigns.get(name, ())}
@@ -281,6 +294,12 @@ class Bindings(cst.CSTVisitor):
 
     def optimizer_params(self, name: str) -> Optional[frozenset[str]]:
         """Canonical module names whose parameters `name` steps, or None."""
+        cache = self.__dict__.setdefault("_params", {})
+        if name not in cache:
+            cache[name] = self._optimizer_params(name)
+        return cache[name]
+
+    def _optimizer_params(self, name: str) -> Optional[frozenset[str]]:
         found: set[str] = set()
         seen_any = False
         for value in self._values_following_aliases(name):
@@ -343,11 +362,13 @@ class Bindings(cst.CSTVisitor):
                 return self.resolve_params(comp.iter, depth + 1)
             return None
         if isinstance(node, (cst.Name, cst.Attribute)):
-            name = dotted(node)
-            values = self.assigns.get(name or "", [])
-            if not values:
-                return None
-            return self._union_of(values, depth)
+            name = dotted(node) or ""
+            cache = self.__dict__.setdefault("_resolved", {})
+            if name not in cache:
+                values = self.assigns.get(name, [])
+                cache[name] = None  # cycle guard
+                cache[name] = self._union_of(values, depth) if values else None
+            return set(cache[name]) if cache[name] is not None else None
         return None
 
     def _union_of(self, nodes: list[cst.BaseExpression], depth: int) -> Optional[set[str]]:

@@ -232,8 +232,14 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
         return ctx.event(S, call, optimizer=receiver, clears=True)
     kind = bindings.kind(receiver)
     if kind == "scheduler":
+        # A prepared scheduler inside `accelerator.accumulate` also steps only with its optimizer.
         return ctx.event(
-            L, call, optimizer=receiver, has_args=bool(call.args), plateau=bindings.is_plateau_scheduler(receiver)
+            L,
+            call,
+            optimizer=receiver,
+            has_args=bool(call.args),
+            plateau=bindings.is_plateau_scheduler(receiver),
+            sync_only=ctx.accumulate,
         )
     if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
         target = _first_name(call, ctx)

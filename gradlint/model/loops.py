@@ -582,13 +582,13 @@ class _LoopFinder(cst.CSTVisitor):
 
 
 def _mark_foreign(loops: list[LoopModel]) -> None:
+    """An event inside a nested loop that is analysed on its own belongs to that loop."""
     keys = [frozenset(e.key for e in loop.events) for loop in loops]
     for i, loop in enumerate(loops):
-        foreign: set = set()
-        for j, other in enumerate(keys):
-            if j != i and other < keys[i]:
-                foreign |= other
-        loop.foreign = frozenset(foreign)
+        nested = keys[i] - loop.own
+        if nested:
+            others = frozenset().union(*(k for j, k in enumerate(keys) if j != i))
+            loop.foreign = nested & others
 
 
 def build(module: cst.Module, path: str, source: str, wrappers: Wrappers = Wrappers(), line_offset: int = 0) -> FileModel:

@@ -27,16 +27,24 @@ def check(file):
                         state = CLEAN
                         continue
                     if state == STALE:
-                        yield RawFinding(
-                            "GL001",
-                            f"{writer.text} adds to gradients that {at(consumer)} already used: "
-                            f"nothing in this loop clears them before {event.text} (line {event.span.line})",
-                            writer,
-                            ((event, "the step that uses the stale gradients"),
-                             (consumer, "the step that used them first")),
-                            loop,
-                        )
+                        yield _finding(loop, writer, consumer, event)
                     state, consumer = CONSUMED, event
+
+
+def _finding(loop, writer, consumer, step):
+    if consumer == step:
+        message = (
+            f"{writer.text} adds to gradients that {at(step)} already used in the previous iteration: "
+            "nothing in this loop clears them (call zero_grad() once per step)"
+        )
+        related = ((step, "the step that uses the piled-up gradients"),)
+    else:
+        message = (
+            f"{writer.text} adds to gradients that {at(consumer)} already used: "
+            f"nothing in this loop clears them before {at(step)}"
+        )
+        related = ((step, "the step that uses the piled-up gradients"), (consumer, "the step that used them first"))
+    return RawFinding("GL001", message, writer, related, loop)
 
 
 RULE = Rule(
