@@ -38,6 +38,7 @@ class Bindings(cst.CSTVisitor):
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
         self.all_functions: dict[str, list[cst.FunctionDef]] = {}  # at any depth (closures)
+        self.plain_functions: dict[str, list[cst.FunctionDef]] = {}  # not methods: callable by bare name
         self.classes: dict[str, ClassInfo] = {}
         self.engines: set[str] = set()  # receivers of `X.backward(loss)` and X.step()
         self._backward_receivers: set[str] = set()
@@ -65,6 +66,8 @@ class Bindings(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.all_functions.setdefault(node.name.value, []).append(node)
+        if not (self._class_stack and self._function_depth == 0):
+            self.plain_functions.setdefault(node.name.value, []).append(node)
         if self._class_stack and self._function_depth == 0:
             self._class_stack[-1].methods.setdefault(node.name.value, node)
         elif not self._class_stack and self._function_depth == 0:

@@ -313,16 +313,37 @@ class Builder:
         return pre + [self.branch(stmt.test, ctx, then, orelse)]
 
     def branch(self, test: cst.BaseExpression, ctx: Context, then, orelse) -> Branch:
+        # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, then, orelse = test.expression, orelse, then
         names = _Names()
         test.visit(names)
         key = " ".join(self.module.code_for_node(test).split())
         key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
-        accumulation = names.has_modulo or bool(api.ACCUMULATION_WORDS.search(key))
+        accumulation = (
+            names.has_modulo
+            or bool(api.ACCUMULATION_WORDS.search(key))
+            or any(self.accumulation_flag(n) for n in names.names)
+        )
         assigned = ctx.assigned
         varying = names.has_call or any(n in assigned or root(n) in assigned for n in names.names)
         if accumulation:
             then, orelse = _mark_accumulation(then), _mark_accumulation(orelse)
         return Branch(key, accumulation, not (varying or accumulation), then, orelse)
+
+    def accumulation_flag(self, name: str) -> bool:
+        """`need_update = (i + 1) % accum == 0` makes `if need_update:` an accumulation condition."""
+        cache = self.__dict__.setdefault("_accumulation_flags", {})
+        if name not in cache:
+            flag = False
+            for value in self.bindings.assigns.get(name, ()):
+                names = _Names()
+                value.visit(names)
+                if names.has_modulo or any(api.ACCUMULATION_WORDS.search(n) for n in names.names):
+                    flag = True
+                    break
+            cache[name] = flag
+        return cache[name]
 
     def match_statement(self, stmt: cst.Match, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.subject, ctx)
@@ -408,8 +429,13 @@ class Builder:
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
-            if name in self.bindings.functions and not self.bindings.imports.is_imported(name):
+            if self.bindings.imports.is_imported(name):
+                return None
+            if name in self.bindings.functions:
                 return self.bindings.functions[name], None, f"{name}()"
+            local = self.bindings.plain_functions.get(name, [])
+            if len(local) == 1:  # a closure such as `def _backward(loss): ...` inside the loop
+                return local[0], ctx.class_name, f"{name}()"
             return None
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             method = func.attr.value
