@@ -90,7 +90,7 @@ def main(argv=None) -> None:
         if hasattr(signal, "setitimer") and args.timeout > 0:
 
             def on_alarm(signum, frame):
-                recorder.stopped = True
+                recorder.stopped, recorder.stop_reason = True, "timeout"
                 raise probes.BudgetReached("timeout")
 
             signal.signal(signal.SIGALRM, on_alarm)
@@ -116,6 +116,8 @@ def main(argv=None) -> None:
         where = _user_line(exc.__traceback__)
         if where:
             end["file"], end["line"] = where
+    if end["reason"] == "completed" and recorder.stop_reason:  # the script caught our BudgetReached
+        end = {"reason": recorder.stop_reason, "swallowed": True}
     recorder.stopped = True
     try:
         recorder.close(end)

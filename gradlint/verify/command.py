@@ -92,9 +92,13 @@ def main(argv) -> int:
         print(f"gradlint verify: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
-    from gradlint.verify.runner import run_child
+    from gradlint.verify.runner import Child
 
-    run = run_child(args.target, script_args, steps=args.steps, timeout=args.timeout)
+    child = Child(args.target, script_args, steps=args.steps, timeout=args.timeout)
+    early = None
+    if os.path.isfile(args.target):  # check statically while the child imports torch
+        early = (os.path.realpath(args.target), static_findings(args.target))
+    run = child.wait()
     if not run.started:
         reason = run.start_error or run.end.get("message") or "the child process did not start"
         print(f"gradlint verify: error: cannot run {args.target}: {reason}", file=sys.stderr)
@@ -102,7 +106,7 @@ def main(argv) -> int:
             print(run.output, file=sys.stderr)
         return EXIT_ERROR
 
-    report = build_report(args.target, run)
+    report = build_report(args.target, run, early)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -119,11 +123,14 @@ def static_findings(path: str):
     return result.findings, [e.message for e in result.errors]
 
 
-def build_report(target: str, run) -> dict:
+def build_report(target: str, run, early=None) -> dict:
     from gradlint.verify.verdicts import end_reason, judge
 
     home = run.target_file or os.path.realpath(target)
-    findings, errors = static_findings(home) if os.path.isfile(home) else ([], ["file not found"])
+    if early is not None and early[0] == home:
+        findings, errors = early[1]
+    else:
+        findings, errors = static_findings(home) if os.path.isfile(home) else ([], ["file not found"])
     verdicts, runtime_only = judge(findings, run, home)
     names = [run.param(pid) for pid in sorted(run.params)]
     unique = len(set(names)) == len(names)

@@ -105,6 +105,7 @@ class Recorder:
         self.max_steps = max_steps
         self.steps = 0
         self.stopped = False  # after the budget: record nothing, refuse further steps
+        self.stop_reason = None  # why the budget ended the run, even if the script swallowed the exception
         self.inside = 0  # depth inside a probed call: nested probe hits are torch's own work
         self.count = 0
         self.params: dict[int, dict] = {}  # id(param) -> {"pid", "ref", "name"}
@@ -359,7 +360,7 @@ class Recorder:
             info = self.optimizer(opt, frames)
             self.before(frames)
             self._finish(self._event("S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), prevented=True))
-            self.stopped = True
+            self.stopped, self.stop_reason = True, "steps"
             raise BudgetReached("steps")
         frames = user_frames(3)
         self.optimizer(opt, frames)

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-from typing import Optional, Sequence
 
 from gradlint.verify.verdicts import Run
 
@@ -63,44 +62,57 @@ def _tail(path: str) -> str:
     return "\n".join(text.splitlines()[-OUTPUT_TAIL_LINES:])
 
 
-def run_child(
-    target: str,
-    script_args: Sequence[str] = (),
-    steps: int = 5,
-    timeout: float = 60.0,
-    grace: Optional[float] = None,
-    python: Optional[str] = None,
-) -> Run:
-    grace = KILL_GRACE_SECONDS if grace is None else grace
-    with tempfile.TemporaryDirectory(prefix="gradlint-verify-") as tmp:
-        log, out = os.path.join(tmp, "events.jsonl"), os.path.join(tmp, "output.txt")
+class Child:
+    """One verify child process: started at once, so the caller can do the static check meanwhile."""
+
+    def __init__(self, target, script_args=(), steps=5, timeout=60.0, grace=None, python=None):
+        self.timeout = timeout
+        self.grace = KILL_GRACE_SECONDS if grace is None else grace
+        self._tmp = tempfile.TemporaryDirectory(prefix="gradlint-verify-")
+        self.log = os.path.join(self._tmp.name, "events.jsonl")
+        self.out = os.path.join(self._tmp.name, "output.txt")
         command = [
-            python or sys.executable, "-m", "gradlint.verify.child", "--events", log, "--steps", str(steps),
+            python or sys.executable, "-m", "gradlint.verify.child", "--events", self.log, "--steps", str(steps),
             "--timeout", str(timeout), target, "--", *script_args,
         ]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+        env.setdefault("PYTHONWARNINGS", "ignore")  # torch's import-time warnings are not the script's output
+        self._handle = open(self.out, "wb")
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=self._handle, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,
+        )
+
+    def wait(self) -> Run:
         killed = False
-        with open(out, "wb") as handle:
-            process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True,
-            )
+        try:
+            code = self.process.wait(timeout=self.timeout + self.grace)
+        except subprocess.TimeoutExpired:
+            killed = True
             try:
-                code = process.wait(timeout=timeout + grace)
-            except subprocess.TimeoutExpired:
-                killed = True
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except OSError:
-                    process.kill()
-                code = process.wait()
-        run = Run.from_records(read_log(log))
-        run.output = _tail(out)
-    if killed:
-        run.end = {"reason": "timeout", "seconds": timeout, "killed": True, "steps": run.steps}
-    elif not run.end:
-        run.end = {"reason": "crash", "message": _describe_status(code), "steps": run.steps}
-    elif run.end.get("reason") == "timeout":
-        run.end["seconds"] = timeout
-    return run
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except OSError:
+                self.process.kill()
+            code = self.process.wait()
+        finally:
+            self._handle.close()
+        try:
+            # DataLoader workers and other children of the script end with it.
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        run = Run.from_records(read_log(self.log))
+        run.output = _tail(self.out)
+        self._tmp.cleanup()
+        if killed:
+            run.end = {"reason": "timeout", "seconds": self.timeout, "killed": True, "steps": run.steps}
+        elif not run.end:
+            run.end = {"reason": "crash", "message": _describe_status(code), "steps": run.steps}
+        elif run.end.get("reason") == "timeout":
+            run.end["seconds"] = self.timeout
+        return run
+
+
+def run_child(target, script_args=(), steps=5, timeout=60.0, grace=None, python=None) -> Run:
+    return Child(target, script_args, steps, timeout, grace, python).wait()

@@ -444,7 +444,8 @@ def end_reason(run: Run, home: Optional[str] = None) -> str:
     if reason == "steps":
         return f"the step budget ({end.get('steps', run.steps)} optimizer steps) was used up"
     if reason == "timeout":
-        return f"the run timed out after {end.get('seconds', '?')} s"
+        seconds = end.get("seconds")
+        return f"the run timed out after {seconds:g} s" if isinstance(seconds, (int, float)) else "the run timed out"
     if reason == "exit":
         return f"the script called sys.exit({end.get('code')!r}){where}"
     if reason == "exception":
