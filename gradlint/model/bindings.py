@@ -397,6 +397,8 @@ class Bindings(cst.CSTVisitor):
         ca, cb = self.canonical(a), self.canonical(b)
         if is_under(ca, cb) or is_under(cb, ca):
             return False
+        if "." in ca and "." in cb and ca.rsplit(".", 1)[0] == cb.rsplit(".", 1)[0]:
+            return True  # siblings: model.backbone and model.head are different submodules
         return self.constructed_here(a) and self.constructed_here(b)
 
 

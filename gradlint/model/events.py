@@ -198,7 +198,7 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
         if receiver is None:
             return ctx.event(Z, call, unknown_target=True, set_to_none_false=flag)
         if bindings.is_optimizer(receiver) or receiver in bindings.engines:
-            return ctx.event(Z, call, optimizer=receiver, set_to_none_false=flag, sync_only=ctx.accumulate)
+            return ctx.event(Z, call, optimizer=receiver, set_to_none_false=flag, sync_only=ctx.accumulate is not None)
         return ctx.event(Z, call, module=receiver, set_to_none_false=flag)
 
     if method == "backward":
@@ -239,13 +239,13 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
             optimizer=receiver,
             has_args=bool(call.args),
             plateau=bindings.is_plateau_scheduler(receiver),
-            sync_only=ctx.accumulate,
+            sync_only=ctx.accumulate is not None,
         )
     if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
         target = _first_name(call, ctx)
-        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate) if target else None
+        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None) if target else None
     if bindings.is_optimizer(receiver):
-        return ctx.event(S, call, optimizer=receiver, closure=bool(_positional(call)), sync_only=ctx.accumulate)
+        return ctx.event(S, call, optimizer=receiver, closure=bool(_positional(call)), sync_only=ctx.accumulate is not None)
     return None
 
 
@@ -320,13 +320,16 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
     return None
 
 
-def accumulate_context(item: cst.WithItem, ctx) -> bool:
+def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:
+    """`accelerator` for `with accelerator.accumulate(model):`, else None."""
     call = item.item
-    return (
+    if (
         isinstance(call, cst.Call)
         and isinstance(call.func, cst.Attribute)
         and call.func.attr.value in ACCUMULATE_CONTEXTS
-    )
+    ):
+        return ctx.name(call.func.value) or "accelerator"
+    return None
 
 
 def lightning_module(bases: list[str]) -> bool:

@@ -105,7 +105,7 @@ class Context:
         self.assigned = assigned  # names the analysed loop assigns (for invariance)
         self.substitution: dict[str, str] = {}
         self.param_vars: dict[str, tuple[str, str]] = {}
-        self.accumulate = False
+        self.accumulate: Optional[str] = None  # the accelerator inside `with X.accumulate(...)`
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
 
@@ -269,8 +269,9 @@ class Builder:
             pre: list[Node] = []
             for item in stmt.items:
                 pre.extend(self.expression(item.item, ctx))
-                if api.accumulate_context(item, ctx):
-                    inner = ctx.child(accumulate=True)
+                accelerator = api.accumulate_context(item, ctx)
+                if accelerator is not None:
+                    inner = ctx.child(accumulate=accelerator)
             return pre + self.suite(stmt.body, inner)
         if isinstance(stmt, cst.Try):
             out = self.suite(stmt.body, ctx)
@@ -404,7 +405,9 @@ class Builder:
             if event.sync_only:
                 # Inside `with accelerator.accumulate(...)`: runs only on the syncing step.
                 marked = replace(event, accumulation_guarded=True)
-                return [Branch("<accelerator.sync_gradients>", True, False, [marked], [])]
+                # Same key as the user's own `if accelerator.sync_gradients:` so both take one side.
+                key = f"{ctx.accumulate}.sync_gradients"
+                return [Branch(key, True, False, [marked], [])]
             return [event]
         helper = self.helper_for(call, ctx)
         if helper is None:

@@ -7,7 +7,7 @@ of the user's code.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
 from gradlint.model.events import Event, S
 from gradlint.model.loops import FileModel, LoopModel
@@ -23,29 +23,54 @@ def stepped_optimizers(loop: LoopModel) -> list[str]:
     return list(seen)
 
 
-def clears_all(file: FileModel, z: Event, optimizer: str) -> Optional[bool]:
-    """Does clear `z` reset every parameter that `optimizer` steps?"""
+def _clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Optional[bool]:
+    """Does `z` clear the parameters of module `target`, one of those `optimizer` steps?"""
     b = file.bindings
     if z.unknown_target:
         return None
     if z.optimizer is not None:
         if b.same(z.optimizer, optimizer):
             return True
-        mine, theirs = b.optimizer_params(z.optimizer), b.optimizer_params(optimizer)
-        if mine is None or theirs is None:
+        theirs = b.optimizer_params(z.optimizer)
+        if theirs is None:
             return None
-        return all(any(is_under(t, m) for m in mine) for t in theirs)
+        verdicts = [_module_clears(b, m, target) for m in theirs]
+        if True in verdicts:
+            return True
+        return False if all(v is False for v in verdicts) else None
     module = b.canonical(z.module or "")
-    stepped = b.optimizer_params(optimizer)
-    if stepped is None or not module:
-        return None
-    if all(is_under(t, module) for t in stepped):
+    return _module_clears(b, module, target) if module else None
+
+
+def _module_clears(b, module: str, target: str) -> Optional[bool]:
+    if is_under(target, module):
         return True
-    if any(is_under(module, t) and module != t for t in stepped):
-        return False  # model.head.zero_grad() while the optimizer holds all of model
-    if all(b.definitely_distinct(module, t) for t in stepped if not is_under(t, module)):
-        return False
+    if is_under(module, target) or b.definitely_distinct(module, target):
+        return False  # a submodule only (model.head of model), or another model altogether
     return None
+
+
+def coverage(file: FileModel, clears: Iterable[Event], optimizer: str) -> Optional[bool]:
+    """Do these clears together reset every parameter that `optimizer` steps?
+
+    False only when some stepped module is surely missed by every clear.
+    """
+    b = file.bindings
+    clears = list(clears)
+    if any(z.optimizer is not None and b.same(z.optimizer, optimizer) for z in clears):
+        return True
+    stepped = b.optimizer_params(optimizer)
+    if stepped is None:
+        return None
+    answer: Optional[bool] = True
+    for target in stepped:
+        verdicts = [_clears_module(file, z, optimizer, target) for z in clears]
+        if any(v is True for v in verdicts):
+            continue
+        if all(v is False for v in verdicts):
+            return False
+        answer = None
+    return answer
 
 
 def touches(file: FileModel, z: Event, optimizer: Optional[str], only_optimizer: bool) -> bool:

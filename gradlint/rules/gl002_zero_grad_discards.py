@@ -44,7 +44,8 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
         elif later.kind == S:
             if not touches(file, z, later.optimizer, only_one):
                 return None
-            if not backward_between:
+            same_iteration = walk.iteration[fresh[-1]] == walk.iteration[z_index] == walk.iteration[j]
+            if not backward_between and same_iteration:
                 lost = events[fresh[-1]]
             elif accumulated and not z.accumulation_guarded:
                 lost = events[accumulated[-1]]

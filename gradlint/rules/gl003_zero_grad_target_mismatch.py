@@ -1,7 +1,7 @@
 """GL003: the loop clears, but not the parameters an optimizer steps."""
 
 from gradlint.model.events import S, Z
-from gradlint.model.params import clears_all, stepped_optimizers
+from gradlint.model.params import coverage, stepped_optimizers
 from gradlint.rules.base import RawFinding
 from gradlint.rules.registry import Rule
 
@@ -13,11 +13,11 @@ def check(file):
             continue  # no clear at all is GL001
         optimizers = stepped_optimizers(loop)
         for optimizer in optimizers:
-            if any(clears_all(file, z, optimizer) is not False for z in clears):
+            if coverage(file, clears, optimizer) is not False:
                 continue
             step = next(e for e in loop.events if e.kind == S and e.optimizer == optimizer)
             # The clear to blame is one that serves no stepped optimizer; else blame the step.
-            orphans = [z for z in clears if all(clears_all(file, z, o) is False for o in optimizers)]
+            orphans = [z for z in clears if all(coverage(file, [z], o) is False for o in optimizers)]
             params = file.bindings.optimizer_params(optimizer) or ()
             held = ", ".join(sorted(params))
             if orphans:
