@@ -1,0 +1,167 @@
+"""The loop model alone: bindings, events and paths, without any rule."""
+
+import libcst as cst
+
+from gradlint.model.flow import iteration_paths, walks
+from gradlint.model.loops import build
+from gradlint.model.params import coverage
+
+
+def model(source):
+    return build(cst.parse_module(source), "m.py", source)
+
+
+def kinds(loop):
+    return "".join(e.kind for e in loop.events)
+
+
+def test_import_aliases_name_one_clip():
+    m = model(
+        "import torch.nn as nn\n"
+        "from torch.nn.utils import clip_grad_norm_ as clip\n"
+        "import torch\n"
+        "for b in data:\n"
+        "    nn.utils.clip_grad_norm_(net.parameters(), 1)\n"
+        "    clip(net.parameters(), 1)\n"
+        "    torch.nn.utils.clip_grad.clip_grad_norm_(net.parameters(), 1)\n"
+        "    opt.step()\n"
+    )
+    (loop,) = m.loops
+    assert kinds(loop) == "CCCS"
+    assert {e.module for e in loop.events if e.kind == "C"} == {"net"}
+
+
+def test_autograd_grad_is_not_a_backward_and_scheduler_is_not_a_step():
+    m = model(
+        "import torch\n"
+        "sched = torch.optim.lr_scheduler.StepLR(opt, 3)\n"
+        "for b in data:\n"
+        "    g = torch.autograd.grad(loss, params)\n"
+        "    torch.autograd.backward(loss)\n"
+        "    prof.step()\n"
+        "    env.step(action)\n"
+        "    opt.step()\n"
+        "    sched.step()\n"
+    )
+    assert kinds(m.loops[0]) == "BSL"
+
+
+def test_optimizer_params_through_groups_chain_and_lists():
+    m = model(
+        "import itertools, torch\n"
+        "a = Net(); b = Net()\n"
+        "o1 = torch.optim.SGD([{'params': model.backbone.parameters()}, {'params': model.head.parameters()}])\n"
+        "o2 = torch.optim.Adam(itertools.chain(a.parameters(), b.parameters()))\n"
+        "params = list(a.parameters()) + list(b.parameters())\n"
+        "o3 = torch.optim.AdamW(params)\n"
+        "o4 = torch.optim.SGD(get_groups(model))\n"
+    )
+    b = m.bindings
+    assert b.optimizer_params("o1") == {"model.backbone", "model.head"}
+    assert b.optimizer_params("o2") == {"a", "b"}
+    assert b.optimizer_params("o3") == {"a", "b"}
+    assert b.optimizer_params("o4") is None
+
+
+def test_wrappers_alias_the_module():
+    m = model(
+        "net = Net()\n"
+        "model = DDP(net)\n"
+        "opt = torch.optim.SGD(net.parameters())\n"
+        "for x in data:\n"
+        "    model.zero_grad()\n"
+        "    model(x).backward()\n"
+        "    opt.step()\n"
+    )
+    (loop,) = m.loops
+    z = next(e for e in loop.events if e.kind == "Z")
+    assert coverage(m, [z], "opt") is True
+
+
+def test_same_condition_takes_the_same_side():
+    m = model(
+        "for i, x in enumerate(data):\n"
+        "    loss.backward()\n"
+        "    if (i + 1) % k == 0:\n"
+        "        opt.step()\n"
+        "    if (i + 1) % k == 0:\n"
+        "        opt.zero_grad()\n"
+    )
+    paths = iteration_paths(m.loops[0])
+    assert sorted("".join(e.kind for e in p.events) for p in paths) == ["B", "BSZ"]
+    assert [p.deferred for p in paths if len(p.events) == 1] == [True]
+
+
+def test_invariant_condition_is_the_same_in_both_iterations():
+    m = model(
+        "for x in data:\n"
+        "    if use_amp:\n"
+        "        scaler.scale(loss).backward()\n"
+        "    else:\n"
+        "        loss.backward()\n"
+        "    opt.step()\n"
+    )
+    shapes = {tuple(e.scaled for e in w.events if e.kind == "B") for w in walks(m.loops[0])}
+    assert shapes == {(True, True), (False, False)}
+
+
+def test_helpers_are_followed_with_their_arguments():
+    m = model(
+        "def train_step(optimizer, batch):\n"
+        "    optimizer.zero_grad()\n"
+        "    model(batch).backward()\n"
+        "    optimizer.step()\n"
+        "class T:\n"
+        "    def fit(self):\n"
+        "        for b in self.data:\n"
+        "            train_step(self.opt, b)\n"
+        "            self._clip()\n"
+        "    def _clip(self):\n"
+        "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1)\n"
+    )
+    (loop,) = m.loops
+    assert kinds(loop) == "ZBSC"
+    assert loop.events[0].optimizer == "self.opt"
+    assert loop.events[0].via == ("train_step()",)
+
+
+def test_closure_step_and_engine():
+    m = model(
+        "engine, _, _, _ = deepspeed.initialize(model=net)\n"
+        "for x in data:\n"
+        "    def closure():\n"
+        "        opt.zero_grad()\n"
+        "        loss = f(x)\n"
+        "        loss.backward()\n"
+        "        return loss\n"
+        "    opt.step(closure)\n"
+        "    engine.backward(engine(x))\n"
+        "    engine.step()\n"
+    )
+    (loop,) = m.loops
+    assert kinds(loop) == "ZBSBS"
+    steps = [e for e in loop.events if e.kind == "S"]
+    assert steps[0].closure and steps[1].clears
+
+
+def test_parameter_loops_clear_their_module():
+    m = model(
+        "for x in data:\n"
+        "    for p in model.parameters():\n"
+        "        p.grad = None\n"
+        "    for g in opt.param_groups:\n"
+        "        for p in g['params']:\n"
+        "            p.grad.zero_()\n"
+        "    model(x).backward()\n"
+        "    opt.step()\n"
+    )
+    outer = m.loops[0]
+    zs = [e for e in outer.events if e.kind == "Z"]
+    assert [(z.module, z.optimizer) for z in zs] == [("model", None), (None, "opt")]
+
+
+def test_a_tangled_loop_is_not_judged():
+    body = "".join(f"    if c{i}:\n        opt.step()\n    else:\n        loss.backward()\n" for i in range(12))
+    m = model("for x in data:\n" + body)
+    assert iteration_paths(m.loops[0]) is None
+    assert walks(m.loops[0]) == []
