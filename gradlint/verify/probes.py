@@ -116,6 +116,7 @@ class Recorder:
         self.backward = None  # the backward event being recorded, while autograd runs
         self.scaler_step = 0
         self.stepped_in_scaler = False
+        self.in_step = 0  # inside optimizer.step(): a closure's own clears and backward passes
 
     # --- output -----------------------------------------------------------------
 
@@ -239,6 +240,8 @@ class Recorder:
         self.count += 1
         sites = _sites(frames)
         text = _code_text(linecache.getline(sites[0][0], sites[0][1])) if sites else ""
+        if self.in_step:
+            facts["in_step"] = True
         return dict(type="event", i=self.count, kind=kind, sites=sites, text=text, **facts)
 
     def _finish(self, event, state=None):
@@ -365,8 +368,10 @@ class Recorder:
         frames = user_frames(3)
         self.optimizer(opt, frames)
         self.before(frames)
+        self.in_step += 1
 
     def step_post(self, opt, args, kwargs):
+        self.in_step = max(0, self.in_step - 1)
         if self.stopped:
             return
         frames = user_frames(3)

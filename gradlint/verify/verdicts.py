@@ -223,7 +223,8 @@ class Analysis:
                 continue  # the call did not clear this one (a clear that failed, or a manual write)
             g = self.grad(pid)
             unused = [j for j in g.sources if not g.consumed or j > g.consumed[-1]]
-            if before is not None and unused:
+            # A closure clearing between its own evaluations (LBFGS) throws nothing away.
+            if before is not None and unused and not event.raw.get("in_step"):
                 g.discarded = (i, unused)
             elif g.consumed:
                 g.discarded = None
@@ -280,7 +281,8 @@ class Analysis:
         steps.append(i)
         number = len(steps)
         pids = event.params
-        if not self.fresh.get(oid) and not event.raw.get("skipped"):
+        # A prevented step never ran its closure, so it cannot show a step before backward.
+        if not self.fresh.get(oid) and not event.raw.get("skipped") and not event.raw.get("prevented"):
             previous = self.events[steps[-2]] if len(steps) > 1 else None
             since = f"since step {number - 1} ({self.where(previous)})" if previous else "before it"
             self.detect(

@@ -1,0 +1,82 @@
+"""Every fixture under fixtures/ (outside fixtures/verify/) run through `gradlint verify`.
+
+A fixture with `# expect: GLxxx` marks must have each mark confirmed at run
+time; a clean fixture must get no runtime-only finding.  Fixtures are
+discovered when the tests run (another author adds them), and run in
+parallel subprocesses because each pays torch's import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
+import pytest
+
+from marks import expected_marks
+
+pytest.importorskip("torch")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "fixtures")
+SKIP_DIRS = {"verify", "_shims", "__pycache__"}
+
+
+def discover() -> list[str]:
+    found = []
+    for directory, dirs, files in os.walk(FIXTURES):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        found += [os.path.relpath(os.path.join(directory, f), ROOT) for f in sorted(files) if f.endswith(".py")]
+    return found
+
+
+def _verify(path: str) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-m", "gradlint", "verify", "--format", "json", path],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    if result.returncode not in (0, 1):
+        return {"error": f"exit {result.returncode}: {result.stderr.strip()}"}
+    return json.loads(result.stdout)
+
+
+@lru_cache(maxsize=None)
+def reports() -> dict:
+    paths = discover()
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        return dict(zip(paths, pool.map(_verify, paths)))
+
+
+def _marks(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+        return expected_marks(handle.read())
+
+
+PATHS = discover()
+
+
+def _describe(report) -> str:
+    return json.dumps({k: report.get(k) for k in ("run", "verdicts", "runtime_only")}, indent=1)[:3000]
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if _marks(p)])
+def test_marked_fixture_is_confirmed(path):
+    report = reports()[path]
+    assert "error" not in report, report.get("error")
+    if report["run"]["reason"] == "exception" and "ModuleNotFoundError" in report["run"]["summary"]:
+        pytest.skip(f"needs a package that is not installed: {report['run']['summary']}")
+    verdicts = {(v["line"], v["code"]): v["verdict"] for v in report["verdicts"]}
+    for line, code in _marks(path):
+        assert verdicts.get((line, code)) == "confirmed", f"{code} at line {line}\n{_describe(report)}"
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if not _marks(p)])
+def test_clean_fixture_has_no_runtime_only_finding(path):
+    report = reports()[path]
+    assert "error" not in report, report.get("error")
+    assert report["runtime_only"] == [], _describe(report)
+    assert report["run"]["reason"] in ("completed", "steps"), _describe(report)
