@@ -1,0 +1,221 @@
+"""How long the language server takes to check a 10,000-line buffer.
+
+    python benchmarks/lsp_large_document.py [--lines N] [--repeat K]
+
+The target (issue 5): a 10,000-line document is checked in under a second.
+Two buffers of N lines:
+
+- "typical": a long project file, mostly model, data and utility code,
+  with a few training loops (one every ~500 lines, some with bugs);
+- "dense": nothing but training loops (one every ~30 lines), the worst
+  case for the analysis.
+
+For each, the script prints the median wall time of
+
+- `ast.parse` of the text: the reference, CPython's C parser (the ratio
+  says how far the check is from "as fast as parsing can be");
+- the server's own check (`gradlint.lsp.documents.check_document`:
+  engine + diagnostic conversion);
+- the round trip through a real server subprocess over stdio: didOpen
+  (and then a didChange of the whole text, debounce set to 0) until the
+  publishDiagnostics for that version arrives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+TARGET_SECONDS = 1.0
+
+MODEL_BLOCK = '''
+
+class Block{i}(nn.Module):
+    """A residual block; nothing here touches gradients."""
+
+    def __init__(self, width: int, dropout: float = 0.1):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.proj = nn.Linear(width, width * 4)
+        self.out = nn.Linear(width * 4, width)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        h = self.norm(x)
+        h = self.proj(h).relu()
+        h = self.drop(self.out(h))
+        return x + h
+
+
+def collate_{i}(batch, pad=0):
+    lengths = [len(item["tokens"]) for item in batch]
+    width = max(lengths) if lengths else 0
+    rows = []
+    for item in batch:
+        tokens = list(item["tokens"])
+        rows.append(tokens + [pad] * (width - len(tokens)))
+    return {{"tokens": rows, "lengths": lengths}}
+
+
+def summarize_{i}(history):
+    best = None
+    for epoch, record in enumerate(history):
+        if best is None or record["loss"] < best["loss"]:
+            best = dict(record, epoch=epoch)
+    return best
+'''
+
+TRAIN_BLOCK = '''
+
+def train_{i}(model_{i}, loader_{i}, epochs=1):
+    opt_{i} = torch.optim.AdamW(model_{i}.parameters(), lr=3e-4)
+    sched_{i} = torch.optim.lr_scheduler.StepLR(opt_{i}, 10)
+    for epoch in range(epochs):
+        for x, y in loader_{i}:
+            loss_{i} = F.cross_entropy(model_{i}(x), y)
+            loss_{i}.backward()
+            {middle}
+        sched_{i}.step()
+    return model_{i}
+'''
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+def train_block(i: int) -> str:
+    # every third loop clears between backward and step (GL002), so the buffer has findings to publish
+    middle = "opt_{i}.zero_grad()\n            opt_{i}.step()" if i % 3 == 0 else "opt_{i}.step()\n            opt_{i}.zero_grad()"
+    return TRAIN_BLOCK.format(i=i, middle=middle.format(i=i))
+
+
+def make_buffer(lines: int, train_every: int) -> str:
+    """Exactly `lines` lines of valid Python: whole blocks, then constant assignments to fill up."""
+    parts, count, i = [HEADER], HEADER.count("\n"), 0
+    since_train = train_every  # start with a loop
+    while True:
+        if since_train >= train_every:
+            block, is_train = train_block(i), True
+        else:
+            block, is_train = MODEL_BLOCK.format(i=i), False
+        added = block.count("\n")
+        if count + added > lines:
+            break
+        parts.append(block)
+        count += added
+        since_train = 0 if is_train else since_train + added
+        i += 1
+    parts.extend(f"PAD_{k} = {k}\n" for k in range(lines - count))
+    return "".join(parts)
+
+
+def median_time(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def round_trips(text: str, repeat: int) -> tuple[float, float, int]:
+    """(didOpen -> diagnostics, didChange -> diagnostics) median seconds, and the diagnostic count."""
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("lsp-benchmark", "1")
+    arrived: dict[int, list] = {}
+    event = asyncio.Event()
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params: types.PublishDiagnosticsParams):
+        arrived[params.version] = list(params.diagnostics)
+        event.set()
+
+    await client.start_io(sys.executable, "-m", "gradlint", "lsp")
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options={"debounce_ms": 0})
+    )
+    client.initialized(types.InitializedParams())
+
+    async def until_version(version: int) -> None:
+        while version not in arrived:
+            event.clear()
+            await asyncio.wait_for(event.wait(), 120)
+
+    # warm up: the first check imports libcst and the rules
+    warm_uri = "file:///benchmark/warm.py"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(warm_uri, "python", 0, text[:2000]))
+    )
+    await until_version(0)
+
+    opens, changes, count = [], [], 0
+    version = 0
+    for index in range(repeat):
+        uri = f"file:///benchmark/large_{index}.py"
+        arrived.clear()
+        version += 1
+        start = time.perf_counter()
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", version, text)))
+        await until_version(version)
+        opens.append(time.perf_counter() - start)
+        count = len(arrived[version])
+        version += 1
+        start = time.perf_counter()
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [types.TextDocumentContentChangeWholeDocument(text=text + "# edited\n")],
+            )
+        )
+        await until_version(version)
+        changes.append(time.perf_counter() - start)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return statistics.median(opens), statistics.median(changes), count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-server", action="store_true", help="skip the subprocess round trip")
+    args = parser.parse_args()
+
+    from gradlint.lsp.documents import check_document
+    from gradlint.settings import Settings
+
+    settings = Settings.default()
+    check_document("x = 1\n", "warm.py", "file:///warm.py", settings)  # imports, outside the timing
+    print(f"{args.lines}-line buffers, median of {args.repeat}; target: under {TARGET_SECONDS:.1f} s")
+    for name, every in (("typical", 500), ("dense", 30)):
+        text = make_buffer(args.lines, every)
+        reference = median_time(lambda: ast.parse(text), args.repeat)
+        result = check_document(text, "large.py", "file:///large.py", settings)
+        checked = median_time(lambda: check_document(text, "large.py", "file:///large.py", settings), args.repeat)
+        print(f"\n{name}: {text.count(chr(10))} lines, {text.count('.backward()')} training loops, "
+              f"{len(result.diagnostics)} diagnostics")
+        print(f"  ast.parse (reference)        {reference:7.3f} s")
+        print(f"  check_document (in process)  {checked:7.3f} s   {checked / reference:5.1f} x ast.parse   "
+              f"{'under' if checked < TARGET_SECONDS else 'OVER'} target")
+        if not args.no_server:
+            opened, changed, count = asyncio.run(round_trips(text, args.repeat))
+            assert count == len(result.diagnostics), (count, len(result.diagnostics))
+            print(f"  server didOpen -> diagnostics   {opened:7.3f} s   "
+                  f"{'under' if opened < TARGET_SECONDS else 'OVER'} target")
+            print(f"  server didChange -> diagnostics {changed:7.3f} s   "
+                  f"{'under' if changed < TARGET_SECONDS else 'OVER'} target")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
