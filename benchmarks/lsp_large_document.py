@@ -199,9 +199,9 @@ def main() -> int:
     print(f"{args.lines}-line buffers, median of {args.repeat}; target: under {TARGET_SECONDS:.1f} s")
     for name, every in (("typical", 500), ("dense", 30)):
         text = make_buffer(args.lines, every)
-        reference = median_time(lambda: ast.parse(text), args.repeat)
+        reference = median_time(lambda text=text: ast.parse(text), args.repeat)
         result = check_document(text, "large.py", "file:///large.py", settings)
-        checked = median_time(lambda: check_document(text, "large.py", "file:///large.py", settings), args.repeat)
+        checked = median_time(lambda text=text: check_document(text, "large.py", "file:///large.py", settings), args.repeat)
         print(f"\n{name}: {text.count(chr(10))} lines, {text.count('.backward()')} training loops, "
               f"{len(result.diagnostics)} diagnostics")
         print(f"  ast.parse (reference)        {reference:7.3f} s")

@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("pygls")
 pytest.importorskip("pytest_lsp")
 
-import pytest_lsp  # noqa: E402
-from lsprotocol import types  # noqa: E402
-from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-from gradlint.suppress import line_suppressions  # noqa: E402
+from gradlint.suppress import line_suppressions
 
 SERVER = [sys.executable, "-m", "gradlint", "lsp"]
 TIMEOUT = 10  # seconds; generous for a loaded CI machine, a passing test takes far less
@@ -406,3 +406,33 @@ async def test_quick_fix_from_a_finding_that_carries_a_fix(fixing_client: Langua
     assert apply_edits(BUGGY, fix.edit.changes[uri]) == FIXED
     replace_all(fixing_client, uri, FIXED, 2)
     assert await diagnostics_for(fixing_client, uri, lambda d: len(d) == 0) == []
+
+
+async def test_columns_are_utf16_for_a_default_client(client: LanguageClient, tmp_path: Path):
+    # the emoji is one code point but two UTF-16 units: everything after it shifts by one
+    text = BUGGY.replace("    opt.zero_grad()", '    _ = "\U0001F600"; opt.zero_grad()')
+    uri = open_doc(client, tmp_path / "emoji.py", text)
+    (diagnostic,) = await diagnostics_for(client, uri, lambda d: len(d) > 0)
+    assert diagnostic.range == types.Range(start=types.Position(line=7, character=14), end=types.Position(line=7, character=29))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=7, character=14))
+    )
+    assert hover is not None and hover.range == diagnostic.range
+
+
+async def test_saving_pyproject_in_the_editor_reloads_configuration(client: LanguageClient, tmp_path: Path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text("[tool.gradlint]\n")
+    uri = open_doc(client, tmp_path / "train.py", BUGGY)
+    await diagnostics_for(client, uri, lambda d: len(d) > 0)
+    # the pyproject.toml is open in the editor too: not Python, so never checked itself
+    config_uri = pyproject.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=config_uri, language_id="toml", version=1, text="")
+        )
+    )
+    pyproject.write_text('[tool.gradlint]\nignore = ["GL002"]\n')
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=config_uri)))
+    assert await diagnostics_for(client, uri, lambda d: len(d) == 0) == []
+    assert config_uri not in client.diagnostics

@@ -173,6 +173,6 @@ def test_importing_gradlint_and_the_checker_does_not_import_pygls():
 
 
 def test_lsp_usage_error_exits_2_without_traceback():
-    run = subprocess.run([sys.executable, "-m", "gradlint", "lsp", "--tcp", "nowhere"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "gradlint", "lsp", "--tcp", "nowhere"], check=False, capture_output=True, text=True)
     assert run.returncode == 2
     assert "expected HOST:PORT" in run.stderr and "Traceback" not in run.stderr

@@ -52,7 +52,7 @@ def suppression_edit(line_text: str, line: int, code: str) -> dict | None:
     comment = line_text[hash_at:] if hash_at >= 0 else ""
     if comment:
         if _NOQA_BARE.search(comment):
-            return None  # a bare `# noqa` silences every code already
+            return None  # a bare noqa comment silences every code already
         match = _NOQA_LIST.search(comment)
         if match:
             if code in _codes(match.group(0).split(":", 1)[1]):

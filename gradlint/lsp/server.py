@@ -38,7 +38,12 @@ from pygls.workspace import TextDocument
 from gradlint import __version__
 from gradlint.lsp import actions
 from gradlint.lsp.config_source import SettingsCache, is_config_file
-from gradlint.lsp.documents import DocumentCheck, check_document, finding_at, findings_on_lines
+from gradlint.lsp.documents import (
+    DocumentCheck,
+    check_document,
+    finding_at,
+    findings_on_lines,
+)
 
 DEFAULT_DEBOUNCE = 0.25  # seconds: longer than the gap between keystrokes, short enough to feel live
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -134,6 +139,10 @@ class GradlintServer(LanguageServer):
     def key_of(self, doc: TextDocument) -> tuple:
         return (doc.version, self.settings.generation)
 
+    def is_current(self, uri: str, key: tuple) -> bool:
+        doc = self.document(uri)
+        return doc is not None and self.key_of(doc) == key
+
     async def check(self, uri: str) -> Optional[DocumentCheck]:
         """The check of the buffer as it is now; None if it changed or closed meanwhile."""
         doc = self.document(uri)
@@ -148,10 +157,15 @@ class GradlintServer(LanguageServer):
         if problem:
             self.config_problem(problem)
         text = doc.source
+
+        def run() -> Optional[DocumentCheck]:
+            if not self.is_current(uri, key):
+                return None  # superseded while waiting for the worker: do not spend a check on it
+            return check_document(text, path, uri, settings)
+
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self._pool, check_document, text, path, uri, settings)
-        current = self.document(uri)
-        if current is None or self.key_of(current) != key:
+        result = await loop.run_in_executor(self._pool, run)
+        if result is None or not self.is_current(uri, key):
             return None  # superseded: a newer version has its own check scheduled
         self.results[uri] = (key, result)
         self.log_internal_errors(uri, path, result)
