@@ -116,7 +116,9 @@ def main(argv=None) -> None:
         where = _user_line(exc.__traceback__)
         if where:
             end["file"], end["line"] = where
-    if end["reason"] == "completed" and recorder.stop_reason:  # the script caught our BudgetReached
+    # The script caught our BudgetReached, or Python wrapped it (an alarm inside __set_name__
+    # becomes a RuntimeError): the budget is still why the run ended.
+    if end["reason"] in ("completed", "exception") and recorder.stop_reason:
         end = {"reason": recorder.stop_reason, "swallowed": True}
     recorder.stopped = True
     try:
