@@ -249,7 +249,37 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
     return None
 
 
-def _clip_event(call, method, receiver, qualified, ctx) -> Event:
+def _measures_only(call: cst.Call) -> bool:
+    """`clip_grad_norm_(params, float('inf'))` only computes the norm (for logging): not a clip."""
+    args = _positional(call)
+    limit = _keyword(call, "max_norm") or _keyword(call, "clip_value") or (args[1] if len(args) > 1 else None)
+    if limit is None and len(args) == 1 and isinstance(call.func, cst.Attribute):
+        limit = args[0]  # model.clip_grad_norm_(max_norm)
+    if limit is None:
+        return False
+    names = _NameCollector()
+    limit.visit(names)
+    return "inf" in names.words or any(w.endswith("inf") for w in names.strings)
+
+
+class _NameCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.words: set[str] = set()
+        self.strings: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.words.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.words.add(node.attr.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.strings.add(node.value.strip("'\"").lower())
+
+
+def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
+    if _measures_only(call):
+        return None
     unscales = method in SELF_UNSCALING_CLIPS or bool(receiver and SELF_UNSCALING_RECEIVERS.search(receiver))
     is_torch_utility = bool(qualified and qualified.startswith(("torch.", "nn.")))
     if method in SELF_UNSCALING_CLIPS or (receiver and not is_torch_utility and unscales):
@@ -269,6 +299,27 @@ def _params_module(node, ctx) -> Optional[str]:
     resolved = ctx.bindings.resolve_params(node, 0)
     if resolved is not None and len(resolved) == 1:
         return ctx.substitute(next(iter(resolved)))
+    return None
+
+
+# Calls gradlint cannot see into that probably clear: `self.optimizer_zero_grad()`,
+# `trainer.clear_grads()`.  They count as clears of unknown parameters (precision first).
+CLEAR_LIKE_NAMES = re.compile(r"zero_grad|clear_grad|reset_grad", re.I)
+
+
+def opaque_call(call: cst.Call, ctx) -> Optional[Event]:
+    """A call gradlint cannot follow that may clear an optimizer's gradients.
+
+    Either its name says it clears, or it is handed an optimizer (`utils.step_and_zero(opt)`):
+    it becomes a clear of unknown parameters, which no rule blames and GL001 respects.
+    """
+    name = ctx.name(call.func) or ""
+    if CLEAR_LIKE_NAMES.search(name.rsplit(".", 1)[-1]):
+        return ctx.event(Z, call, unknown_target=True)
+    for arg in call.args:
+        target = ctx.name(arg.value)
+        if target is not None and ctx.bindings.is_optimizer(target):
+            return ctx.event(Z, call, unknown_target=True)
     return None
 
 

@@ -411,7 +411,8 @@ class Builder:
             return [event]
         helper = self.helper_for(call, ctx)
         if helper is None:
-            return []
+            opaque = api.opaque_call(call, ctx)
+            return [opaque] if opaque is not None else []
         definition, class_name, label = helper
         return [Helper(self.inline(definition, call, class_name, label, ctx))]
 
