@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
+from gradlint.findings import Fix
 from gradlint.model.events import Event
 from gradlint.model.loops import LoopModel
 
@@ -18,6 +19,7 @@ class RawFinding:
     event: Event
     related: tuple[tuple[Event, str], ...] = ()
     loop: Optional[LoopModel] = None  # the loop it was found in (None: file-level)
+    fix: Optional[Fix] = None
 
 
 def at(event: Event) -> str:

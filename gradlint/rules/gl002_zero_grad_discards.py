@@ -1,5 +1,6 @@
 """GL002: a clear between a backward and the step meant to consume it."""
 
+from gradlint.fix import move
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
@@ -45,8 +46,10 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
             if not touches(file, z, later.optimizer, only_one):
                 return None
             same_iteration = walk.iteration[fresh[-1]] == walk.iteration[z_index] == walk.iteration[j]
+            fix = None
             if not backward_between and same_iteration:
                 lost = events[fresh[-1]]
+                fix = move(file.source, z, later, after=True, description=f"Move {z.text} after {later.text}")
             elif accumulated and not z.accumulation_guarded:
                 lost = events[accumulated[-1]]
             else:
@@ -57,6 +60,7 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
                 z,
                 ((lost, "the backward whose gradients are lost"), (later, "the step that should use them")),
                 loop,
+                fix,
             )
     return None
 

@@ -1,5 +1,6 @@
 """GL004: a clip after the step it should have shaped."""
 
+from gradlint.fix import move
 from gradlint.model.events import B, S
 from gradlint.rules.base import RawFinding, at
 from gradlint.rules.clip_placement import clips_with_walks, next_of, step_before
@@ -21,6 +22,7 @@ def check(file):
             clip,
             ((step, "the step that already used the unclipped gradients"),),
             loop,
+            move(file.source, clip, step, after=False, description=f"Move the clip before {step.text}"),
         )
 
 

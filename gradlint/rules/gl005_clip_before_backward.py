@@ -1,5 +1,6 @@
 """GL005: a clip before the backward whose gradients the next step uses."""
 
+from gradlint.fix import move
 from gradlint.model.events import B, S, Z
 from gradlint.rules.base import RawFinding, at
 from gradlint.rules.clip_placement import clips_with_walks, next_of, step_before
@@ -14,6 +15,10 @@ def check(file):
         if following is None or following.kind != B:
             continue
         clip = walk.events[i]
+        step = next_of(walk, walk.events.index(following, i), S)
+        fix = None
+        if step is not None and walk.iteration[walk.events.index(step, i)] == walk.iteration[i]:
+            fix = move(file.source, clip, step, after=False, description=f"Move the clip before {step.text}")
         yield RawFinding(
             "GL005",
             f"{clip.text} runs before {at(following)}: it clips stale or partial gradients, "
@@ -21,6 +26,7 @@ def check(file):
             clip,
             ((following, "the backward that adds gradients after the clip"),),
             loop,
+            fix,
         )
     for clip in file.lightning_clips:
         yield RawFinding(

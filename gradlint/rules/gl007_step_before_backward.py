@@ -1,5 +1,6 @@
 """GL007: a step before the backward of its own iteration."""
 
+from gradlint.fix import move
 from gradlint.model.events import B, S
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at
@@ -29,6 +30,7 @@ def check(file):
                     step,
                     ((later, "the backward that comes after the step"),),
                     loop,
+                    move(file.source, step, later, after=True, description=f"Move {step.text} after {later.text}"),
                 )
 
 

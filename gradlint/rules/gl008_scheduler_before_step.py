@@ -1,5 +1,6 @@
 """GL008: an LR scheduler stepped before the optimizer in the same iteration."""
 
+from gradlint.fix import move
 from gradlint.model.events import L, S
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at
@@ -30,6 +31,7 @@ def check(file):
                     sched,
                     ((later, "the optimizer step that should come first"),),
                     loop,
+                    move(file.source, sched, later, after=True, description=f"Move {sched.text} after {later.text}"),
                 )
 
 
