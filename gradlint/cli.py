@@ -66,6 +66,7 @@ def check_parser() -> argparse.ArgumentParser:
         help="report noqa / gradlint: ignore comments that silence nothing (GL900)",
     )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
     run = p.add_argument_group("speed")
     run.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: core count)")
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
@@ -149,16 +150,35 @@ def run_check(argv: list[str]) -> int:
 
     if args.paths == ["-"] or (len(args.paths) == 1 and args.paths[0] == "-"):
         run, sources = _check_stdin(args, resolver)
+    if args.fix and "-" in args.paths:
+        raise UsageError("--fix works on files, not on standard input")
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
         run, sources = _check_paths(args, resolver)
+        if args.fix:
+            run = _fix(run, resolver)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     text = _render(args, run)
     _write(text, args.output_file)
     code = run.exit_code()
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
+
+
+def _fix(run, resolver):
+    from gradlint.fix.files import fix_file
+
+    total = 0
+    results = []
+    for result in run.results:
+        fixed, applied = fix_file(result, resolver.settings_for(result.path))
+        results.append(fixed)
+        total += applied
+    if total:
+        print(f"Fixed {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+    run.results = results
+    return run
 
 
 def _check_stdin(args, resolver):

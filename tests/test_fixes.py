@@ -49,3 +49,20 @@ def test_no_fix_when_the_call_shares_its_line():
     source = "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    n = opt.zero_grad()\n    opt.step()\n"
     (finding,) = check_source(source, "t.py", EVERYTHING).findings
     assert finding.fix is None
+
+
+def test_cli_fix_rewrites_the_file_and_exits_clean(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "train.py"
+    path.write_text(FIXABLE["GL002"])
+    path.chmod(0o640)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradlint", "--fix", "--no-cache", str(path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Fixed 1 problem" in proc.stderr
+    assert path.read_text().splitlines()[-1] == "    opt.zero_grad()"
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # no temp file left
