@@ -91,10 +91,11 @@ def test_runtime_only_bug_behind_another_module():
 
 
 def test_flagged_but_correct_at_run_time_is_not_reproduced():
-    code, report = verify_json("fixtures/verify/not_reproduced_helper_clears.py")
+    code, report = verify_json("fixtures/verify/not_reproduced_flag_off.py")
     assert code == 0
     (verdict,) = report["verdicts"]
-    assert (verdict["code"], verdict["line"], verdict["verdict"]) == ("GL001", 22, "not reproduced")
+    assert (verdict["code"], verdict["line"], verdict["verdict"]) == ("GL005", 18, "not reproduced")
+    assert "ran 4 times" in verdict["evidence"]
     assert report["runtime_only"] == []
 
 
