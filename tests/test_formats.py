@@ -27,7 +27,7 @@ def tree(tmp_path, monkeypatch):
     write(tmp_path, "a.py", snippet(GL002_LOOP))
     write(tmp_path, "b.py", snippet(GL004_LOOP))
     write(tmp_path, "clean.py", snippet(CLEAN_LOOP))
-    write(tmp_path, "broken.py", "for x in :\n    pass\n")
+    write(tmp_path, "broken.py", "for x in :\n    loss.backward()\n")  # a file without gradient events is never parsed
     return tmp_path
 
 

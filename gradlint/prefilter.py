@@ -1,0 +1,101 @@
+"""A text test that decides, before any parse, whether a file can matter.
+
+Every finding comes from a loop (or a Lightning ``training_step``) whose
+events include a backward (B) or a step (S); see gradlint/model/loops.py
+(``_finish``) and rules.md.  Those events can only be written with one of
+a few spellings, so a file in which none of them occurs cannot hold a
+finding and is never parsed:
+
+* ``backward`` followed by ``(`` (``loss.backward()``,
+  ``self.manual_backward(loss)``, ``torch.autograd.backward(t)``), by
+  ``as`` (``from torch.autograd import backward as bw``), or by ``,``,
+  ``)`` or ``=`` (``torch.autograd.backward`` handed to a helper that calls
+  its parameter: loops.py substitutes the argument's name); a
+  ``backward`` in prose (``the backward pass``) is not a call;
+* a call of ``step``: ``opt.step(``, ``xm.optimizer_step(``,
+  ``def training_step(`` (Lightning);
+* a write to ``.grad``: ``p.grad = g``, ``p.grad += g`` (a B event that
+  overwrites), also ``(p.grad) = ...`` and ``p.grad.data = ...``;
+* the last name of any configured wrapper (``[tool.gradlint]``
+  ``backward-functions``, ``step-functions``, ...): a call matches an
+  entry by its dotted text or its last name, so that name is in the text.
+
+Soundness comes first (tests/test_prefilter.py runs every fixture and rule
+sample through it); the same spellings mark the lines that
+gradlint/screen.py looks at.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from gradlint.settings import Wrappers
+
+# Between a name and what follows it Python allows spaces, newlines inside
+# brackets, backslash continuations and comments: accept all of them.
+_GAP = r"(?:\s|\\|#[^\n]*)*"
+# The names events.py gives B and S events (keep in step with its tables):
+# `backward`, `manual_backward`; `step`, `optimizer_step`, Lightning's `training_step`.
+# The patterns start with a literal (fast search); the name's start is checked after.
+BACKWARD_USE = r"backward\b" + _GAP + r"(?:[(,)=]|as\b)"
+STEP_CALL = r"step\b" + _GAP + r"\("
+# `x.grad = ...`, `x.grad += ...`, `(x.grad) = ...`, `x.grad.data = ...`; not `==`.
+GRAD_WRITE = r"grad\b(?:\s|\\|\)|#[^\n]*|\.\s*data\b)*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
+
+_SPELLINGS = (
+    ("backward", re.compile(BACKWARD_USE), ("manual_",)),
+    ("step", re.compile(STEP_CALL), ("optimizer_", "training_")),
+    ("grad", re.compile(GRAD_WRITE), ()),
+)
+
+
+def _starts_name(text: str, start: int, prefixes: tuple[str, ...]) -> bool:
+    """Is text[start:] the start of a name, or of one of `prefixes` + it?"""
+    for prefix in prefixes:
+        if text.startswith(prefix, start - len(prefix)) and start >= len(prefix):
+            start -= len(prefix)
+            break
+    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
+
+
+class Prefilter:
+    """The cheap test for one set of configured wrappers."""
+
+    def __init__(self, wrappers: Wrappers = Wrappers()):
+        self.wrapper_words = tuple(sorted({name.rsplit(".", 1)[-1] for name in wrappers.all_names() if name}))
+
+    def _matches(self, text: str):
+        for literal, pattern, prefixes in _SPELLINGS:
+            if literal in text:
+                for match in pattern.finditer(text):
+                    if _starts_name(text, match.start(), prefixes):
+                        yield match.start()
+        for word in self.wrapper_words:
+            start = text.find(word)
+            while start >= 0:
+                yield start
+                start = text.find(word, start + 1)
+
+    def may_hold_events(self, text: str) -> bool:
+        """False only when no gradient event can be written in `text`."""
+        return next(self._matches(text), None) is not None
+
+    def event_lines(self, text: str) -> list[int]:
+        """1-based numbers of the lines where such a spelling starts, ascending."""
+        lines: set[int] = set()
+        line, last = 1, 0
+        for start in sorted(self._matches(text)):
+            line += text.count("\n", last, start)
+            last = start
+            lines.add(line)
+        return sorted(lines)
+
+
+@lru_cache(maxsize=32)
+def for_wrappers(wrappers: Wrappers) -> Prefilter:
+    return Prefilter(wrappers)
+
+
+def may_hold_events(text: str, wrappers: Wrappers = Wrappers()) -> bool:
+    return for_wrappers(wrappers).may_hold_events(text)

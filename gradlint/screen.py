@@ -1,0 +1,380 @@
+"""A cheap `ast` screen that hands libcst only the code a loop model can use.
+
+libcst parses about 12 times slower than CPython's `ast` (architecture.md),
+and most of a long file has nothing to do with a training loop.  So before
+libcst sees a file:
+
+1. `ast.parse` it and list its loops, functions, classes, imports and
+   assignments, statement by statement (no expression walk).
+2. Mark the lines that can hold a backward or step event (the prefilter's
+   spellings), then the calls of functions in the file that hold such lines
+   (a loop inlines them), until nothing changes.  A loop that contains no
+   mark can never become a loop model (loops.py keeps only loops with a B
+   or S event), nor can a class without ``training_step``: when no loop
+   and no such class is left, the file has no finding and libcst is never
+   imported (``screen`` returns None).
+3. Otherwise keep every top-level statement except the functions and
+   classes that nothing of the analysis can reach, and blank those out line
+   by line, so every kept node keeps its line and column.  What the
+   analysis can reach is a worklist over names: the words of the candidate
+   loops and of the marked functions; then every function or class whose
+   name is one of them, every import that binds one, and every assignment
+   whose target or alias source (as bindings.py reads them:
+   ``a = b``, ``a = b.to(dev)``, ``a = DDP(b)``) ends in one, adding their
+   words in turn.  Bindings are flow-insensitive, so an assignment in an
+   unrelated function can still name the optimizer a loop steps: that is
+   why assignments are followed, not only calls.
+
+Any doubt (a syntax error, odd line endings, deep nesting) returns the
+source unchanged: libcst then decides, exactly as without the screen.
+tests/test_screen.py checks that findings with and without it are equal.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from bisect import bisect_left
+from typing import Optional
+
+from gradlint.prefilter import for_wrappers
+from gradlint.settings import Wrappers
+
+_WORD = re.compile(r"(?!\d)\w+")
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+class _Unit:
+    """A function, class, import or assignment: what can make a dropped statement needed."""
+
+    __slots__ = ("top", "start", "end", "needed")
+
+    def __init__(self, top: int, start: int, end: int):
+        self.top, self.start, self.end, self.needed = top, start, end, False
+
+
+class _Walk:
+    """One pass over the statements (not the expressions) of a module."""
+
+    def __init__(self, tree: ast.Module):
+        # Pieces that can be blanked: top-level statements, and the methods of
+        # top-level classes.  (start, end, droppable, parent piece or -1)
+        self.pieces: list[tuple[int, int, bool, int]] = []
+        self.loops: list[tuple[int, int, int, ast.stmt]] = []  # (start, end, piece, node)
+        self.functions: list[tuple[str, _Unit, ast.stmt]] = []
+        self.classes: list[tuple[str, _Unit, int]] = []  # with the last line of its header
+        self.imports: list[tuple[list[str], _Unit]] = []
+        self.assigns: list[ast.stmt] = []
+        self.assign_tops: list[int] = []
+        self.training_step_tops: set[int] = set()
+        for stmt in tree.body:
+            index = self._piece(stmt, -1)
+            if isinstance(stmt, ast.ClassDef):
+                lightning = any(isinstance(m, _FUNCS) and m.name == "training_step" for m in stmt.body)
+                self._class(stmt, index)
+                if lightning:
+                    self.training_step_tops.add(index)
+                for member in stmt.body:
+                    if isinstance(member, _FUNCS) and not lightning:
+                        self._statement(member, self._piece(member, index))
+                    else:
+                        self._statement(member, index)
+            else:
+                self._statement(stmt, index)
+
+    def _piece(self, stmt: ast.stmt, parent: int) -> int:
+        start = _start(stmt)
+        droppable = isinstance(stmt, _FUNCS + (ast.ClassDef,))
+        self.pieces.append((start, stmt.end_lineno or start, droppable, parent))
+        return len(self.pieces) - 1
+
+    def _class(self, node: ast.ClassDef, top: int) -> None:
+        header_end = node.body[0].lineno - 1 if node.body[0].lineno > node.lineno else node.lineno
+        self.classes.append((node.name, _Unit(top, _start(node), node.end_lineno), header_end))
+
+    def _statement(self, stmt: ast.stmt, top: int) -> None:
+        stack = [stmt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _FUNCS):
+                self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node))
+            elif isinstance(node, ast.ClassDef):
+                self._class(node, top)
+                if any(isinstance(m, _FUNCS) and m.name == "training_step" for m in node.body):
+                    self.training_step_tops.add(top)
+            elif isinstance(node, _LOOPS):
+                self.loops.append((node.lineno, node.end_lineno, top, node))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [(a.asname or a.name).split(".", 1)[0] for a in node.names if a.name != "*"]
+                self.imports.append((names, _Unit(top, node.lineno, node.end_lineno)))
+                continue
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                self.assigns.append(node)
+                self.assign_tops.append(top)
+                continue
+            for field in _BODIES:
+                children = getattr(node, field, None)
+                if children:
+                    stack.extend(reversed(children))  # statements, except handlers, match cases
+
+
+def _start(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", None)
+    return min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
+
+
+def _contains(marks: list[int], start: int, end: int) -> bool:
+    i = bisect_left(marks, start)
+    return i < len(marks) and marks[i] <= end
+
+
+def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
+    """The text libcst should parse; None when no loop in `source` can hold a gradient event."""
+    if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
+        return source
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes etc.: the user's business, not ours
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return source
+    walk = _Walk(tree)
+    prefilter = for_wrappers(wrappers)
+    token_lines = set(prefilter.event_lines(source))
+    marks = set(token_lines)
+    lines = source.split("\n")
+
+    # Functions holding a mark, then the functions that call those, and so on:
+    # a loop that calls one of them inlines its events.  Names bound by an import
+    # whose line is marked (`from torch.autograd import backward as bw`) count too.
+    marked = sorted(marks)
+    callees = {name for names, unit in walk.imports if _contains(marked, unit.start, unit.end) for name in names}
+    callees |= {name for name, unit, _ in walk.functions if _contains(marked, unit.start, unit.end)}
+    searched: set[str] = set()
+    while callees - searched:
+        fresh = sorted(callees - searched)
+        searched |= set(fresh)
+        calls = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, fresh)))
+        new_lines = _lines_of(calls, source)
+        if not new_lines - marks:
+            break
+        marks |= new_lines
+        marked = sorted(marks)
+        callees |= {name for name, unit, _ in walk.functions if _contains(marked, unit.start, unit.end)}
+
+    candidates = [loop for loop in walk.loops if _contains(marked, loop[0], loop[1])]
+    if not candidates and not walk.training_step_tops:
+        return None
+
+    # Kept: what is not a def or class, what holds a candidate loop or a backward/step
+    # spelling (bindings.py collects engines from every such call), Lightning modules,
+    # and what the analysis can reach by name.
+    pieces = walk.pieces
+    token_marks = sorted(token_lines)
+    keep = {i for i, (_, _, droppable, _) in enumerate(pieces) if not droppable}
+    keep |= {loop[2] for loop in candidates} | walk.training_step_tops
+    keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(token_marks, s, e)}
+    if len(keep) < len(pieces):
+        keep |= _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
+    for i in list(keep):  # a kept method keeps its class
+        parent = pieces[i][3]
+        while parent >= 0 and parent not in keep:
+            keep.add(parent)
+            parent = pieces[parent][3]
+    if len(keep) == len(pieces):
+        return source
+    out = list(lines)
+    for i, (start, end, _, parent) in enumerate(pieces):
+        if i in keep or (parent >= 0 and parent not in keep):
+            continue
+        indent = re.match(r"[ \t]*", lines[start - 1]).group()
+        for n in range(start - 1, end):
+            out[n] = ""
+        if parent >= 0:
+            out[start - 1] = indent + "pass"  # the class body stays a body
+    return "\n".join(out)
+
+
+def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
+    found: set[int] = set()
+    line, last = 1, 0
+    for match in pattern.finditer(text):
+        line += text.count("\n", last, match.start())
+        last = match.start()
+        found.add(line)
+    return found
+
+
+# A call whose name holds one of these may be a gradient event (events.py's tables
+# all do): its receiver and arguments are names the analysis resolves.
+_EVENTISH = ("backward", "step", "grad", "zero", "clip", "unscale", "scale", "accumulate")
+
+
+def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words) -> set[int]:
+    """Top-level statements whose functions, classes, imports or assignments the analysis can reach."""
+    from gradlint.model.events import WRAPPER_METHODS  # only for files libcst will parse anyway
+
+    eventish = _EVENTISH + tuple(wrapper_words)
+    aliases = {
+        name
+        for names, unit in walk.imports
+        if any(word in "\n".join(lines[unit.start - 1 : unit.end]) for word in eventish)
+        for name in names
+    } | set(callees)
+    triggers: dict[str, list] = {}
+
+    def trigger(word: str, item) -> None:
+        triggers.setdefault(word, []).append(item)
+
+    for name, unit, node in walk.functions:
+        trigger(name, (unit, node, None))
+    for name, unit, header_end in walk.classes:
+        trigger(name, (unit, None, (unit.start, header_end)))
+    for names, unit in walk.imports:
+        for name in names:
+            trigger(name, (unit, None, (unit.start, unit.end)))
+    for node, top in zip(walk.assigns, walk.assign_tops):
+        unit = _Unit(top, node.lineno, node.end_lineno)
+        words: set[str] = set()
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            _target_words(target, words)
+        if node.value is not None:
+            _alias_words(node.value, words, WRAPPER_METHODS)
+        for word in words:
+            trigger(word, (unit, None, (unit.start, unit.end)))
+
+    reached: set[str] = set()
+    queue: list[str] = []
+
+    def add(words) -> None:
+        for word in words:
+            if word not in reached:
+                reached.add(word)
+                queue.append(word)
+
+    def add_text(start: int, end: int) -> None:
+        add(_WORD.findall("\n".join(lines[start - 1 : end])))
+
+    def add_code(node: ast.AST) -> None:
+        add(_resolved_names(node, eventish, aliases))
+
+    for loop in candidates:
+        add_code(loop[3])
+    for _, unit, node in walk.functions:
+        if _contains(marked, unit.start, unit.end):
+            add_code(node)
+    for _, unit, header_end in walk.classes:  # Lightning bases, base classes of a loop's class
+        if _contains(marked, unit.start, unit.end):
+            add_text(unit.start, header_end)
+    needed: set[int] = set()
+    while queue:
+        word = queue.pop()
+        for unit, node, span in triggers.get(word, ()):
+            if not unit.needed:
+                unit.needed = True
+                needed.add(unit.top)
+                if node is not None:
+                    add_code(node)
+                else:
+                    add_text(*span)
+    return needed
+
+
+def _resolved_names(region: ast.AST, eventish, aliases) -> set[str]:
+    """The names in `region` that building a loop model can look up in the file's bindings.
+
+    Every called name (a helper to inline); everything inside a call that
+    may be an event (receiver, arguments: optimizers, modules, parameters);
+    every `.grad` write; every `for` loop's iterable (whose parameters a
+    `p.grad = None` clears).
+    """
+    out: set[str] = set()
+    for node in ast.walk(region):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name is None:
+                out |= _names_in(func)
+                continue
+            out.add(name)
+            if name in aliases or any(word in name for word in eventish):
+                out |= _names_in(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            out |= _names_in(node.iter)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any("grad" in _names_in(t) for t in targets):
+                out |= _names_in(node)
+    return out
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            out.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            out.add(sub.attr)
+    return out
+
+
+def _target_words(node: ast.expr, out: set[str]) -> None:
+    """Last names of what an assignment binds (`self.opt` -> opt), unpacking tuples."""
+    if isinstance(node, ast.Name):
+        out.add(node.id)
+    elif isinstance(node, ast.Attribute):
+        out.add(node.attr)
+    elif isinstance(node, (ast.Tuple, ast.List)):
+        for element in node.elts:
+            _target_words(element, out)
+    elif isinstance(node, ast.Starred):
+        _target_words(node.value, out)
+
+
+def _dotted_parts(node: ast.expr) -> Optional[list[str]]:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
+
+
+def _alias_words(value: ast.expr, out: set[str], wrapper_methods) -> None:
+    """Last names of every alias source bindings.py could take from `value`, and more.
+
+    Over-approximates ``Bindings._alias_source`` and the unpacking of
+    wrapper calls: the value's own dotted name and its prefix before a
+    wrapper method (`b.module` -> b), the receiver of a wrapper method call
+    (`b.to(dev)` -> b), and every plain-name argument of a call
+    (`DDP(model)`, `accelerator.prepare(model, opt)`).
+    """
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        parts = _dotted_parts(value)
+        if parts:
+            out.add(parts[-1])
+            if len(parts) > 1:
+                out.add(parts[-2])
+        return
+    if isinstance(value, (ast.Tuple, ast.List)):
+        for element in value.elts:
+            _alias_words(element, out, wrapper_methods)
+        return
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in wrapper_methods:
+            _alias_words(func.value, out, wrapper_methods)
+        for arg in value.args:
+            _alias_words(arg.value if isinstance(arg, ast.Starred) else arg, out, wrapper_methods)
+        for keyword in value.keywords:
+            _alias_words(keyword.value, out, wrapper_methods)
+        return
+    if isinstance(value, (ast.IfExp,)):
+        _alias_words(value.body, out, wrapper_methods)
+        _alias_words(value.orelse, out, wrapper_methods)
