@@ -200,6 +200,7 @@ def test_module_function_entry_point():
         (["verify", "--format", "xml", "fixtures/verify/seed_trace.py"], "invalid choice"),
         (["verify"], "required"),
         (["verify", "no_such_module_xyz:main"], "no module named"),
+        (["verify", "tests.verify_scripts.entry_module:no_such_function"], "has no function"),
     ],
 )
 def test_usage_errors_exit_2(args, message):

@@ -39,6 +39,10 @@ def _user_line(tb):
     return found
 
 
+class _NoTarget(Exception):
+    """The entry point names a function the module does not have: nothing of the user's ran as asked."""
+
+
 def _resolve(target: str, script_args: list[str]):
     """(entry, file) for a script path or `module:function`; raises LookupError when there is no such target."""
     import importlib
@@ -66,7 +70,7 @@ def _resolve(target: str, script_args: list[str]):
         module = importlib.import_module(module_name)
         function = getattr(module, function_name, None)
         if not callable(function):
-            raise LookupError(f"{module_name} has no function {function_name!r}")
+            raise _NoTarget(f"{module_name} has no function {function_name!r}")
         return function()
 
     return call, spec.origin
@@ -102,6 +106,8 @@ def main(argv=None) -> None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     except probes.BudgetReached as stop:
         end = {"reason": stop.reason}
+    except _NoTarget as exc:
+        end = {"reason": "not-started", "message": str(exc)}
     except SystemExit as exc:
         code = exc.code
         if code is None or code == 0:

@@ -99,7 +99,7 @@ def main(argv) -> int:
     if os.path.isfile(args.target):  # check statically while the child imports torch
         early = (os.path.realpath(args.target), static_findings(args.target))
     run = child.wait()
-    if not run.started:
+    if not run.started or run.end.get("reason") == "not-started":
         reason = run.start_error or run.end.get("message") or "the child process did not start"
         print(f"gradlint verify: error: cannot run {args.target}: {reason}", file=sys.stderr)
         if run.output and not run.start_error:

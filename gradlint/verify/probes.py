@@ -23,7 +23,11 @@ import sys
 import torch
 import torch.nn.utils.clip_grad as _clip_module
 from torch.optim import lr_scheduler as _sched_module
-from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.optim.optimizer import (
+    Optimizer,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
 import gradlint
 
