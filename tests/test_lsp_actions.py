@@ -176,3 +176,59 @@ def test_lsp_usage_error_exits_2_without_traceback():
     run = subprocess.run([sys.executable, "-m", "gradlint", "lsp", "--tcp", "nowhere"], check=False, capture_output=True, text=True)
     assert run.returncode == 2
     assert "expected HOST:PORT" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_tcp_mode_serves_a_session_and_exits_quietly():
+    import json
+    import socket
+    import time
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gradlint", "lsp", "--tcp", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(200):
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=20)
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("server did not listen")
+        stream = conn.makefile("rb")
+
+        def send(message: dict) -> None:
+            body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+            conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+        def receive() -> dict:
+            length = 0
+            while (header := stream.readline().strip()) != b"":
+                if header.lower().startswith(b"content-length:"):
+                    length = int(header.split(b":")[1])
+            return json.loads(stream.read(length))
+
+        send({"id": 1, "method": "initialize", "params": {"capabilities": {}}})
+        assert receive()["result"]["serverInfo"]["name"] == "gradlint"
+        send({"method": "initialized", "params": {}})
+        document = {"uri": "file:///tmp/train.py", "languageId": "python", "version": 1, "text": BUGGY}
+        send({"method": "textDocument/didOpen", "params": {"textDocument": document}})
+        while (message := receive()).get("method") != "textDocument/publishDiagnostics":
+            pass
+        assert [d["code"] for d in message["params"]["diagnostics"]] == ["GL002"]
+        send({"id": 2, "method": "shutdown"})
+        assert receive()["id"] == 2
+        send({"method": "exit"})
+        _, err = server.communicate(timeout=20)
+        conn.close()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+    assert server.returncode == 0
+    assert b"Traceback" not in err

@@ -13,6 +13,7 @@ tested without a client.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import Optional, Sequence
 
@@ -43,8 +44,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     server = make_server()
     if args.tcp is not None:
+        _quiet_exit_in_tcp_mode()
         server.start_tcp(*args.tcp)
     else:
         server.start_io()
     # `exit` after `shutdown` is a clean stop; `exit` without it is 1 (the LSP rule).
     return 0 if server.shutdown_requested else 1
+
+
+def _quiet_exit_in_tcp_mode() -> None:
+    """pygls ends a TCP session by raising SystemExit inside asyncio's connection callback;
+    asyncio would log that clean `exit` as an unhandled exception with a traceback."""
+
+    def not_a_clean_exit(record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], SystemExit))
+
+    logging.getLogger("asyncio").addFilter(not_a_clean_exit)
