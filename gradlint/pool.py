@@ -1,4 +1,5 @@
-"""Running many files' analyses in worker processes.
+"""Running many files' analyses in worker processes (imported lazily: a
+single-process run does not pay for multiprocessing).
 
 Workers get (path, settings), read the file themselves and send back a
 plain FileResult with the digest of the bytes they read (the cache key
@@ -11,13 +12,9 @@ internal-error FileError: the run goes on.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import sys
 import traceback
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
 from gradlint.findings import INTERNAL_ERROR, FileError, FileResult
@@ -27,6 +24,8 @@ Outcome = tuple[FileResult, "str | None"]  # the result, the digest of the bytes
 
 
 def _context():
+    import multiprocessing
+
     # fork shares the parent's imported modules (cheap start); elsewhere the platform default
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
@@ -34,6 +33,8 @@ def _context():
 
 
 def _quiet_worker() -> None:
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
@@ -51,6 +52,9 @@ def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Setti
 
 def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int) -> list[Outcome]:
     """`work(path, settings)` for every task in `jobs` processes; outcomes in task order."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     outcomes: list = [None] * len(tasks)
     broken: list[int] = []
     # Big files first: the last file to finish then is a small one.
@@ -70,6 +74,9 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int) -> list[Out
 
 
 def _isolated(work, path: str, settings: Settings) -> Outcome:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_quiet_worker) as pool:
             return pool.submit(guarded, work, path, settings).result()

@@ -63,8 +63,18 @@ def rules_by_code() -> dict[str, Rule]:
     return {rule.code: rule for rule in all_rules()}
 
 
+# Codes and default states without importing the rules (they import libcst):
+# --select and Settings.default() stay cheap.  tests/test_startup.py checks
+# these against all_rules().
+OFF_BY_DEFAULT = frozenset({"GL101", "GL102"})
+
+
+def all_codes() -> list[str]:
+    return [name.split("_", 1)[0].upper() for name in RULE_MODULES]
+
+
 def default_codes() -> list[str]:
-    return [rule.code for rule in all_rules() if rule.default]
+    return [code for code in all_codes() if code not in OFF_BY_DEFAULT]
 
 
 class UnknownCode(ValueError):
@@ -73,7 +83,7 @@ class UnknownCode(ValueError):
 
 def expand(selectors: Iterable[str]) -> set[str]:
     """Codes matching each selector: a full code, a prefix (`GL1`), or ALL."""
-    codes = [rule.code for rule in all_rules()]
+    codes = all_codes()
     chosen: set[str] = set()
     for raw in selectors:
         selector = raw.strip().upper()

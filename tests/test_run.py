@@ -1,0 +1,184 @@
+"""Many files: identical results with one process, two and from the cache;
+the cache's keys, atomic writes and corrupt entries; start-up imports."""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import gradlint
+from gradlint import cache as cache_module, engine
+from gradlint.cache import Cache, content_digest, default_cache_dir
+from gradlint.rules.registry import all_codes, all_rules, default_codes
+from gradlint.settings import Settings, Wrappers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True))
+SETTINGS = Settings.default()
+BUGGY = "import torch\n\ndef train(model, opt, data):\n    for x in data:\n        model(x).backward()\n        opt.step()\n"
+
+
+def plain(results):
+    return [r.to_dict() for r in results]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    assert len(FIXTURES) >= engine.MIN_FILES_FOR_POOL
+    return engine.check_files([(p, SETTINGS) for p in FIXTURES], engine.RunOptions(jobs=1))
+
+
+def test_jobs_two_equals_jobs_one(reference):
+    assert any(r.findings for r in reference)
+    two = engine.check_files([(p, SETTINGS) for p in FIXTURES], engine.RunOptions(jobs=2))
+    assert plain(two) == plain(reference)
+
+
+def test_cache_gives_the_same_results(reference, tmp_path, monkeypatch):
+    options = engine.RunOptions(jobs=2, cache_dir=str(tmp_path / "c"))
+    tasks = [(p, SETTINGS) for p in FIXTURES]
+    assert plain(engine.check_files(tasks, options)) == plain(reference)
+    # The warm run must not analyse anything.
+    monkeypatch.setattr(engine, "check_source", lambda *a, **k: pytest.fail("analysed on a warm run"))
+    assert plain(engine.check_files(tasks, engine.RunOptions(jobs=1, cache_dir=options.cache_dir))) == plain(reference)
+
+
+def write(tmp_path, text, name="t.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def counting(monkeypatch):
+    calls = []
+    real = engine.check_source
+
+    def spy(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "check_source", spy)
+    return calls
+
+
+def test_cache_invalidation_content_settings_version(tmp_path, monkeypatch):
+    path = write(tmp_path, BUGGY)
+    options = engine.RunOptions(jobs=1, cache_dir=str(tmp_path / "c"))
+    calls = counting(monkeypatch)
+    first = engine.check_files([(path, SETTINGS)], options)
+    assert first[0].findings and len(calls) == 1
+    engine.check_files([(path, SETTINGS)], options)
+    assert len(calls) == 1  # hit
+    # content
+    write(tmp_path, BUGGY + "\n# changed\n")
+    engine.check_files([(path, SETTINGS)], options)
+    assert len(calls) == 2
+    # settings: rules and wrappers
+    narrow = Settings(select=frozenset({"GL007"}))
+    assert engine.check_files([(path, narrow)], options)[0].findings == []
+    assert len(calls) == 3
+    wrapped = dataclasses.replace(SETTINGS, wrappers=Wrappers(step_functions=("go",)))
+    engine.check_files([(path, wrapped)], options)
+    assert len(calls) == 4
+    # gradlint's version
+    monkeypatch.setattr(gradlint, "__version__", "99.0")
+    cache_module.code_fingerprint.cache_clear()
+    try:
+        engine.check_files([(path, SETTINGS)], options)
+        assert len(calls) == 5
+    finally:
+        monkeypatch.undo()
+        cache_module.code_fingerprint.cache_clear()
+
+
+def test_corrupt_and_foreign_entries_are_ignored(tmp_path):
+    path = write(tmp_path, BUGGY)
+    cache = Cache(str(tmp_path / "c"))
+    key = cache.key(path, content_digest(open(path, "rb").read()), SETTINGS)
+    good = engine.check_file(path, SETTINGS)
+    cache.put(key, good)
+    assert cache.get(key, path) == good
+    entry = cache._entry(key)
+    for junk in (b"", b"{not json", json.dumps({"key": "other", "result": good.to_dict()}).encode(), b"[1, 2]"):
+        with open(entry, "wb") as handle:
+            handle.write(junk)
+        assert cache.get(key, path) is None
+    options = engine.RunOptions(jobs=1, cache_dir=cache.directory)
+    assert plain(engine.check_files([(path, SETTINGS)], options)) == plain([good])  # recomputed, rewritten
+    assert cache.get(key, path) == good
+    assert not [n for n in os.listdir(os.path.dirname(entry)) if n.startswith(".tmp-")]  # no temp left behind
+    assert open(os.path.join(cache.directory, ".gitignore")).read().strip().endswith("*")
+
+
+def test_unwritable_cache_dir_does_not_fail_the_run(tmp_path):
+    path = write(tmp_path, BUGGY)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = engine.check_files([(path, SETTINGS)], engine.RunOptions(jobs=1, cache_dir=str(blocker / "c")))
+    assert result[0].findings
+
+
+def test_two_runs_sharing_a_cache(tmp_path):
+    files = [write(tmp_path, BUGGY.replace("x", f"x{i}"), f"f{i}.py") for i in range(12)]
+    cache_dir = str(tmp_path / "c")
+    cmd = [sys.executable, "-m", "gradlint", "--cache-dir", cache_dir, "-j", "2", *files]
+    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [r.communicate(timeout=120) for r in runs]
+    assert all(r.returncode == 1 for r in runs), outs
+    assert outs[0][0] == outs[1][0]
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.stdout == outs[0][0]
+
+
+def crashing(path, settings):
+    if path.endswith("f3.py"):
+        os._exit(3)  # a hard crash of the worker process
+    return engine._check_file(path, settings)
+
+
+def test_results_in_input_order_and_worker_crash_is_contained(tmp_path, monkeypatch):
+    files = [write(tmp_path, BUGGY, f"f{i}.py") for i in range(10)]
+    from gradlint.pool import run_parallel
+
+    outcomes = run_parallel(crashing, [(p, SETTINGS) for p in files], 2)
+    assert [r.path for r, _ in outcomes] == files
+    assert [e.kind for e in outcomes[3][0].errors] == ["internal-error"]
+    assert [bool(r.findings) for r, _ in outcomes] == [i != 3 for i in range(10)], [r.errors for r, _ in outcomes]
+
+
+def test_default_cache_dir_is_in_the_project_root(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    assert default_cache_dir([str(tmp_path / "src" / "pkg")]) == str(tmp_path / ".gradlint_cache")
+
+
+def test_registry_codes_without_the_rules():
+    assert all_codes() == [rule.code for rule in all_rules()]
+    assert default_codes() == [rule.code for rule in all_rules() if rule.default]
+
+
+def child(code: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_startup_no_libcst_when_prefiltered_or_cached(tmp_path):
+    clean = write(tmp_path, "import os\nprint(os.sep)\n", "clean.py")
+    buggy = write(tmp_path, BUGGY, "buggy.py")
+    cache_dir = str(tmp_path / "c")
+    probe = (
+        "import sys\nfrom gradlint.cli import main\ncode = main({argv!r})\n"
+        "print(code, sorted(m for m in ('libcst', 'torch', 'pygls', 'multiprocessing') if m in sys.modules))"
+    )
+    out = child(probe.format(argv=["--no-cache", clean]), tmp_path)
+    assert out.stdout.split("\n")[-2] == "0 []", out.stderr
+    out = child(probe.format(argv=["--cache-dir", cache_dir, buggy]), tmp_path)
+    assert out.stdout.split("\n")[-2] == "1 ['libcst']", out.stderr  # a real buggy file: never torch
+    out = child(probe.format(argv=["--cache-dir", cache_dir, buggy]), tmp_path)
+    assert out.stdout.split("\n")[-2] == "1 []", out.stderr  # the cache hit
