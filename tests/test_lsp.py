@@ -109,36 +109,6 @@ FAULTY_SERVER = [
 ]
 
 
-# A server whose findings carry a fix (no rule has an autofix yet): GL002's fix moves the
-# zero_grad above the backward, which is exactly FIXED.
-FIXING_SERVER = [
-    sys.executable,
-    "-c",
-    "import dataclasses, sys\n"
-    "import gradlint.engine as engine\n"
-    "from gradlint.findings import Edit, Fix, Span\n"
-    "real = engine.check_source\n"
-    "def with_fix(finding):\n"
-    "    line = finding.span.line\n"
-    "    edits = (Edit(Span(line, 1, line + 1, 1), ''), Edit(Span(line - 1, 1, line - 1, 1), '    opt.zero_grad()\\n'))\n"
-    "    return dataclasses.replace(finding, fix=Fix('Move opt.zero_grad() before the backward', edits))\n"
-    "def check_source(*args, **kwargs):\n"
-    "    result = real(*args, **kwargs)\n"
-    "    result.findings = [with_fix(f) for f in result.findings]\n"
-    "    return result\n"
-    "engine.check_source = check_source\n"
-    "from gradlint.lsp import main\n"
-    "sys.exit(main([]))\n",
-]
-
-
-@pytest_lsp.fixture(config=config(FIXING_SERVER), loop_scope="module")
-async def fixing_client(lsp_client: LanguageClient, tmp_path: Path):
-    await lsp_client.initialize_session(initialize_params(tmp_path))
-    yield
-    await lsp_client.shutdown_session()
-
-
 @pytest_lsp.fixture(config=config(FAULTY_SERVER), loop_scope="module")
 async def faulty_client(lsp_client: LanguageClient, tmp_path: Path):
     await lsp_client.initialize_session(initialize_params(tmp_path))
@@ -274,8 +244,8 @@ async def test_suppression_code_action_silences_the_finding(client: LanguageClie
         )
     )
     titles = [action.title for action in actions]
-    assert titles == ["Suppress GL002 on this line"]
-    (action,) = actions
+    assert titles == ["Move opt.zero_grad() after opt.step()", "Suppress GL002 on this line"]
+    action = actions[1]
     assert action.kind == types.CodeActionKind.QuickFix
     assert [d.code for d in action.diagnostics] == ["GL002"]
     edited = apply_edits(BUGGY, action.edit.changes[uri])
@@ -390,22 +360,24 @@ async def test_rule_that_raises_is_logged_and_server_keeps_running(faulty_client
     assert await diagnostics_for(faulty_client, uri) == []
 
 
-async def test_quick_fix_from_a_finding_that_carries_a_fix(fixing_client: LanguageClient, tmp_path: Path):
-    uri = open_doc(fixing_client, tmp_path / "train.py", BUGGY)
-    (diagnostic,) = await diagnostics_for(fixing_client, uri, lambda d: len(d) > 0)
-    actions = await fixing_client.text_document_code_action_async(
+async def test_quick_fix_moves_the_clear_and_the_finding_goes(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "train.py", BUGGY)
+    (diagnostic,) = await diagnostics_for(client, uri, lambda d: len(d) > 0)
+    actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             range=diagnostic.range,
             context=types.CodeActionContext(diagnostics=[diagnostic]),
         )
     )
-    assert [a.title for a in actions] == ["Move opt.zero_grad() before the backward", "Suppress GL002 on this line"]
-    fix = actions[0]
+    fix = actions[0]  # the rule's autofix comes before the suppression
+    assert fix.title == "Move opt.zero_grad() after opt.step()"
     assert fix.is_preferred and fix.kind == types.CodeActionKind.QuickFix
-    assert apply_edits(BUGGY, fix.edit.changes[uri]) == FIXED
-    replace_all(fixing_client, uri, FIXED, 2)
-    assert await diagnostics_for(fixing_client, uri, lambda d: len(d) == 0) == []
+    assert [d.code for d in fix.diagnostics] == ["GL002"]
+    fixed = apply_edits(BUGGY, fix.edit.changes[uri])
+    assert fixed == BUGGY.replace("    opt.zero_grad()\n    opt.step()\n", "    opt.step()\n    opt.zero_grad()\n")
+    replace_all(client, uri, fixed, 2)
+    assert await diagnostics_for(client, uri, lambda d: len(d) == 0) == []
 
 
 async def test_columns_are_utf16_for_a_default_client(client: LanguageClient, tmp_path: Path):
