@@ -232,3 +232,27 @@ def test_tcp_mode_serves_a_session_and_exits_quietly():
             server.communicate()
     assert server.returncode == 0
     assert b"Traceback" not in err
+
+
+async def test_debounce_runs_one_check_for_a_burst_of_changes():
+    import asyncio
+
+    from gradlint.lsp.server import GradlintServer
+
+    server = GradlintServer()
+    published = []
+
+    async def publish(uri):
+        published.append(uri)
+
+    server.publish = publish
+    for _ in range(5):  # five keystrokes inside one debounce window
+        server.schedule("file:///a.py", 0.05)
+    server.schedule("file:///b.py", 0.05)
+    await asyncio.sleep(0.3)
+    assert sorted(published) == ["file:///a.py", "file:///b.py"]
+    assert server.pending == {}
+    server.schedule("file:///a.py", 0.05)
+    server.forget("file:///a.py")  # closed before its check ran
+    await asyncio.sleep(0.2)
+    assert published.count("file:///a.py") == 1
