@@ -1,0 +1,176 @@
+"""Speed of gradlint against its references, measured side by side in one run.
+
+    python benchmarks/bench.py            # the whole corpus (several minutes)
+    python benchmarks/bench.py --every 10 # every 10th file, for a quick look
+
+Corpus: the installed standard library, the installed torch package and
+the project's fixtures/.  gradlint runs through its CLI in a subprocess.
+Prints every figure, its ratio and PASS/FAIL against issue 6's targets.
+Not a test: timings belong here, never in the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+VENV_BIN = os.path.dirname(sys.executable)
+SKIP_DIRS = {"__pycache__", "site-packages"}
+
+
+def corpus_roots() -> list[str]:
+    import importlib.util
+
+    torch_dir = os.path.dirname(importlib.util.find_spec("torch").origin)
+    return [sysconfig.get_paths()["stdlib"], torch_dir, os.path.join(ROOT, "fixtures")]
+
+
+def python_files(roots: list[str], every: int) -> list[str]:
+    files = []
+    for root in roots:
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".py")]
+    return files[::every]
+
+
+def timed(cmd: list[str], **kw) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return time.perf_counter() - start, proc
+
+
+def bare_parse(files: list[str]) -> float:
+    """libcst.parse_module of every file, one process (a child, so its import is not counted)."""
+    code = (
+        "import sys, time, libcst\n"
+        "paths = sys.stdin.read().split('\\n')\n"
+        "t = time.perf_counter()\n"
+        "for p in paths:\n"
+        "    try:\n"
+        "        libcst.parse_module(open(p, 'rb').read())\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], input="\n".join(files), capture_output=True, text=True)
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def gradlint_run(files: list[str], extra: list[str], list_file: str) -> tuple[float, subprocess.CompletedProcess, int]:
+    """gradlint's CLI on `files`; wall time, the process, the peak RSS (KiB) of the children."""
+    with open(list_file, "w") as handle:
+        handle.write("\n".join(files))
+    runner = (
+        "import resource, subprocess, sys, time\n"
+        "files = open(sys.argv[1]).read().split('\\n')\n"
+        "t = time.perf_counter()\n"
+        "p = subprocess.run([sys.executable, '-m', 'gradlint', '--exit-zero', *sys.argv[2:], *files],"
+        " stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"
+        "dt = time.perf_counter() - t\n"
+        "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "sys.stdout.write(f'{dt} {rss} {p.returncode}\\n'); sys.stderr.write(p.stderr[-2000:])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", runner, list_file, *extra], capture_output=True, text=True, cwd=ROOT)
+    dt, rss, code = proc.stdout.split()
+    return float(dt), proc, int(rss)
+
+
+def prefiltered(files: list[str]) -> list[str]:
+    sys.path.insert(0, ROOT)
+    from gradlint.engine import decode
+    from gradlint.prefilter import may_hold_events
+
+    out = []
+    for path in files:
+        text, error = decode(open(path, "rb").read(), path)
+        if text is not None and may_hold_events(text):
+            out.append(path)
+    return out
+
+
+def best(n: int, fn):
+    return min(fn() for _ in range(n))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--every", type=int, default=1, help="take every Nth file (quick run)")
+    args = ap.parse_args()
+    files = python_files(corpus_roots(), args.every)
+    lines = sum(open(p, "rb").read().count(b"\n") for p in files)
+    passing = prefiltered(files)
+    passing_lines = sum(open(p, "rb").read().count(b"\n") for p in passing)
+    print(f"corpus: {len(files)} files, {lines:,} lines; {len(passing)} files ({passing_lines:,} lines) pass the prefilter")
+    print(f"machine: {os.cpu_count()} cores, {_cpu()}, python {sys.version.split()[0]}")
+    tmp = tempfile.mkdtemp(prefix="gradlint-bench-")
+    list_file = os.path.join(tmp, "files.txt")
+    rows: list[tuple[str, float]] = []
+    try:
+        ref = bare_parse(files)
+        rows.append(("bare libcst.parse_module, every file, 1 process", ref))
+        ruff = os.path.join(VENV_BIN, "ruff")
+        ruff_cmd = [ruff, "check", "--no-cache", "--select", "ALL", "--exit-zero", "--output-format", "concise",
+                    "--no-respect-gitignore", "--isolated", *files]
+        ruff_t = best(2, lambda: timed(ruff_cmd)[0])
+        rows.append(("ruff check --no-cache --select ALL", ruff_t))
+        cache = os.path.join(tmp, "cache")
+        cold, proc, rss = gradlint_run(files, ["--cache-dir", cache], list_file)
+        if proc.stderr.strip():
+            print("gradlint stderr:", proc.stderr.strip()[-500:])
+        warm, _, _ = gradlint_run(files, ["--cache-dir", cache], list_file)
+        nocache, _, _ = gradlint_run(files, ["--no-cache"], list_file)
+        rows += [("gradlint cold (fresh cache dir)", cold), ("gradlint warm (cache)", warm), ("gradlint --no-cache", nocache)]
+        ref_passing = bare_parse(passing)
+        cold_passing, _, _ = gradlint_run(passing, ["--no-cache"], list_file)
+        rows += [("bare libcst parse of prefilter-passing files", ref_passing), ("gradlint cold on those files", cold_passing)]
+        fixture = os.path.join(ROOT, "fixtures", "gl002")
+        fixture = os.path.join(fixture, sorted(os.listdir(fixture))[0]) if os.path.isdir(fixture) else passing[0]
+        plain = os.path.join(sysconfig.get_paths()["stdlib"], "textwrap.py")
+        imp = best(5, lambda: timed([sys.executable, "-c", "import libcst"])[0])
+        one = best(5, lambda: timed([sys.executable, "-m", "gradlint", "--no-cache", fixture], cwd=ROOT)[0])
+        none = best(5, lambda: timed([sys.executable, "-m", "gradlint", "--no-cache", plain], cwd=ROOT)[0])
+        rows += [('python -c "import libcst"', imp), (f"gradlint one training file ({os.path.basename(fixture)})", one),
+                 ("gradlint one file without gradient events (textwrap.py)", none)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value:8.2f} s")
+    print(f"  {'peak RSS of the cold run (largest process)':<{width}}  {rss / 1024:8.0f} MB")
+    targets = [
+        ("cold / ruff", cold / ruff_t, 1.5),
+        ("cold / bare parse", cold / ref, 0.1),
+        ("warm / bare parse", warm / ref, 0.02),
+        ("prefilter-passing cold / their bare parse", cold_passing / ref_passing, 1.5),
+        ("one training file / import libcst", one / imp, 1.3),
+        ("one file without events / import libcst", none / imp, 0.15),
+        ("peak RSS MB per process", rss / 1024, 300),
+    ]
+    print("targets:")
+    for name, value, limit in targets:
+        print(f"  {name:<44} {value:8.3f}  (target <= {limit})  {'PASS' if value <= limit else 'FAIL'}")
+    return 0
+
+
+def _cpu() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
