@@ -252,6 +252,16 @@ async def test_suppression_code_action_silences_the_finding(client: LanguageClie
     assert edited.splitlines()[7] == "    opt.zero_grad()  # noqa: GL002"
     assert line_suppressions(edited)[8] == {"GL002"}
 
+    # a client asking only for source actions gets none of ours
+    source_only = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic], only=[types.CodeActionKind.Source]),
+        )
+    )
+    assert not source_only
+
     replace_all(client, uri, edited, 2)
     assert await diagnostics_for(client, uri, lambda d: len(d) == 0) == []
     # nothing left to suppress on that line

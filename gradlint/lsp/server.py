@@ -354,6 +354,9 @@ def make_server() -> GradlintServer:
     )
     @guarded
     async def code_action(ls: GradlintServer, params: types.CodeActionParams):
+        only = params.context.only
+        if only and not any(types.CodeActionKind.QuickFix.value.startswith(kind) for kind in only):
+            return None  # e.g. "source.organizeImports" on save: we offer quick fixes only
         uri = params.text_document.uri
         result = await ls.current_check(uri)
         doc = ls.document(uri)
