@@ -18,12 +18,8 @@ class ConfigProblem(Exception):
 
 def _load(path: str) -> Settings:
     """Settings for one file: the nearest pyproject.toml upward from its directory."""
-    try:
-        from gradlint.config import ConfigError, settings_for_file
-    except ModuleNotFoundError as exc:
-        if exc.name != "gradlint.config":
-            raise
-        return Settings.default()  # gradlint.config not written yet
+    from gradlint.config import ConfigError, settings_for_file
+
     try:
         return settings_for_file(path)
     except ConfigError as exc:
