@@ -70,8 +70,21 @@ def _parse(source: str, path: str):
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        message = f"syntax error: {exc.message}"
-        raise _ParseFailure(FileError(path, SYNTAX_ERROR, message, exc.raw_line, exc.raw_column + 1))
+        raise _ParseFailure(_syntax_error(source, path, exc))
+
+
+def _syntax_error(source: str, path: str, exc) -> FileError:
+    """Where the file is broken: CPython's parser says it best (libcst's raw_line can be
+    lines off); libcst's own words only when CPython accepts the file."""
+    import ast
+
+    try:
+        ast.parse(source)
+    except SyntaxError as py:
+        return FileError(path, SYNTAX_ERROR, f"syntax error: {py.msg}", py.lineno or 1, py.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
 
 
 def _screen(source: str, settings: Settings):
@@ -82,13 +95,15 @@ def _screen(source: str, settings: Settings):
 
 
 def _parse_screened(text: str, source: str, path: str):
-    """Parse the screened text; if libcst rejects it, the whole source decides (same error as unscreened)."""
+    """Parse the screened text; if libcst rejects it, the whole source decides (same error as unscreened).
+
+    Returns the module and the text it was parsed from (positions are read from that text)."""
     if text is source:
-        return _parse(source, path)
+        return _parse(source, path), source
     try:
-        return _parse(text, path)
+        return _parse(text, path), text
     except _ParseFailure:
-        return _parse(source, path)
+        return _parse(source, path), source
 
 
 def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
@@ -100,8 +115,8 @@ def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
     from gradlint.model.loops import build
     from gradlint.rules.registry import all_rules
 
-    module = _parse_screened(text, source, path)
-    model = build(module, path, source, settings.wrappers)
+    module, parsed = _parse_screened(text, source, path)
+    model = build(module, path, source, settings.wrappers, parsed_text=parsed)
     if not model.loops and not model.lightning_clips:
         return []
     found: dict[tuple, Finding] = {}

@@ -17,6 +17,7 @@ import libcst as cst
 
 from gradlint.model import events as api
 from gradlint.model.names import Imports, dotted, is_under, last, root
+from gradlint.model.positions import Numbering
 
 OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
 _MAX_DEPTH = 6
@@ -30,10 +31,15 @@ class ClassInfo:
     manual_optimization: bool = False
 
 
-class Bindings(cst.CSTVisitor):
-    """One pass over a module collecting imports, assignments, defs and classes."""
+class Bindings(Numbering):
+    """One pass over a module collecting imports, assignments, defs and classes.
+
+    It also numbers the nodes whose positions may be reported (positions.py),
+    so no second walk of the whole tree is needed.
+    """
 
     def __init__(self) -> None:
+        super().__init__()
         self.imports = Imports()
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
@@ -65,6 +71,7 @@ class Bindings(cst.CSTVisitor):
         self._class_stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.number(node)
         self.all_functions.setdefault(node.name.value, []).append(node)
         if not (self._class_stack and self._function_depth == 0):
             self.plain_functions.setdefault(node.name.value, []).append(node)
@@ -77,15 +84,27 @@ class Bindings(cst.CSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
 
+    def visit_For(self, node: cst.For) -> None:
+        self.number(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.number(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.number(node)
+
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.number(node)
         for target in node.targets:
             self._bind(target.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.number(node)
         if node.value is not None:
             self._bind(node.target, node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.number(node)
         if isinstance(node.func, cst.Attribute):
             receiver = dotted(node.func.value)
             if receiver is None:

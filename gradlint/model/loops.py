@@ -13,13 +13,13 @@ from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gradlint.findings import Span
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.events import Event
 from gradlint.model.names import dotted, root
+from gradlint.model.positions import Positions
 from gradlint.settings import Wrappers
 
 MAX_HELPER_DEPTH = 3
@@ -229,18 +229,19 @@ class _Names(cst.CSTVisitor):
 
 
 class Builder:
-    def __init__(self, module: cst.Module, path: str, wrappers: Wrappers, line_offset: int = 0):
+    def __init__(
+        self, module: cst.Module, path: str, wrappers: Wrappers, line_offset: int = 0, parsed_text: Optional[str] = None
+    ):
         self.module = module
         self.path = path
         self.wrappers = wrappers
         self.line_offset = line_offset
         self.bindings = collect(module)
-        self.positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        text = module.code if parsed_text is None else parsed_text
+        self.positions = Positions(module, text, self.bindings, line_offset)
 
     def span(self, node: cst.CSTNode) -> Span:
-        pos = self.positions[node]
-        off = self.line_offset
-        return Span(pos.start.line + off, pos.start.column + 1, pos.end.line + off, pos.end.column + 1)
+        return self.positions.span(node)
 
     # -- statements --
 
@@ -352,7 +353,7 @@ class Builder:
         for index in range(len(stmt.cases) - 1, -1, -1):
             case = stmt.cases[index]
             body = self.suite(case.body, ctx)
-            key = f"match@{self.span(stmt).line}#{index}"
+            key = f"match@{id(stmt)}#{index}"
             out = [Branch(key, False, False, body, out)] if (body or out) else []
         return pre + out
 
@@ -621,8 +622,16 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
             loop.foreign = nested & others
 
 
-def build(module: cst.Module, path: str, source: str, wrappers: Wrappers = Wrappers(), line_offset: int = 0) -> FileModel:
-    builder = Builder(module, path, wrappers, line_offset)
+def build(
+    module: cst.Module,
+    path: str,
+    source: str,
+    wrappers: Wrappers = Wrappers(),
+    line_offset: int = 0,
+    parsed_text: Optional[str] = None,
+) -> FileModel:
+    """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
+    builder = Builder(module, path, wrappers, line_offset, source if parsed_text is None else parsed_text)
     finder = _LoopFinder(builder)
     module.visit(finder)
     _mark_foreign(finder.loops)

@@ -1,0 +1,127 @@
+"""Source positions of the few nodes gradlint reports, without libcst's
+PositionProvider (which re-generates the whole module and costs about
+twice the parse).
+
+CPython's `ast` already knows every node's position, and the C parser is
+an order of magnitude faster than libcst's.  Both trees hold the same
+calls, assignments, loops and defs in the same source order, so the k-th
+libcst Call met in a pre-order walk is the k-th ast Call sorted by start
+(an outer call before the inner one that starts at the same place).  The
+bindings pass numbers libcst's nodes as it walks anyway.
+
+Every span handed out is checked against the text of its node; on any
+disagreement (or a count that differs) the whole file falls back to
+PositionProvider, so a wrong position is never reported.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+import libcst as cst
+
+from gradlint.findings import Span
+
+# libcst node type -> the ast node types it corresponds to
+KINDS: dict[type, tuple[type, ...]] = {
+    cst.Call: (ast.Call,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.Assign: (ast.Assign,),
+    cst.AugAssign: (ast.AugAssign,),
+    cst.AnnAssign: (ast.AnnAssign,),
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+}
+
+
+class Numbering(cst.CSTVisitor):
+    """Pre-order numbers of the nodes in KINDS, per kind (mixed into the bindings pass)."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, int] = {}
+        self.counts: dict[type, int] = {kind: 0 for kind in KINDS}
+
+    def number(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        self.numbers[id(node)] = self.counts[kind]
+        self.counts[kind] += 1
+
+
+class Positions:
+    def __init__(self, module: cst.Module, source: str, numbering: Numbering, line_offset: int = 0):
+        self.module = module
+        self.source = source
+        self.numbering = numbering
+        self.line_offset = line_offset
+        self._lines = source.splitlines(keepends=True)
+        self._ast: Optional[dict[type, list]] = None
+        self._fallback = None
+
+    def span(self, node: cst.CSTNode) -> Span:
+        if self._fallback is None:
+            span = self._from_ast(node)
+            if span is not None:
+                return span
+            self._use_provider()
+        pos = self._fallback[node]
+        off = self.line_offset
+        return Span(pos.start.line + off, pos.start.column + 1, pos.end.line + off, pos.end.column + 1)
+
+    def _use_provider(self) -> None:
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        self._fallback = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def _sorted_ast_nodes(self) -> Optional[dict[type, list]]:
+        if self._ast is None:
+            try:
+                tree = ast.parse(self.source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+            by_kind: dict[type, list] = {kind: [] for kind in KINDS}
+            lookup = {t: kind for kind, types in KINDS.items() for t in types}
+            for node in ast.walk(tree):
+                kind = lookup.get(type(node))
+                if kind is not None:
+                    by_kind[kind].append(node)
+            for kind, nodes in by_kind.items():
+                nodes.sort(key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))
+                if len(nodes) != self.numbering.counts[kind]:
+                    return None
+            self._ast = by_kind
+        return self._ast
+
+    def _from_ast(self, node: cst.CSTNode) -> Optional[Span]:
+        kind = type(node)
+        number = self.numbering.numbers.get(id(node))
+        table = self._sorted_ast_nodes() if number is not None and kind in KINDS else None
+        if table is None:
+            return None
+        found = table[kind][number]
+        line, col = found.lineno, self._chars(found.lineno, found.col_offset)
+        if kind is cst.FunctionDef and getattr(node, "decorators", None):
+            return None  # libcst's span starts at the first decorator, ast's at `def`
+        if not self._starts_with(line, col, node):
+            return None
+        end_line, end_col = found.end_lineno, self._chars(found.end_lineno, found.end_col_offset)
+        off = self.line_offset
+        return Span(line + off, col + 1, end_line + off, end_col + 1)
+
+    def _chars(self, line: int, byte_col: int) -> int:
+        """ast columns count UTF-8 bytes; ours count characters."""
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def _starts_with(self, line: int, col: int, node: cst.CSTNode) -> bool:
+        """The source at (line, col) begins with the node's own first characters."""
+        code = self.module.code_for_node(node)
+        for _ in getattr(node, "lpar", ()):  # positions exclude an expression's own parentheses
+            code = code.lstrip()[1:]
+        # a statement's code starts with its leading blank and comment lines: skip them
+        lines = (ln.strip() for ln in code.split("\n"))
+        head = next((ln for ln in lines if ln and not ln.startswith("#")), "")[:16]
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        return bool(head) and text[col : col + len(head)] == head
