@@ -148,10 +148,10 @@ def run_check(argv: list[str]) -> int:
         raise UsageError("--jobs must be at least 1")
     resolver = Resolver(_overrides(args), config_path=args.config, isolated=args.isolated)
 
-    if args.paths == ["-"] or (len(args.paths) == 1 and args.paths[0] == "-"):
-        run, sources = _check_stdin(args, resolver)
     if args.fix and "-" in args.paths:
         raise UsageError("--fix works on files, not on standard input")
+    if args.paths == ["-"]:
+        run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:

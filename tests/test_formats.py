@@ -60,7 +60,9 @@ def test_json(tree, capsys):
     assert gl002["severity"] == "warning"
     assert (gl002["column"], gl002["end_line"], gl002["end_column"]) == (5, 8, 20)
     assert [r["line"] for r in gl002["related"]] == [7, 9]
-    assert gl002["fix"] is None and "opt.zero_grad()" in gl002["message"]
+    assert "opt.zero_grad()" in gl002["message"]
+    assert gl002["fix"]["description"] == "Move opt.zero_grad() after opt.step()"
+    assert sorted(e["line"] for e in gl002["fix"]["edits"]) == [8, 10]
     assert [(e["path"], e["kind"]) for e in data["errors"]] == [("broken.py", "syntax-error")]
 
 
