@@ -38,8 +38,14 @@ class Bindings(Numbering):
     so no second walk of the whole tree is needed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, event_names: frozenset = frozenset()) -> None:
         super().__init__()
+        # Names of calls that can be a backward or a step (events.py's, plus the
+        # configured wrappers): a loop with none of them, and calling no function of
+        # the file, can never become a loop model, so the builder skips it.
+        self._event_names = api.LOOP_EVENT_NAMES | event_names
+        self._open_loops: list[list] = []  # [node id, relevant, called names] per enclosing loop
+        self._loops: dict[int, tuple[bool, frozenset]] = {}
         self.imports = Imports()
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
@@ -86,9 +92,39 @@ class Bindings(Numbering):
 
     def visit_For(self, node: cst.For) -> None:
         self.number(node)
+        self._open_loops.append([id(node), False, set()])
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._close_loop()
 
     def visit_While(self, node: cst.While) -> None:
         self.number(node)
+        self._open_loops.append([id(node), False, set()])
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self._close_loop()
+
+    def _close_loop(self) -> None:
+        key, relevant, called = self._open_loops.pop()
+        self._loops[key] = (relevant, frozenset(called))
+        if self._open_loops:
+            parent = self._open_loops[-1]
+            parent[1] = parent[1] or relevant
+            parent[2] |= called
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "grad" and self._open_loops:
+            self._open_loops[-1][1] = True  # `p.grad = g` writes a gradient by hand
+
+    def may_hold_events(self, loop: cst.CSTNode) -> bool:
+        """Can this loop hold a backward or a step (directly or through a helper of the file)?"""
+        relevant, called = self._loops.get(id(loop), (True, frozenset()))
+        if relevant:
+            return True
+        return any(
+            name in self.functions or name in self.plain_functions or any(name in c.methods for c in self.classes.values())
+            for name in called
+        )
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.number(node)
@@ -105,6 +141,15 @@ class Bindings(Numbering):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.number(node)
+        if self._open_loops:
+            func = node.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            if name is not None:
+                top = self._open_loops[-1]
+                if name in self._event_names:
+                    top[1] = True
+                else:
+                    top[2].add(name)
         if isinstance(node.func, cst.Attribute):
             receiver = dotted(node.func.value)
             if receiver is None:
@@ -431,7 +476,7 @@ def _params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
     return None
 
 
-def collect(module: cst.Module) -> Bindings:
-    bindings = Bindings()
+def collect(module: cst.Module, event_names: frozenset = frozenset()) -> Bindings:
+    bindings = Bindings(event_names)
     module.visit(bindings)
     return bindings

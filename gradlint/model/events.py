@@ -65,6 +65,9 @@ def named_like_scaler(name: str) -> bool:
 # --- calls --------------------------------------------------------------------
 
 ZERO_GRAD_METHODS = frozenset({"zero_grad"})
+# The last names of every call that can be a backward or a step: a loop needs one
+# (or a call of a helper that has one) to be a training loop at all.
+LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_step"})
 CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad"})
 # clip methods of objects that unscale AMP gradients themselves before clipping
 SELF_UNSCALING_CLIPS = frozenset({"clip_gradients"})

@@ -236,7 +236,8 @@ class Builder:
         self.path = path
         self.wrappers = wrappers
         self.line_offset = line_offset
-        self.bindings = collect(module)
+        names = frozenset(n.rsplit(".", 1)[-1] for n in wrappers.backward_functions + wrappers.step_functions)
+        self.bindings = collect(module, names)
         text = module.code if parsed_text is None else parsed_text
         self.positions = Positions(module, text, self.bindings, line_offset)
 
@@ -601,6 +602,8 @@ class _LoopFinder(cst.CSTVisitor):
             self.lightning_clips.extend(e for e in events if e.kind == api.C)
 
     def _loop(self, node) -> None:
+        if not self.builder.bindings.may_hold_events(node):
+            return
         model = self.builder.loop_model(node, self.classes[-1] if self.classes else None)
         if model is not None:
             self.loops.append(model)
