@@ -32,9 +32,10 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def move(source: str, moved: Event, anchor: Event, after: bool, description: str) -> Optional[Fix]:
-    """Move `moved`'s line to just after (or before) `anchor`'s line, or None when unsafe."""
-    lines = source.splitlines(keepends=True)
+def move(lines: list[str], moved: Event, anchor: Event, after: bool, description: str) -> Optional[Fix]:
+    """Move `moved`'s line to just after (or before) `anchor`'s line, or None when unsafe.
+
+    `lines` is the file's source split with line ends kept (FileModel.lines)."""
     if moved.via or anchor.via:  # inside a helper: the two may not share a block
         return None
     if not (_lone_statement(lines, moved) and _lone_statement(lines, anchor)):

@@ -46,6 +46,9 @@ class Bindings(Numbering):
         self._event_names = api.LOOP_EVENT_NAMES | event_names
         self._open_loops: list[list] = []  # [node id, relevant, called names] per enclosing loop
         self._loops: dict[int, tuple[bool, frozenset]] = {}
+        # In visit order: ("class", ClassInfo) and ("loop", node, enclosing class name),
+        # so loops.py builds its models without walking the tree a second time.
+        self.outline: list[tuple] = []
         self.imports = Imports()
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
@@ -70,8 +73,9 @@ class Bindings(Numbering):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = [self.imports.qualify(dotted(arg.value)) or "" for arg in node.bases]
         info = ClassInfo(node.name.value, bases)
-        self.classes.setdefault(info.name, info)
+        info = self.classes.setdefault(info.name, info)
         self._class_stack.append(info)
+        self.outline.append(("class", info))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._class_stack.pop()
@@ -90,9 +94,13 @@ class Bindings(Numbering):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
 
+    def _enclosing_class(self) -> Optional[str]:
+        return self._class_stack[-1].name if self._class_stack else None
+
     def visit_For(self, node: cst.For) -> None:
         self.number(node)
         self._open_loops.append([id(node), False, set()])
+        self.outline.append(("loop", node, self._enclosing_class()))
 
     def leave_For(self, original_node: cst.For) -> None:
         self._close_loop()
@@ -100,6 +108,7 @@ class Bindings(Numbering):
     def visit_While(self, node: cst.While) -> None:
         self.number(node)
         self._open_loops.append([id(node), False, set()])
+        self.outline.append(("loop", node, self._enclosing_class()))
 
     def leave_While(self, original_node: cst.While) -> None:
         self._close_loop()

@@ -82,6 +82,13 @@ class FileModel:
     lightning_clips: list[Event]
     source: str
 
+    @property
+    def lines(self) -> list[str]:
+        """The source split into lines with their ends (computed once: fixes read it often)."""
+        if "_lines" not in self.__dict__:
+            self.__dict__["_lines"] = self.source.splitlines(keepends=True)
+        return self.__dict__["_lines"]
+
     def reads_grad(self) -> bool:
         """Does anything read `.grad` (not only clear it)?"""
         return bool(_GRAD_READ.search(_GRAD_CLEARS.sub("", self.source)))
@@ -136,7 +143,7 @@ class Context:
 
     # making events
     def text(self, node: cst.CSTNode) -> str:
-        code = self.builder.module.code_for_node(node).strip()
+        code = self.builder.code(node).strip()
         code = " ".join(code.split())
         return code if len(code) <= 60 else code[:57] + "..."
 
@@ -239,7 +246,15 @@ class Builder:
         names = frozenset(n.rsplit(".", 1)[-1] for n in wrappers.backward_functions + wrappers.step_functions)
         self.bindings = collect(module, names)
         text = module.code if parsed_text is None else parsed_text
-        self.positions = Positions(module, text, self.bindings, line_offset)
+        self._codes: dict[int, str] = {}
+        self.positions = Positions(module, text, self.bindings, line_offset, self.code)
+
+    def code(self, node: cst.CSTNode) -> str:
+        """The node's source (generated once: messages and position checks both need it)."""
+        key = id(node)
+        if key not in self._codes:
+            self._codes[key] = self.module.code_for_node(node)
+        return self._codes[key]
 
     def span(self, node: cst.CSTNode) -> Span:
         return self.positions.span(node)
@@ -571,21 +586,22 @@ def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> 
     return {k: v for k, v in mapping.items() if k != v}
 
 
-class _LoopFinder(cst.CSTVisitor):
+class _LoopFinder:
+    """Builds a model for every loop and Lightning module, from the bindings pass's outline."""
+
     def __init__(self, builder: Builder) -> None:
         self.builder = builder
-        self.classes: list[str] = []
         self.loops: list[LoopModel] = []
         self.lightning_clips: list[Event] = []
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.classes.append(node.name.value)
-        info = self.builder.bindings.classes.get(node.name.value)
-        if info is not None and api.lightning_module(info.bases) and "training_step" in info.methods:
-            self._lightning(info)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.classes.pop()
+    def run(self) -> None:
+        for entry in self.builder.bindings.outline:
+            if entry[0] == "class":
+                info = entry[1]
+                if api.lightning_module(info.bases) and "training_step" in info.methods:
+                    self._lightning(info)
+            else:
+                self._loop(entry[1], entry[2])
 
     def _lightning(self, info) -> None:
         method = info.methods["training_step"]
@@ -601,18 +617,12 @@ class _LoopFinder(cst.CSTVisitor):
         if not any(e.kind == api.B for e in events):  # manual_backward means manual optimization
             self.lightning_clips.extend(e for e in events if e.kind == api.C)
 
-    def _loop(self, node) -> None:
+    def _loop(self, node, class_name: Optional[str]) -> None:
         if not self.builder.bindings.may_hold_events(node):
             return
-        model = self.builder.loop_model(node, self.classes[-1] if self.classes else None)
+        model = self.builder.loop_model(node, class_name)
         if model is not None:
             self.loops.append(model)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._loop(node)
-
-    def visit_While(self, node: cst.While) -> None:
-        self._loop(node)
 
 
 def _mark_foreign(loops: list[LoopModel]) -> None:
@@ -636,6 +646,6 @@ def build(
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
     builder = Builder(module, path, wrappers, line_offset, source if parsed_text is None else parsed_text)
     finder = _LoopFinder(builder)
-    module.visit(finder)
+    finder.run()
     _mark_foreign(finder.loops)
     return FileModel(path, builder.bindings, finder.loops, finder.lightning_clips, source)

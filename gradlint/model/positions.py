@@ -35,6 +35,9 @@ KINDS: dict[type, tuple[type, ...]] = {
 }
 
 
+_KEYWORDS = {cst.For: "for", cst.While: "while", cst.FunctionDef: "def"}
+
+
 class Numbering(cst.CSTVisitor):
     """Pre-order numbers of the nodes in KINDS, per kind (mixed into the bindings pass)."""
 
@@ -49,8 +52,9 @@ class Numbering(cst.CSTVisitor):
 
 
 class Positions:
-    def __init__(self, module: cst.Module, source: str, numbering: Numbering, line_offset: int = 0):
+    def __init__(self, module: cst.Module, source: str, numbering: Numbering, line_offset: int = 0, code=None):
         self.module = module
+        self.code = code or module.code_for_node
         self.source = source
         self.numbering = numbering
         self.line_offset = line_offset
@@ -117,7 +121,12 @@ class Positions:
 
     def _starts_with(self, line: int, col: int, node: cst.CSTNode) -> bool:
         """The source at (line, col) begins with the node's own first characters."""
-        code = self.module.code_for_node(node)
+        keyword = _KEYWORDS.get(type(node))
+        if keyword is not None:  # a loop or def: its keyword is enough, and cheap
+            head = ("async " if getattr(node, "asynchronous", None) else "") + keyword
+            text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+            return text[col : col + len(head)] == head
+        code = self.code(node)
         for _ in getattr(node, "lpar", ()):  # positions exclude an expression's own parentheses
             code = code.lstrip()[1:]
         # a statement's code starts with its leading blank and comment lines: skip them

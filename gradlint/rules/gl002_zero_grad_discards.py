@@ -49,7 +49,7 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
             fix = None
             if not backward_between and same_iteration:
                 lost = events[fresh[-1]]
-                fix = move(file.source, z, later, after=True, description=f"Move {z.text} after {later.text}")
+                fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
             elif accumulated and not z.accumulation_guarded:
                 lost = events[accumulated[-1]]
             else:

@@ -22,7 +22,7 @@ def check(file):
             clip,
             ((step, "the step that already used the unclipped gradients"),),
             loop,
-            move(file.source, clip, step, after=False, description=f"Move the clip before {step.text}"),
+            move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}"),
         )
 
 

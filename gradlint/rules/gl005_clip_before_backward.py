@@ -18,7 +18,7 @@ def check(file):
         step = next_of(walk, walk.events.index(following, i), S)
         fix = None
         if step is not None and walk.iteration[walk.events.index(step, i)] == walk.iteration[i]:
-            fix = move(file.source, clip, step, after=False, description=f"Move the clip before {step.text}")
+            fix = move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}")
         yield RawFinding(
             "GL005",
             f"{clip.text} runs before {at(following)}: it clips stale or partial gradients, "

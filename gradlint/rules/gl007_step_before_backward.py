@@ -30,7 +30,7 @@ def check(file):
                     step,
                     ((later, "the backward that comes after the step"),),
                     loop,
-                    move(file.source, step, later, after=True, description=f"Move {step.text} after {later.text}"),
+                    move(file.lines, step, later, after=True, description=f"Move {step.text} after {later.text}"),
                 )
 
 

@@ -31,7 +31,7 @@ def check(file):
                     sched,
                     ((later, "the optimizer step that should come first"),),
                     loop,
-                    move(file.source, sched, later, after=True, description=f"Move {sched.text} after {later.text}"),
+                    move(file.lines, sched, later, after=True, description=f"Move {sched.text} after {later.text}"),
                 )
 
 
