@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from functools import lru_cache
 from typing import Optional
 
+from gradlint.atomic import write_atomically
 from gradlint.findings import INTERNAL_ERROR, READ_ERROR, FileResult
 from gradlint.settings import Settings
 
@@ -120,17 +120,7 @@ class Cache:
                 self._prepare()
                 os.makedirs(folder, exist_ok=True)
             payload = json.dumps({"key": key, "result": result.to_dict()}, separators=(",", ":"))
-            fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(payload)
-                os.replace(temp, entry)
-            except BaseException:
-                try:
-                    os.unlink(temp)
-                except OSError:
-                    pass
-                raise
+            write_atomically(entry, payload)
         except OSError:
             self.writable = False  # read-only or full disk: run on without a cache
 

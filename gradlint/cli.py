@@ -301,31 +301,12 @@ def _write(text: str, output_file: Optional[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    import os
-    import tempfile
+    from gradlint.atomic import write_atomically
 
-    directory = os.path.dirname(os.path.abspath(output_file))
     try:
-        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(output_file)}.", suffix=".tmp")
+        write_atomically(output_file, text, fsync=True)
     except OSError as exc:
         raise UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
-        os.replace(temp, output_file)
-    except BaseException as exc:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
-        raise
 
 
 def run_rules(argv: list[str]) -> int:

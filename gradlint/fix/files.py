@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
+from gradlint.atomic import write_atomically
 from gradlint.findings import FileResult
 from gradlint.fix import apply
 
@@ -39,17 +39,4 @@ def fix_file(result: FileResult, settings) -> tuple[FileResult, int]:
 
 
 def _replace(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".gradlint")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, text, mode=os.stat(path).st_mode & 0o7777)
