@@ -12,23 +12,31 @@ def check(file):
     for loop in file.loops:
         if loop.has(Z) or not (loop.has(B) and loop.has(S)):
             continue  # a loop that clears anything is GL003's to judge
+        # Which parameters a backward reaches is unknown, so each optimizer is
+        # followed on its own: a backward after its step piles onto what it used.
+        optimizers = {e.optimizer for e in loop.events if e.kind == S}
         for walk in walks(loop):
-            state, writer, consumer = CLEAN, None, None
-            for event in walk.events:
-                if event.kind == B:
-                    if event.overwrites:
-                        state = FRESH
-                    elif state == CONSUMED:
-                        state, writer = STALE, event
-                    elif state == CLEAN:
-                        state = FRESH
-                elif event.kind == S:
-                    if event.clears:
-                        state = CLEAN
-                        continue
-                    if state == STALE:
-                        yield _finding(loop, writer, consumer, event)
-                    state, consumer = CONSUMED, event
+            for optimizer in optimizers:
+                yield from _follow(loop, walk, optimizer)
+
+
+def _follow(loop, walk, optimizer):
+    state, writer, consumer = CLEAN, None, None
+    for event in walk.events:
+        if event.kind == B:
+            if event.overwrites:
+                state = FRESH
+            elif state == CONSUMED:
+                state, writer = STALE, event
+            elif state == CLEAN:
+                state = FRESH
+        elif event.kind == S and event.optimizer == optimizer:
+            if event.clears:
+                state = CLEAN
+                continue
+            if state == STALE:
+                yield _finding(loop, writer, consumer, event)
+            state, consumer = CONSUMED, event
 
 
 def _finding(loop, writer, consumer, step):
