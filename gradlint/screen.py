@@ -245,7 +245,7 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
         if node.value is not None:
             _alias_words(node.value, words, WRAPPER_METHODS)
         for word in words:
-            trigger(word, (unit, None, (unit.start, unit.end)))
+            trigger(word, (unit, node, None))
 
     reached: set[str] = set()
     queue: list[str] = []
@@ -277,11 +277,53 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
             if not unit.needed:
                 unit.needed = True
                 needed.add(unit.top)
-                if node is not None:
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    add(_assignment_needs(node))
+                elif node is not None:
                     add_code(node)
                 else:
                     add_text(*span)
     return needed
+
+
+# Callees whose arguments bindings.py reads: optimizer constructions (their parameters),
+# wrappers and engines (aliases), and the helpers a parameter expression goes through.
+_ARGUMENTS_READ = re.compile(
+    r"optim|Optimizer|^(SGD|Adam\w*|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|LBFGS|Rprop|ASGD|Lion\w*|LAMB|Lamb|"
+    r"LARS|Fused\w+|\w+8bit|PagedAdam\w*|Adafactor|SophiaG|Muon|Lookahead|Novograd|AdaBelief)$|"
+    r"^(DistributedDataParallel|DDP|DataParallel|FullyShardedDataParallel|FSDP|compile|DistributedOptimizer|"
+    r"convert_sync_batchnorm|prepare\w*|setup\w*|wrap|optimize|initialize|list|tuple|iter|set|sorted|filter|chain)$"
+)
+
+
+def _assignment_needs(node: ast.stmt) -> set[str]:
+    """The names bindings.py can read from this assignment: its targets, the callee
+    (a kind, an import to qualify, a class), an alias source, and the arguments of
+    calls whose arguments it reads.  Not every word: `loss = F.cross_entropy(model(x), y)`
+    must not pull in every other assignment to `x` and `y` in the file."""
+    out: set[str] = set()
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        _target_words(target, out)
+    value = node.value
+    if value is None:
+        return out
+    if not isinstance(value, ast.Call):
+        return out | _names_in(value)
+    func = value.func
+    parts = _dotted_parts(func)
+    if parts is None:
+        return out | _names_in(value)
+    out |= set(parts)
+    if isinstance(func, ast.Attribute):  # `b.to(dev)`, `accelerator.prepare(...)`: the receiver
+        out |= _names_in(func.value)
+    if any(_ARGUMENTS_READ.search(part) for part in parts[-2:]):
+        out |= _names_in(value)
+    else:  # `a = Wrapper(b)` of an unknown wrapper: the plain-name arguments only
+        for arg in value.args:
+            if isinstance(arg, (ast.Name, ast.Attribute)):
+                out |= _names_in(arg)
+    return out
 
 
 def _resolved_names(region: ast.AST, eventish, aliases) -> set[str]:
