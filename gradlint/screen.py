@@ -176,7 +176,8 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     token_marks = sorted(token_lines)
     keep = {i for i, (_, _, droppable, _) in enumerate(pieces) if not droppable}
     keep |= {loop[2] for loop in candidates} | walk.training_step_tops
-    keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(token_marks, s, e)}
+    engine_marks = _engine_call_lines(tree)
+    keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
     if len(keep) < len(pieces):
         keep |= _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
     for i in list(keep):  # a kept method keeps its class
@@ -196,6 +197,25 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
         if parent >= 0:
             out[start - 1] = indent + "pass"  # the class body stays a body
     return "\n".join(out)
+
+
+def _engine_call_lines(tree: ast.Module) -> list[int]:
+    """Lines of `X.backward(loss)` and `X.step()` on a receiver that has both: bindings.py
+    finds DeepSpeed-style engines from these calls wherever they are, so they stay."""
+    backward: dict[str, list[int]] = {}
+    step: dict[str, list[int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            parts = _dotted_parts(node.func.value)
+            if parts is None:
+                continue
+            receiver = ".".join(parts)
+            if node.func.attr == "backward" and node.args:
+                backward.setdefault(receiver, []).append(node.lineno)
+            elif node.func.attr == "step" and not node.args:
+                step.setdefault(receiver, []).append(node.lineno)
+    lines = [n for r in backward.keys() & step.keys() for n in backward[r] + step[r]]
+    return sorted(lines)
 
 
 def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
@@ -342,7 +362,10 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> set[str]:
             if name is None:
                 out |= _names_in(func)
                 continue
-            out.add(name)
+            # Only `f(...)` and `self.m(...)` are inlined as helpers: `x.sum()` names no
+            # function of the file the model could follow.
+            if isinstance(func, ast.Name) or (isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+                out.add(name)
             if name in aliases or any(word in name for word in eventish):
                 out |= _names_in(node)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
