@@ -334,16 +334,10 @@ def _assignment_needs(node: ast.stmt) -> set[str]:
     parts = _dotted_parts(func)
     if parts is None:
         return out | _names_in(value)
-    out |= set(parts)
-    if isinstance(func, ast.Attribute):  # `b.to(dev)`, `accelerator.prepare(...)`: the receiver
-        out |= _names_in(func.value)
+    out |= set(parts)  # the callee, receiver included (`b.to(dev)` aliases b)
     if any(_ARGUMENTS_READ.search(part) for part in parts[-2:]):
         out |= _names_in(value)
-    else:  # `a = Wrapper(b)` of an unknown wrapper: the plain-name arguments only
-        for arg in value.args:
-            if isinstance(arg, (ast.Name, ast.Attribute)):
-                out |= _names_in(arg)
-    return out
+    return out  # other calls' arguments alias nothing and hold no parameters (bindings.py)
 
 
 def _resolved_names(region: ast.AST, eventish, aliases) -> set[str]:
