@@ -11,7 +11,6 @@ leaves in `.grad` and what the next does with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import product
 from typing import Optional
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Optional
 
 from gradlint.findings import Fix
 from gradlint.model.events import Event
@@ -27,13 +27,12 @@ def at(event: Event) -> str:
     return f"{event.text} (line {event.span.line})"
 
 
-def via(event: Event) -> str:
-    return f" via {' -> '.join(event.via)}" if event.via else ""
-
-
-def scan(events, start: int, stop_kinds: str) -> Iterator[tuple[int, Event]]:
-    """Events after index `start`, up to and including the first whose kind is in stop_kinds."""
-    for i in range(start + 1, len(events)):
-        yield i, events[i]
-        if events[i].kind in stop_kinds:
-            return
+def later_in_iteration(walk, index: int, kind: str) -> Optional[Event]:
+    """The first event of `kind` after `index` in the same iteration of the walk."""
+    it = walk.iteration[index]
+    for j in range(index + 1, len(walk.events)):
+        if walk.iteration[j] != it:
+            return None
+        if walk.events[j].kind == kind:
+            return walk.events[j]
+    return None

@@ -3,7 +3,7 @@
 from gradlint.fix import move
 from gradlint.model.events import B, S
 from gradlint.model.flow import walks
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.registry import Rule
 
 
@@ -17,10 +17,7 @@ def check(file):
                 earlier = walk.events[:i]
                 if any(e.kind == B for e in earlier):
                     continue
-                later = next(
-                    (e for j, e in enumerate(walk.events) if j > i and walk.iteration[j] == 0 and e.kind == B),
-                    None,
-                )
+                later = later_in_iteration(walk, i, B)
                 if later is None:
                     continue
                 yield RawFinding(

@@ -3,7 +3,7 @@
 from gradlint.fix import move
 from gradlint.model.events import L, S
 from gradlint.model.flow import walks
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.registry import Rule
 
 
@@ -18,10 +18,7 @@ def check(file):
                     continue
                 if any(e.kind == S for e in walk.events[:i]):
                     continue
-                later = next(
-                    (e for j, e in enumerate(walk.events) if j > i and walk.iteration[j] == 0 and e.kind == S),
-                    None,
-                )
+                later = later_in_iteration(walk, i, S)
                 if later is None:
                     continue
                 yield RawFinding(
