@@ -7,7 +7,6 @@ import dataclasses
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 
