@@ -45,6 +45,8 @@ _WORD = re.compile(r"(?!\d)\w+")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+# Compound statements that stay valid with only their header and part of their body.
+_CUTTABLE = _FUNCS + (ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
 
 
 class _Unit:
@@ -69,6 +71,10 @@ class _Walk:
         self.imports: list[tuple[list[str], _Unit]] = []
         self.assigns: list[ast.stmt] = []
         self.assign_tops: list[int] = []
+        # The compound statements between a function piece and each assignment in it
+        # (None when one of them cannot be cut down to its header: try, match, else...).
+        self.assign_paths: dict[int, Optional[tuple]] = {}
+        self.piece_nodes: list[ast.stmt] = []
         self.training_step_tops: set[int] = set()
         for stmt in tree.body:
             index = self._piece(stmt, -1)
@@ -89,6 +95,7 @@ class _Walk:
         start = _start(stmt)
         droppable = isinstance(stmt, _FUNCS + (ast.ClassDef,))
         self.pieces.append((start, stmt.end_lineno or start, droppable, parent))
+        self.piece_nodes.append(stmt)
         return len(self.pieces) - 1
 
     def _class(self, node: ast.ClassDef, top: int) -> None:
@@ -96,9 +103,10 @@ class _Walk:
         self.classes.append((node.name, _Unit(top, _start(node), node.end_lineno), header_end))
 
     def _statement(self, stmt: ast.stmt, top: int) -> None:
-        stack = [stmt]
+        root_path: Optional[tuple] = () if isinstance(stmt, _FUNCS) else None
+        stack = [(stmt, root_path)]
         while stack:
-            node = stack.pop()
+            node, path = stack.pop()
             if isinstance(node, _FUNCS):
                 self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node))
             elif isinstance(node, ast.ClassDef):
@@ -114,11 +122,14 @@ class _Walk:
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 self.assigns.append(node)
                 self.assign_tops.append(top)
+                self.assign_paths[id(node)] = path
                 continue
-            for field in _BODIES:
+            for field in _BODIES:  # statements, except handlers, match cases
                 children = getattr(node, field, None)
                 if children:
-                    stack.extend(reversed(children))  # statements, except handlers, match cases
+                    cut = path is not None and field == "body" and isinstance(node, _CUTTABLE)
+                    child_path = (path if node is stmt else path + (node,)) if cut else None
+                    stack.extend((child, child_path) for child in reversed(children))
 
 
 def _start(node: ast.stmt) -> int:
@@ -179,13 +190,18 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     engine_marks = _engine_call_lines(tree)
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
     if len(keep) < len(pieces):
-        keep |= _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
+        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
+        keep |= whole
+        skeletons = _skeletons(walk, partial, keep)
+        keep |= set(skeletons)
+    else:
+        skeletons = {}
     for i in list(keep):  # a kept method keeps its class
         parent = pieces[i][3]
         while parent >= 0 and parent not in keep:
             keep.add(parent)
             parent = pieces[parent][3]
-    if len(keep) == len(pieces):
+    if len(keep) == len(pieces) and not skeletons:
         return source
     out = list(lines)
     for i, (start, end, _, parent) in enumerate(pieces):
@@ -196,7 +212,51 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
             out[n] = ""
         if parent >= 0:
             out[start - 1] = indent + "pass"  # the class body stays a body
+    for i, kept in skeletons.items():
+        start, end, _, parent = pieces[i]
+        if parent >= 0 and parent not in keep:
+            continue  # blanked with its class
+        for n in range(start, end + 1):
+            if n not in kept:
+                out[n - 1] = ""
     return "\n".join(out)
+
+
+def _skeletons(walk: "_Walk", partial: dict, keep: set) -> dict[int, set[int]]:
+    """Function pieces needed only for some assignments: the lines to keep of each.
+
+    The def's header, the header of every compound statement around each
+    assignment, and the assignment itself: still valid Python, every kept
+    node on its own line and column, and nothing else for libcst to parse.
+    A piece whose assignment sits where a header alone is not valid (try,
+    else, except, match) is kept whole.
+    """
+    out: dict[int, set[int]] = {}
+    for top, assigns in partial.items():
+        if top in keep:
+            continue
+        if not isinstance(walk.piece_nodes[top], _FUNCS):
+            keep.add(top)
+            continue
+        lines: Optional[set[int]] = _header_lines(walk.piece_nodes[top])
+        for node in assigns:
+            path = walk.assign_paths.get(id(node))
+            if path is None:
+                lines = None
+                break
+            for ancestor in path:
+                lines |= _header_lines(ancestor)
+            lines |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        if lines is None:
+            keep.add(top)
+        else:
+            out[top] = lines
+    return out
+
+
+def _header_lines(node: ast.stmt) -> set[int]:
+    first_body = node.body[0].lineno
+    return set(range(_start(node), max(node.lineno, first_body - 1) + 1))
 
 
 def _engine_call_lines(tree: ast.Module) -> list[int]:
@@ -291,19 +351,22 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
         if _contains(marked, unit.start, unit.end):
             add_text(unit.start, header_end)
     needed: set[int] = set()
+    partial: dict[int, list] = {}  # piece -> the assignments it is needed for
     while queue:
         word = queue.pop()
         for unit, node, span in triggers.get(word, ()):
             if not unit.needed:
                 unit.needed = True
-                needed.add(unit.top)
                 if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    partial.setdefault(unit.top, []).append(node)  # this assignment, not its function
                     add(_assignment_needs(node))
-                elif node is not None:
+                    continue
+                needed.add(unit.top)
+                if node is not None:
                     add_code(node)
                 else:
                     add_text(*span)
-    return needed
+    return needed, partial
 
 
 # Callees whose arguments bindings.py reads: optimizer constructions (their parameters),
