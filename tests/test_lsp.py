@@ -16,21 +16,11 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from gradlint.suppress import line_suppressions
+from lsp_snippets import BUGGY
 
 SERVER = [sys.executable, "-m", "gradlint", "lsp"]
 TIMEOUT = 10  # seconds; generous for a loaded CI machine, a passing test takes far less
 
-BUGGY = """\
-import torch
-
-model = torch.nn.Linear(2, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for x, y in data:
-    loss = model(x).sum()
-    loss.backward()
-    opt.zero_grad()
-    opt.step()
-"""
 FIXED = BUGGY.replace(
     "    loss.backward()\n    opt.zero_grad()\n", "    opt.zero_grad()\n    loss.backward()\n"
 )

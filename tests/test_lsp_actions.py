@@ -12,6 +12,7 @@ from gradlint.lsp import actions
 from gradlint.lsp.documents import check_document, finding_at, findings_on_lines
 from gradlint.settings import Settings
 from gradlint.suppress import line_suppressions
+from lsp_snippets import BUGGY
 
 
 def apply(line: str, edit: dict | None) -> str:
@@ -100,17 +101,6 @@ def test_hover_names_the_rule_and_links_its_docs():
     assert actions.hover_markdown(unknown) == "**XX999** m"
 
 
-BUGGY = """\
-import torch
-
-model = torch.nn.Linear(2, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for x, y in data:
-    loss = model(x).sum()
-    loss.backward()
-    opt.zero_grad()
-    opt.step()
-"""
 
 
 def test_check_document_diagnostics_match_findings():

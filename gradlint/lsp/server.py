@@ -171,6 +171,12 @@ class GradlintServer(LanguageServer):
         self.log_internal_errors(uri, path, result)
         return result
 
+    async def checked_document(self, uri: str) -> tuple[Optional[DocumentCheck], Optional[TextDocument]]:
+        """The current check of an open document and the document, or (None, None)."""
+        result = await self.current_check(uri)
+        doc = self.document(uri)
+        return (result, doc) if result is not None and doc is not None else (None, None)
+
     async def current_check(self, uri: str) -> Optional[DocumentCheck]:
         """Like check, but retried when the buffer changes mid-check (for requests that need an answer)."""
         for _ in range(5):
@@ -336,9 +342,8 @@ def make_server() -> GradlintServer:
     @guarded
     async def pull_diagnostics(ls: GradlintServer, params: types.DocumentDiagnosticParams):
         uri = params.text_document.uri
-        result = await ls.current_check(uri)
-        doc = ls.document(uri)
-        if result is None or doc is None:
+        result, doc = await ls.checked_document(uri)
+        if result is None:
             return types.RelatedFullDocumentDiagnosticReport(items=[])
         version, generation = ls.key_of(doc)
         result_id = f"{version}.{generation}"
@@ -358,9 +363,8 @@ def make_server() -> GradlintServer:
         if only and not any(types.CodeActionKind.QuickFix.value.startswith(kind) for kind in only):
             return None  # e.g. "source.organizeImports" on save: we offer quick fixes only
         uri = params.text_document.uri
-        result = await ls.current_check(uri)
-        doc = ls.document(uri)
-        if result is None or doc is None:
+        result, doc = await ls.checked_document(uri)
+        if result is None:
             return None
         first, last = _in_range(params.range)
         by_key = {(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"]): d for d in result.diagnostics}
@@ -387,9 +391,8 @@ def make_server() -> GradlintServer:
     @guarded
     async def hover(ls: GradlintServer, params: types.HoverParams):
         uri = params.text_document.uri
-        result = await ls.current_check(uri)
-        doc = ls.document(uri)
-        if result is None or doc is None:
+        result, doc = await ls.checked_document(uri)
+        if result is None:
             return None
         position = doc.position_codec.position_from_client_units(doc.lines, params.position)
         finding = finding_at(result.findings, position.line, position.character)
