@@ -18,6 +18,7 @@ import libcst as cst
 from gradlint.model import events as api
 from gradlint.model.names import Imports, dotted, is_under, last, root
 from gradlint.model.positions import Numbering
+from gradlint.model.walk import walk
 
 OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
 _MAX_DEPTH = 6
@@ -487,5 +488,5 @@ def _params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 def collect(module: cst.Module, event_names: frozenset = frozenset()) -> Bindings:
     bindings = Bindings(event_names)
-    module.visit(bindings)
+    walk(module, bindings)
     return bindings

@@ -123,6 +123,8 @@ class Event:
 
 import libcst as cst  # noqa: E402  (kept below the tables: they need no libcst)
 
+from gradlint.model.walk import walk  # noqa: E402
+
 
 def _positional(call: cst.Call) -> list[cst.BaseExpression]:
     return [a.value for a in call.args if a.keyword is None and not a.star]
@@ -261,7 +263,7 @@ def _measures_only(call: cst.Call) -> bool:
     if limit is None:
         return False
     names = _NameCollector()
-    limit.visit(names)
+    walk(limit, names)
     return "inf" in names.words or any(w.endswith("inf") for w in names.strings)
 
 

@@ -20,6 +20,7 @@ from gradlint.model.bindings import Bindings, collect
 from gradlint.model.events import Event
 from gradlint.model.names import dotted, root
 from gradlint.model.positions import Positions
+from gradlint.model.walk import walk
 from gradlint.settings import Wrappers
 
 MAX_HELPER_DEPTH = 3
@@ -335,7 +336,7 @@ class Builder:
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, then, orelse = test.expression, orelse, then
         names = _Names()
-        test.visit(names)
+        walk(test, names)
         key = " ".join(self.module.code_for_node(test).split())
         key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
         accumulation = (
@@ -356,7 +357,7 @@ class Builder:
             flag = False
             for value in self.bindings.assigns.get(name, ()):
                 names = _Names()
-                value.visit(names)
+                walk(value, names)
                 if names.has_modulo or any(api.ACCUMULATION_WORDS.search(n) for n in names.names):
                     flag = True
                     break
@@ -408,7 +409,7 @@ class Builder:
 
     def expression(self, node: cst.BaseExpression, ctx: Context) -> list[Node]:
         collector = _CallsInOrder()
-        node.visit(collector)
+        walk(node, collector)
         out: list[Node] = []
         for call in collector.calls:
             out.extend(self.call(call, ctx))
@@ -491,7 +492,7 @@ class Builder:
 
     def loop_model(self, node: cst.For | cst.While, class_name: Optional[str]) -> Optional[LoopModel]:
         assigned = _AssignedNames()
-        node.visit(assigned)
+        walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
         if isinstance(node, cst.For):
             owner = self.iteration_owner(node.iter, ctx)
@@ -505,7 +506,7 @@ class Builder:
     def step_function_model(self, node: cst.FunctionDef, class_name: str) -> Optional[LoopModel]:
         """Lightning calls a manual-optimization training_step once per batch: a loop body."""
         assigned = _AssignedNames()
-        node.visit(assigned)
+        walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
         body = self.suite(node.body, ctx)
         return self._finish(LoopModel(self._header_span(node), "training_step", body))
