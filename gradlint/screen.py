@@ -33,6 +33,7 @@ tests/test_screen.py checks that findings with and without it are equal.
 from __future__ import annotations
 
 import ast
+import heapq
 import re
 import warnings
 from bisect import bisect_left
@@ -79,17 +80,24 @@ class _Walk:
         for stmt in tree.body:
             index = self._piece(stmt, -1)
             if isinstance(stmt, ast.ClassDef):
-                lightning = any(isinstance(m, _FUNCS) and m.name == "training_step" for m in stmt.body)
-                self._class(stmt, index)
-                if lightning:
-                    self.training_step_tops.add(index)
-                for member in stmt.body:
-                    if isinstance(member, _FUNCS) and not lightning:
-                        self._statement(member, self._piece(member, index))
-                    else:
-                        self._statement(member, index)
+                self._class_piece(stmt, index)
             else:
                 self._statement(stmt, index)
+
+    def _class_piece(self, node: ast.ClassDef, index: int) -> None:
+        """A class of the module or of a class body: its methods and nested classes are pieces
+        of their own (a Lightning module is kept whole)."""
+        lightning = any(isinstance(m, _FUNCS) and m.name == "training_step" for m in node.body)
+        self._class(node, index)
+        if lightning:
+            self.training_step_tops.add(index)
+        for member in node.body:
+            if isinstance(member, _FUNCS) and not lightning:
+                self._statement(member, self._piece(member, index), in_class=True)
+            elif isinstance(member, ast.ClassDef) and not lightning:
+                self._class_piece(member, self._piece(member, index))
+            else:
+                self._statement(member, index, in_class=True)
 
     def _piece(self, stmt: ast.stmt, parent: int) -> int:
         start = _start(stmt)
@@ -102,13 +110,15 @@ class _Walk:
         header_end = node.body[0].lineno - 1 if node.body[0].lineno > node.lineno else node.lineno
         self.classes.append((node.name, _Unit(top, _start(node), node.end_lineno), header_end))
 
-    def _statement(self, stmt: ast.stmt, top: int) -> None:
+    def _statement(self, stmt: ast.stmt, top: int, in_class: bool = False) -> None:
         root_path: Optional[tuple] = () if isinstance(stmt, _FUNCS) else None
-        stack = [(stmt, root_path)]
+        stack = [(stmt, root_path, in_class)]
         while stack:
-            node, path = stack.pop()
+            node, path, method = stack.pop()
             if isinstance(node, _FUNCS):
-                self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node))
+                # A method (a def right in a class body) is inlined as `self.m()` only, any
+                # other def as a bare call `f()` only (loops.py, helper_for).
+                self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node, method))
             elif isinstance(node, ast.ClassDef):
                 self._class(node, top)
                 if any(isinstance(m, _FUNCS) and m.name == "training_step" for m in node.body):
@@ -127,9 +137,10 @@ class _Walk:
             for field in _BODIES:  # statements, except handlers, match cases
                 children = getattr(node, field, None)
                 if children:
-                    cut = path is not None and field == "body" and isinstance(node, _CUTTABLE)
-                    child_path = (path if node is stmt else path + (node,)) if cut else None
-                    stack.extend((child, child_path) for child in reversed(children))
+                    cut = path is not None and (field != "cases" and not isinstance(node, ast.match_case))
+                    child_path = (path if node is stmt else path + ((node, field),)) if cut else None
+                    in_body = isinstance(node, ast.ClassDef)
+                    stack.extend((child, child_path, in_body) for child in reversed(children))
 
 
 def _start(node: ast.stmt) -> int:
@@ -163,7 +174,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     # whose line is marked (`from torch.autograd import backward as bw`) count too.
     marked = sorted(marks)
     callees = {name for names, unit in walk.imports if _contains(marked, unit.start, unit.end) for name in names}
-    callees |= {name for name, unit, _ in walk.functions if _contains(marked, unit.start, unit.end)}
+    callees |= {name for name, unit, _, _ in walk.functions if _contains(marked, unit.start, unit.end)}
     searched: set[str] = set()
     while callees - searched:
         fresh = sorted(callees - searched)
@@ -174,7 +185,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
             break
         marks |= new_lines
         marked = sorted(marks)
-        callees |= {name for name, unit, _ in walk.functions if _contains(marked, unit.start, unit.end)}
+        callees |= {name for name, unit, _, _ in walk.functions if _contains(marked, unit.start, unit.end)}
 
     candidates = [loop for loop in walk.loops if _contains(marked, loop[0], loop[1])]
     if not candidates and not walk.training_step_tops:
@@ -192,7 +203,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     if len(keep) < len(pieces):
         whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
         keep |= whole
-        skeletons = _skeletons(walk, partial, keep)
+        skeletons = _skeletons(walk, partial, keep, lines)
         keep |= set(skeletons)
     else:
         skeletons = {}
@@ -217,46 +228,90 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
         if parent >= 0 and parent not in keep:
             continue  # blanked with its class
         for n in range(start, end + 1):
-            if n not in kept:
-                out[n - 1] = ""
+            out[n - 1] = kept.get(n, "")
     return "\n".join(out)
 
 
-def _skeletons(walk: "_Walk", partial: dict, keep: set) -> dict[int, set[int]]:
-    """Function pieces needed only for some assignments: the lines to keep of each.
+def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dict[int, dict[int, str]]:
+    """Function pieces needed only for some assignments: the lines to keep of each, with their text.
 
-    The def's header, the header of every compound statement around each
-    assignment, and the assignment itself: still valid Python, every kept
-    node on its own line and column, and nothing else for libcst to parse.
-    A piece whose assignment sits where a header alone is not valid (try,
-    else, except, match) is kept whole.
+    The def's header, a header for every block around each assignment, and
+    the assignment itself: still valid Python, every kept node on its own
+    line and column, and nothing else for libcst to parse.  A block that
+    cannot stand alone (`else:`, `elif`, `try:`, `except`, `finally:`) gets
+    a header of the same indentation that can (`if 1:`, `if  cond:`).  Where
+    that is not possible (a match case, a body on its header's line) the
+    piece is kept whole.
     """
-    out: dict[int, set[int]] = {}
+    out: dict[int, dict[int, str]] = {}
     for top, assigns in partial.items():
         if top in keep:
             continue
         if not isinstance(walk.piece_nodes[top], _FUNCS):
             keep.add(top)
             continue
-        lines: Optional[set[int]] = _header_lines(walk.piece_nodes[top])
+        kept: Optional[dict[int, str]] = _block_header(walk.piece_nodes[top], "body", lines)
         for node in assigns:
             path = walk.assign_paths.get(id(node))
-            if path is None:
-                lines = None
+            if path is None or kept is None:
+                kept = None
                 break
-            for ancestor in path:
-                lines |= _header_lines(ancestor)
-            lines |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-        if lines is None:
+            for ancestor, field in path:
+                header = _block_header(ancestor, field, lines)
+                if header is None:
+                    kept = None
+                    break
+                kept.update(header)
+            if kept is None:
+                break
+            for n in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                kept.setdefault(n, lines[n - 1])
+        if kept is None:
             keep.add(top)
         else:
-            out[top] = lines
+            out[top] = kept
     return out
 
 
-def _header_lines(node: ast.stmt) -> set[int]:
-    first_body = node.body[0].lineno
-    return set(range(_start(node), max(node.lineno, first_body - 1) + 1))
+_ELSE = re.compile(r"(else|finally)\s*:")
+
+
+def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict[int, str]]:
+    """The header lines (number -> text) under which the `field` block of `node` stays valid
+    Python on its own; None when there is none."""
+    body = getattr(node, field)
+    first = body[0].lineno
+    if field == "body" and not isinstance(node, (ast.Try, ast.ExceptHandler) + _TRY_STAR):
+        start, end = _start(node), max(node.lineno, first - 1)
+        header = {n: lines[n - 1] for n in range(start, end + 1)}
+        text, col = lines[node.lineno - 1], node.col_offset
+        if isinstance(node, ast.If) and text.startswith("elif", col):
+            header[node.lineno] = text[:col] + "if  " + text[col + 4 :]  # same columns after it
+        return header
+    if field == "orelse" and isinstance(node, ast.If) and isinstance(body[0], ast.If) and len(body) == 1:
+        if lines[body[0].lineno - 1].startswith("elif", body[0].col_offset):
+            return {}  # the elif's own header is rewritten as an `if`
+    if field == "handlers":
+        return {}  # each `except` header is rewritten as an `if`
+    if field == "body" or isinstance(node, ast.ExceptHandler):  # `try:`, `except ...:`
+        if first == node.lineno:
+            return None
+        indent = lines[node.lineno - 1][: node.col_offset]
+        return {node.lineno: indent + "if 1:"}
+    # `else:` or `finally:`: the line that opens the block, found above its first statement
+    col = node.col_offset
+    for n in range(first, 0, -1):
+        text = lines[n - 1]
+        if _ELSE.match(text, col) and not text[:col].strip():
+            if n == first:  # `else: x = 1`: the keyword becomes `if 1` of the same width
+                return {n: text[:col] + "if 1" + text[col + 4 :]} if text.startswith("else", col) else None
+            return {n: text[:col] + "if 1:"}
+        if n < first and text.strip() and not text.lstrip().startswith("#"):
+            return None
+    return None
+
+
+_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 
 
 def _engine_call_lines(tree: ast.Module) -> list[int]:
@@ -290,12 +345,14 @@ def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
 
 # A call whose name holds one of these may be a gradient event (events.py's tables
 # all do): its receiver and arguments are names the analysis resolves.
+FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `self.m()`
 _EVENTISH = ("backward", "step", "grad", "zero", "clip", "unscale", "scale", "accumulate")
 
 
 def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words) -> set[int]:
     """Top-level statements whose functions, classes, imports or assignments the analysis can reach."""
     from gradlint.model.events import WRAPPER_METHODS  # only for files libcst will parse anyway
+    from gradlint.model.loops import MAX_HELPER_DEPTH
 
     eventish = _EVENTISH + tuple(wrapper_words)
     aliases = {
@@ -304,18 +361,18 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
         if any(word in "\n".join(lines[unit.start - 1 : unit.end]) for word in eventish)
         for name in names
     } | set(callees)
-    triggers: dict[str, list] = {}
-
-    def trigger(word: str, item) -> None:
-        triggers.setdefault(word, []).append(item)
-
-    for name, unit, node in walk.functions:
-        trigger(name, (unit, node, None))
+    # A function is needed only when code the model walks can call it (loops.py inlines
+    # helpers and closures by name); bindings.py reads no function body, so the words of
+    # assignments, class headers and imports reach classes, imports and assignments only.
+    callables: dict[tuple[str, str], list] = {}
+    bound: dict[str, list] = {}
+    for name, unit, node, method in walk.functions:
+        callables.setdefault((METHOD if method else FUNCTION, name), []).append((unit, node))
     for name, unit, header_end in walk.classes:
-        trigger(name, (unit, None, (unit.start, header_end)))
+        bound.setdefault(name, []).append((unit, None, (unit.start, header_end)))
     for names, unit in walk.imports:
         for name in names:
-            trigger(name, (unit, None, (unit.start, unit.end)))
+            bound.setdefault(name, []).append((unit, None, (unit.start, unit.end)))
     for node, top in zip(walk.assigns, walk.assign_tops):
         unit = _Unit(top, node.lineno, node.end_lineno)
         words: set[str] = set()
@@ -325,9 +382,14 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
         if node.value is not None:
             _alias_words(node.value, words, WRAPPER_METHODS)
         for word in words:
-            trigger(word, (unit, node, None))
+            bound.setdefault(word, []).append((unit, node, None))
 
-    reached: set[str] = set()
+    # Code words carry the helper depth at which their code runs: loops.py inlines a
+    # call only MAX_HELPER_DEPTH deep, so a name called deeper needs no function kept.
+    # Names that are not called (`opt.step(closure)`) may be inlined at any depth.
+    depth_of: dict[tuple[str, str], int] = {}
+    by_depth: list[tuple[int, str, str]] = []  # a heap: every function is first reached at its least depth
+    reached: set[str] = set()  # binding words
     queue: list[str] = []
 
     def add(words) -> None:
@@ -339,33 +401,47 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
     def add_text(start: int, end: int) -> None:
         add(_WORD.findall("\n".join(lines[start - 1 : end])))
 
-    def add_code(node: ast.AST) -> None:
-        add(_resolved_names(node, eventish, aliases))
+    def add_code(node: ast.AST, depth: int) -> None:
+        bare, self_calls, closures, names = _resolved_names(node, eventish, aliases)
+        calls = [(FUNCTION, bare), (METHOD, self_calls)] if depth < MAX_HELPER_DEPTH else []
+        for kinds, words in calls + [((FUNCTION, METHOD), closures)]:
+            for kind in kinds if isinstance(kinds, tuple) else (kinds,):
+                for word in words:
+                    if depth_of.get((kind, word), depth + 2) > depth + 1:
+                        depth_of[kind, word] = depth + 1
+                        heapq.heappush(by_depth, (depth + 1, kind, word))
+        add(bare | self_calls | names)
 
     for loop in candidates:
-        add_code(loop[3])
-    for _, unit, node in walk.functions:
+        add_code(loop[3], 0)
+    for _, unit, node, _ in walk.functions:
         if _contains(marked, unit.start, unit.end):
-            add_code(node)
+            add_code(node, 0)
     for _, unit, header_end in walk.classes:  # Lightning bases, base classes of a loop's class
         if _contains(marked, unit.start, unit.end):
             add_text(unit.start, header_end)
     needed: set[int] = set()
     partial: dict[int, list] = {}  # piece -> the assignments it is needed for
-    while queue:
+    while by_depth or queue:
+        if by_depth:
+            depth, kind, word = heapq.heappop(by_depth)
+            if depth_of[kind, word] == depth:
+                for unit, node in callables.get((kind, word), ()):
+                    if not unit.needed:
+                        unit.needed = True
+                        needed.add(unit.top)
+                        add_code(node, depth)
+            continue
         word = queue.pop()
-        for unit, node, span in triggers.get(word, ()):
+        for unit, node, span in bound.get(word, ()):
             if not unit.needed:
                 unit.needed = True
-                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                if node is not None:
                     partial.setdefault(unit.top, []).append(node)  # this assignment, not its function
                     add(_assignment_needs(node))
                     continue
                 needed.add(unit.top)
-                if node is not None:
-                    add_code(node)
-                else:
-                    add_text(*span)
+                add_text(*span)
     return needed, partial
 
 
@@ -403,14 +479,19 @@ def _assignment_needs(node: ast.stmt) -> set[str]:
     return out  # other calls' arguments alias nothing and hold no parameters (bindings.py)
 
 
-def _resolved_names(region: ast.AST, eventish, aliases) -> set[str]:
-    """The names in `region` that building a loop model can look up in the file's bindings.
+def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[str], set[str], set[str]]:
+    """The names in `region` that building a loop model can look up: (bare calls `f()`,
+    `self.m()` calls, plain names handed to a call that may be an event (a closure for
+    `opt.step(closure)`), every name the file's bindings may be asked about).
 
     Every called name (a helper to inline); everything inside a call that
     may be an event (receiver, arguments: optimizers, modules, parameters);
     every `.grad` write; every `for` loop's iterable (whose parameters a
     `p.grad = None` clears).
     """
+    bare: set[str] = set()
+    self_calls: set[str] = set()
+    closures: set[str] = set()
     out: set[str] = set()
     for node in ast.walk(region):
         if isinstance(node, ast.Call):
@@ -421,17 +502,20 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> set[str]:
                 continue
             # Only `f(...)` and `self.m(...)` are inlined as helpers: `x.sum()` names no
             # function of the file the model could follow.
-            if isinstance(func, ast.Name) or (isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
-                out.add(name)
+            if isinstance(func, ast.Name):
+                bare.add(name)
+            elif isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                self_calls.add(name)
             if name in aliases or any(word in name for word in eventish):
                 out |= _names_in(node)
+                closures |= {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             out |= _names_in(node.iter)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any("grad" in _names_in(t) for t in targets):
                 out |= _names_in(node)
-    return out
+    return bare, self_calls, closures, out
 
 
 def _names_in(node: ast.AST) -> set[str]:

@@ -181,3 +181,32 @@ def test_startup_no_libcst_when_prefiltered_or_cached(tmp_path):
     assert out.stdout.split("\n")[-2] == "1 ['libcst']", out.stderr  # a real buggy file: never torch
     out = child(probe.format(argv=["--cache-dir", cache_dir, buggy]), tmp_path)
     assert out.stdout.split("\n")[-2] == "1 []", out.stderr  # the cache hit
+
+
+TWO_OPTIMIZERS = """\
+import torch
+model_a = torch.nn.Linear(2, 2)
+model_b = torch.nn.Linear(2, 2)
+for x in range(3):
+    model_a(x).sum().backward()
+    opt_a = torch.optim.SGD(model_a.parameters())
+    opt_a.step()
+    opt_b = torch.optim.SGD(model_b.parameters())
+    opt_b.step()
+"""
+
+
+def test_the_same_findings_under_every_hash_seed(tmp_path):
+    """A finding is reported once per place: which optimizer its message names must not
+    depend on set order (the cache, --jobs and the LSP must all agree)."""
+    script = tmp_path / "two.py"
+    script.write_text(TWO_OPTIMIZERS)
+    outputs = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        proc = subprocess.run([sys.executable, "-m", "gradlint", "--no-cache", str(script)],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 1, proc.stderr
+        outputs.add(proc.stdout)
+    assert len(outputs) == 1
+    assert "opt_a.step()" in outputs.pop()  # the first optimizer stepped

@@ -1,6 +1,9 @@
 """The screen cuts a function needed only for an assignment down to a skeleton."""
 
 import ast
+import textwrap
+
+import pytest
 
 from gradlint.engine import check_source
 from gradlint.screen import screen
@@ -48,8 +51,137 @@ def test_skeleton_keeps_headers_and_the_assignment_only():
         assert line in kept
     for line in (5, 7, 8, 10, 11):  # the print, the unrelated loop, the rest
         assert line not in kept
-    # inside `try:` a header alone is not valid Python: the whole function stays
-    assert all(line in kept for line in range(14, 19))
+    # `try:` alone is not a block: it becomes `if 1:` of the same indentation
+    assert text.splitlines()[14] == "    if 1:"
+    assert kept_lines(text)[kept.index(15):kept.index(16) + 1] == [15, 16]
+    assert not {17, 18} & set(kept)
+
+
+# Each shape holds the only assignment that tells which parameters `opt` steps (model's,
+# so `other.zero_grad()` is GL003): the screen must keep it, in place.
+LOOP = '''
+model = torch.nn.Linear(2, 2)
+other = torch.nn.Linear(2, 2)
+
+
+def train(loader):
+    for x in loader:
+        other.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+'''
+
+SHAPES = {
+    "else": """
+        if cond:
+            print("a")
+        else:
+            opt = torch.optim.SGD(model.parameters())
+    """,
+    "else on one line": """
+        if cond:
+            print("a")
+        else: opt = torch.optim.SGD(model.parameters())
+    """,
+    "elif": """
+        if cond:
+            print("a")
+        elif (other and
+              cond):
+            opt = torch.optim.SGD(model.parameters())
+        else:
+            print("c")
+    """,
+    "else of elif": """
+        if cond:
+            print("a")
+        elif other:
+            print("b")
+        else:
+            # a comment between the header and the body
+            opt = torch.optim.SGD(model.parameters())
+    """,
+    "try": """
+        try:
+            opt = torch.optim.SGD(model.parameters())
+        except ValueError:
+            print("x")
+    """,
+    "except": """
+        try:
+            print("x")
+        except (ValueError,
+                KeyError) as exc:
+            opt = torch.optim.SGD(model.parameters())
+    """,
+    "try else": """
+        try:
+            print("x")
+        except ValueError:
+            print("y")
+        else:
+            opt = torch.optim.SGD(model.parameters())
+    """,
+    "finally": """
+        try:
+            print("x")
+        finally:
+            opt = torch.optim.SGD(model.parameters())
+    """,
+    "for else": """
+        for item in cond:
+            print(item)
+        else:
+            opt = torch.optim.SGD(model.parameters())
+    """,
+    "with inside except": """
+        try:
+            print("x")
+        except ValueError:
+            with cond:
+                opt = torch.optim.SGD(model.parameters())
+    """,
+    "match case (kept whole)": """
+        match cond:
+            case 1:
+                opt = torch.optim.SGD(model.parameters())
+    """,
+    "try on one line (kept whole)": """
+        try: opt = torch.optim.SGD(model.parameters())
+        except ValueError: pass
+    """,
+}
+
+
+def _module(shape: str) -> str:
+    body = textwrap.indent(textwrap.dedent(SHAPES[shape]).strip("\n"), "    ")
+    return f"import torch\n\n\ndef build(cond):\n    print('start')\n{body}\n    print('end')\n\n{LOOP}"
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_block_around_the_assignment_keeps_it_in_place(shape, monkeypatch):
+    from gradlint import engine
+
+    source = _module(shape)
+    text = screen(source)
+    ast.parse(text)  # still Python
+    source_lines, text_lines = source.split("\n"), text.split("\n")
+    assert len(text_lines) == len(source_lines)
+    assignment = next(n for n, line in enumerate(source_lines) if "opt = " in line)
+    # the assignment keeps its line and column (the text before it is only a same-width header)
+    column = source_lines[assignment].index("opt = ")
+    assert text_lines[assignment][column:] == source_lines[assignment][column:]
+    if "kept whole" in shape:
+        assert "    print('start')" in text_lines
+    else:
+        assert "    print('start')" not in text_lines  # the rest of the function is gone
+        assert "    print('end')" not in text_lines
+
+    screened = check_source(source, "s.py", Settings.default()).findings
+    monkeypatch.setattr(engine, "_screen", lambda source, settings: source)
+    whole = check_source(source, "s.py", Settings.default()).findings
+    assert screened == whole
+    assert [f.code for f in whole] == ["GL003"]  # the assignment decides the finding
 
 
 def test_findings_are_the_same_with_and_without_the_screen(monkeypatch):

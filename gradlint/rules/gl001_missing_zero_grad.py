@@ -14,7 +14,8 @@ def check(file):
             continue  # a loop that clears anything is GL003's to judge
         # Which parameters a backward reaches is unknown, so each optimizer is
         # followed on its own: a backward after its step piles onto what it used.
-        optimizers = {e.optimizer for e in loop.events if e.kind == S}
+        # In order of first step: a set would make the message depend on the hash seed.
+        optimizers = dict.fromkeys(e.optimizer for e in loop.events if e.kind == S)
         for walk in walks(loop):
             for optimizer in optimizers:
                 yield from _follow(loop, walk, optimizer)
