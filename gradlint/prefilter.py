@@ -15,7 +15,11 @@ finding and is never parsed:
 * a call of ``step``: ``opt.step(``, ``xm.optimizer_step(``,
   ``def training_step(`` (Lightning);
 * a write to ``.grad``: ``p.grad = g``, ``p.grad += g`` (a B event that
-  overwrites), also ``(p.grad) = ...`` and ``p.grad.data = ...``;
+  overwrites), also ``(p.grad) = ...`` and ``p.grad.data = ...``; a bare
+  ``grad = ...`` is a local variable, not an event;
+* a ``def backward(`` or ``def step(`` defines a name and runs nothing (its
+  body holds the events, if any), so it does not count; ``def
+  training_step(`` does;
 * the last name of any configured wrapper (``[tool.gradlint]``
   ``backward-functions``, ``step-functions``, ...): a call matches an
   entry by its dotted text or its last name, so that name is in the text.
@@ -50,13 +54,47 @@ _SPELLINGS = (
 )
 
 
-def _starts_name(text: str, start: int, prefixes: tuple[str, ...]) -> bool:
-    """Is text[start:] the start of a name, or of one of `prefixes` + it?"""
+def _name_start(text: str, start: int, prefixes: tuple[str, ...]) -> int:
+    """Where the name that text[start:] is the end of starts (one of `prefixes` + it), or -1."""
     for prefix in prefixes:
         if text.startswith(prefix, start - len(prefix)) and start >= len(prefix):
             start -= len(prefix)
             break
-    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
+    return start if start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_") else -1
+
+
+_DEF_BEFORE = re.compile(r"(?:^|[^\w])def[ \t]+$", re.MULTILINE)
+
+
+def _is_definition(text: str, name_start: int) -> bool:
+    """`def step(`: the name is being defined on this line (a definition runs nothing)."""
+    line_start = text.rfind("\n", 0, name_start) + 1
+    return _DEF_BEFORE.search(text, line_start, name_start) is not None
+
+
+def _after_dot(text: str, start: int) -> bool:
+    """Is the name at `start` an attribute (`p.grad`, `p . grad`, `p.\\<newline>grad`)?
+    Also True where that cannot be told cheaply (a comment between them, old Mac line ends)."""
+    i = start - 1
+    while i >= 0 and text[i] in " \t\\":
+        i -= 1
+    if i < 0 or text[i] == ".":
+        return i >= 0
+    if text[i] != "\n":
+        return text[i] == "\r"
+    # The name opens its line: an attribute only if the line before ends with the dot
+    # (inside brackets, blank lines may come between); a comment there hides that end: count it.
+    previous = ""
+    while not previous and i > 0:
+        line_start = text.rfind("\n", 0, i) + 1
+        previous, i = text[line_start:i].strip(), line_start - 1
+    return "#" in previous or previous.endswith((".", "\\"))
+
+
+def _counts(text: str, literal: str, name_start: int) -> bool:
+    if literal == "grad":
+        return _after_dot(text, name_start)
+    return text.startswith("training_", name_start) or not _is_definition(text, name_start)
 
 
 class Prefilter:
@@ -69,7 +107,8 @@ class Prefilter:
         for literal, pattern, prefixes in _SPELLINGS:
             if literal in text:
                 for match in pattern.finditer(text):
-                    if _starts_name(text, match.start(), prefixes):
+                    start = _name_start(text, match.start(), prefixes)
+                    if start >= 0 and _counts(text, literal, start):
                         yield match.start()
         for word in self.wrapper_words:
             start = text.find(word)

@@ -102,6 +102,16 @@ def test_configured_wrappers_pass(monkeypatch, wrappers, call):
         ("steps = 3; step_size(2); p.grad == q", False),
         ("pad_backward(x); mystep(1)", False),
         ("import os\nprint(os.sep)", False),
+        # a definition runs nothing, a bare `grad` is a local variable
+        ("class F:\n    def backward(ctx, g):\n        return g", False),
+        ("def step(self):\n    pass", False),
+        ("async def step(self):\n    pass", False),
+        ("x = 1\n\n    grad = compute(x)\n", False),
+        ("undef step(x)", True),
+        ("def helper():\n    step(opt)", True),
+        ("(p.\n\n  grad) = g", True),  # an attribute across lines inside brackets
+        ("(p.  # why\n  grad) = g", True),
+        ("(p. \\\n  grad) = g", True),
     ],
 )
 def test_spellings(text, expected):
