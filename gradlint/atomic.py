@@ -4,12 +4,13 @@ it, then os.replace.  Shared by reports (--output-file), --fix and the cache."""
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Optional
 
 
 def write_atomically(path: str, text: str, mode: Optional[int] = None, fsync: bool = False) -> None:
     """Replace `path` with `text`.  `mode` None: what a newly created file would get."""
+    import tempfile  # here, not at import: a run that writes nothing does not pay for it
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:

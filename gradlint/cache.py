@@ -18,13 +18,13 @@ JSON decode.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from functools import lru_cache
 from typing import Optional
 
 from gradlint.atomic import write_atomically
+from gradlint.digest import hex_digest
 from gradlint.findings import INTERNAL_ERROR, READ_ERROR, FileResult
 from gradlint.settings import Settings
 
@@ -34,7 +34,7 @@ _ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
 def content_digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return hex_digest(data)
 
 
 @lru_cache(maxsize=1)
@@ -53,7 +53,7 @@ def code_fingerprint() -> str:
                 except OSError:
                     continue
                 parts.append(f"{os.path.relpath(os.path.join(folder, name), package)}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+    return hex_digest("\n".join(parts).encode())
 
 
 def project_root(paths: list[str]) -> str:
@@ -94,7 +94,7 @@ class Cache:
         if fingerprint is None:
             fingerprint = self._settings[settings] = settings.fingerprint()
         text = "\0".join((self.code, fingerprint, path, digest))
-        return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+        return hex_digest(text.encode("utf-8", "surrogateescape"), size=20)
 
     def _entry(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key[2:] + ".json")

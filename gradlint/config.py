@@ -30,7 +30,6 @@ and what was expected; the CLI turns it into exit 2.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import sys
@@ -126,6 +125,8 @@ def parse_table(table: Any, path: str, root: str) -> FileConfig:
         raise ConfigError(f"{prefix}: expected a table, got {_type_name(table)}")
     for key in table:
         if key not in KNOWN_KEYS:
+            import difflib
+
             hint = difflib.get_close_matches(key.replace("_", "-"), KNOWN_KEYS, n=1)
             suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
             raise ConfigError(f"{prefix}: unknown key {key!r} (known keys: {', '.join(KNOWN_KEYS)}){suggestion}")

@@ -34,7 +34,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gradlint.settings import Wrappers
+TYPE_CHECKING = False  # gradlint/quick.py imports this module first: no typing, no settings
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from gradlint.settings import Wrappers
 
 # Between a name and what follows it Python allows spaces, newlines inside
 # brackets, backslash continuations and comments: accept all of them.
@@ -100,8 +104,9 @@ def _counts(text: str, literal: str, name_start: int) -> bool:
 class Prefilter:
     """The cheap test for one set of configured wrappers."""
 
-    def __init__(self, wrappers: Wrappers = Wrappers()):
-        self.wrapper_words = tuple(sorted({name.rsplit(".", 1)[-1] for name in wrappers.all_names() if name}))
+    def __init__(self, wrappers: "Optional[Wrappers]" = None):
+        names = wrappers.all_names() if wrappers is not None else ()
+        self.wrapper_words = tuple(sorted({name.rsplit(".", 1)[-1] for name in names if name}))
 
     def _matches(self, text: str):
         for literal, pattern, prefixes in _SPELLINGS:
@@ -132,9 +137,9 @@ class Prefilter:
 
 
 @lru_cache(maxsize=32)
-def for_wrappers(wrappers: Wrappers) -> Prefilter:
+def for_wrappers(wrappers: "Optional[Wrappers]") -> Prefilter:
     return Prefilter(wrappers)
 
 
-def may_hold_events(text: str, wrappers: Wrappers = Wrappers()) -> bool:
+def may_hold_events(text: str, wrappers: "Optional[Wrappers]" = None) -> bool:
     return for_wrappers(wrappers).may_hold_events(text)

@@ -7,8 +7,6 @@ boundaries.  ``gradlint.config`` builds it from pyproject.toml and flags.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field, asdict
 
 
@@ -43,5 +41,9 @@ class Settings:
 
     def fingerprint(self) -> str:
         """A stable digest of everything that can change a file's findings."""
+        import json  # only a cached run asks
+
+        from gradlint.digest import hex_digest
+
         data = {"select": sorted(self.select), "wrappers": asdict(self.wrappers)}
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        return hex_digest(json.dumps(data, sort_keys=True).encode(), size=8)

@@ -1,0 +1,132 @@
+"""The answer to a clean `check` run, before the full command line is imported.
+
+A pre-commit hook hands gradlint a few file names on every commit, and most
+of them hold no training loop.  For such a run the full CLI would import
+argparse, the configuration loader, the engine and the reporters (tens of
+milliseconds) only to print nothing and exit 0.  This module gives that same
+answer with nothing but os, sys, re and gradlint/prefilter.py, when it is
+sure:
+
+* the arguments are `[check] FILE...` with flags that cannot change a clean
+  answer (``--no-cache``, ``--cache-dir DIR``, ``--jobs N``, ``--exit-zero``,
+  ``--force-exclude``, ``--isolated``, ``--show-suppressed``);
+* every FILE is a regular file, not a notebook, of at most
+  engine.MAX_FILE_BYTES, plain UTF-8 (no BOM, no coding line, no NUL), in
+  which the prefilter finds no spelling of a gradient event: such a file
+  has no finding, and no error either;
+* no pyproject.toml on the way up from a FILE could change that: one that
+  mentions gradlint (its table can name wrappers, or be invalid) sends the
+  run to the full CLI, and one that does not must still be valid TOML, as
+  the full CLI checks.
+
+Anything else returns None and the full CLI decides.  A file passed over
+here is exactly one the full run counts as checked and clean (it is never
+parsed, and nothing is cached for it); tests/test_quick.py runs both paths.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Flags that change neither which findings a clean file has nor the output of a clean run.
+_SWITCHES = frozenset({"--no-cache", "--exit-zero", "--force-exclude", "--isolated", "--show-suppressed"})
+_WITH_VALUE = frozenset({"--cache-dir", "--jobs", "-j"})
+MAX_FILE_BYTES = 8 * 1024 * 1024  # engine.MAX_FILE_BYTES (a test keeps them equal)
+
+
+def clean_run(argv: list[str]) -> bool:
+    """True when `gradlint argv` surely prints nothing and exits 0 (see the module docstring)."""
+    paths = _paths(argv[1:] if argv[:1] == ["check"] else argv)
+    if not paths:
+        return False
+    isolated = "--isolated" in argv
+    seen_dirs: set[str] = set()
+    for path in paths:
+        if not _clean_file(path):
+            return False
+        if not isolated and not _no_configuration(os.path.dirname(os.path.abspath(path)), seen_dirs):
+            return False
+    return True
+
+
+def _paths(args: list[str]) -> list[str]:
+    """The file names, or [] when an argument is one this module does not answer for."""
+    paths: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _WITH_VALUE:
+            if i + 1 == len(args):
+                return []
+            value = args[i + 1]
+            if arg != "--cache-dir" and not (value.isdigit() and int(value) >= 1):
+                return []
+            i += 2
+            continue
+        if arg.startswith("-"):  # `-` (stdin), --config, --select, --fix, abbreviations, `--x=y`...
+            if arg not in _SWITCHES:
+                return []
+        else:
+            paths.append(arg)
+        i += 1
+    return paths
+
+
+def _clean_file(path: str) -> bool:
+    if path.lower().endswith(".ipynb") or not os.path.isfile(path):
+        return False
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            return False
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    if b"\x00" in data or data.startswith(b"\xef\xbb\xbf"):
+        return False
+    first_two = data.split(b"\n", 2)[:2]
+    if any(b"coding" in line for line in first_two):  # PEP 263: the full decoder decides
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    from gradlint.prefilter import may_hold_events
+
+    return not may_hold_events(text)
+
+
+def _no_configuration(directory: str, seen: set[str]) -> bool:
+    """No pyproject.toml from `directory` up can configure gradlint, and each one found is valid."""
+    current = directory
+    while current not in seen:
+        seen.add(current)
+        candidate = os.path.join(current, "pyproject.toml")
+        if os.path.isfile(candidate) and not _passed_over(candidate):
+            return False
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return True
+
+
+def _passed_over(pyproject: str) -> bool:
+    """A pyproject.toml the full CLI reads and passes over: valid TOML, no gradlint in it."""
+    try:
+        with open(pyproject, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    if b"gradlint" in data:
+        return False
+    try:
+        import tomllib  # only here: a run in a project meets one pyproject.toml or two
+    except ImportError:  # Python < 3.11: the full CLI (tomli) decides
+        return False
+
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(table.get("tool", {}), dict)

@@ -1,0 +1,135 @@
+"""gradlint/quick.py answers a clean run early: only where the full CLI would print
+nothing and exit 0, and without importing the full CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gradlint import cli, engine, quick
+
+PLAIN = "import os\n\n\ndef main():\n    for name in os.listdir('.'):\n        print(name)\n"
+TRAINING = "for x in data:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
+WRAPPED = "for x in data:\n    run_backward(model(x))\n    apply_update(opt)\n"
+WRAPPER_CONFIG = '[tool.gradlint]\nbackward-functions = ["run_backward"]\nstep-functions = ["apply_update"]\n'
+
+
+def full_run(argv, capsys, monkeypatch):
+    """The full CLI, the shortcut switched off: (exit code, stdout, stderr)."""
+    monkeypatch.setattr(cli, "_clean_without_analysis", lambda args: False)
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    monkeypatch.undo()
+    return code, out, err
+
+
+def files(tmp_path):
+    """Name -> path of every kind of file the shortcut meets."""
+    def make(name, data):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data if isinstance(data, bytes) else data.encode())
+        return str(path)
+
+    out = {
+        "plain": make("plain.py", PLAIN),
+        "empty": make("empty.py", ""),
+        "training": make("training.py", TRAINING),
+        "latin-1 coding line": make("latin.py", "# -*- coding: latin-1 -*-\nx = 'caf\xe9'\n".encode("latin-1")),
+        "not utf-8": make("bad.py", b"x = '\xff'\n"),
+        "nul": make("nul.py", b"x = 1\x00\n"),
+        "bom": make("bom.py", b"\xef\xbb\xbfx = 1\n"),
+        "notebook": make("nb.ipynb", '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'),
+        "syntax error, no event": make("broken.py", "def f(:\n"),
+        "wrapped, configured": make("wrapped/proj/train.py", WRAPPED),
+        "under invalid toml": make("invalid/proj/plain.py", PLAIN),
+        "under a table-less pyproject": make("tableless/proj/plain.py", PLAIN),
+    }
+    make("wrapped/proj/pyproject.toml", WRAPPER_CONFIG)
+    make("invalid/pyproject.toml", "[project\nname = 'x'\n")
+    make("tableless/pyproject.toml", "[project]\nname = 'x'\n")
+    os.mkdir(tmp_path / "folder")
+    out["directory"] = str(tmp_path / "folder")
+    out["missing"] = str(tmp_path / "missing.py")
+    return out
+
+
+ARGVS = [
+    ["{plain}"],
+    ["check", "{plain}", "{empty}"],
+    ["{plain}", "--no-cache", "--exit-zero", "--force-exclude", "--jobs", "2"],
+    ["{plain}", "--isolated", "-j", "1", "--cache-dir", "{tmp}/cache"],
+    ["{plain}", "--jobs", "0"],
+    ["{plain}", "--jobs"],
+    ["{plain}", "--select", "GL001"],
+    ["{plain}", "--select", "NOPE"],
+    ["{plain}", "--output-format", "json"],
+    ["{plain}", "--statistics"],
+    ["{plain}", "--frobnicate"],
+    ["{plain}", "-"],
+    ["{plain}", "{training}"],
+    ["{latin-1 coding line}"],
+    ["{not utf-8}"],
+    ["{nul}"],
+    ["{bom}"],
+    ["{notebook}"],
+    ["{syntax error, no event}"],
+    ["{wrapped, configured}"],
+    ["{wrapped, configured}", "--isolated"],
+    ["{under invalid toml}"],
+    ["{under invalid toml}", "--isolated"],
+    ["{under a table-less pyproject}"],
+    ["{directory}"],
+    ["{missing}"],
+    [],
+]
+
+
+@pytest.mark.parametrize("template", ARGVS, ids=[" ".join(a) or "(no arguments)" for a in ARGVS])
+def test_the_shortcut_answers_only_what_the_full_run_answers(template, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    names = files(tmp_path)
+    argv = [arg.format(tmp=tmp_path, **names) for arg in template]
+    shortcut = quick.clean_run(argv)
+    code, out, err = full_run(argv, capsys, monkeypatch)
+    if shortcut:
+        assert (code, out, err) == (0, "", "")
+    assert not (tmp_path / "cache").exists() or not shortcut  # a clean answer writes no cache
+
+
+def test_the_shortcut_is_taken_for_plain_files(tmp_path):
+    names = files(tmp_path)
+    assert quick.clean_run([names["plain"], names["empty"], names["under a table-less pyproject"]])
+    assert quick.clean_run([names["wrapped, configured"], "--isolated"])  # no wrappers: no event spelled
+    assert quick.clean_run([names["syntax error, no event"]])  # the full run never parses it either
+    assert not quick.clean_run([names["wrapped, configured"]])  # its pyproject.toml names gradlint
+    assert not quick.clean_run([names["training"]])
+
+
+def test_a_clean_run_imports_neither_the_cli_nor_the_analysis(tmp_path):
+    names = files(tmp_path)
+    code = (
+        "import sys\n"
+        "from gradlint.cli import main\n"
+        f"rc = main([{names['plain']!r}, '--no-cache'])\n"
+        "heavy = {'argparse', 'dataclasses', 'typing', 'tomllib', 'hashlib', 'libcst',\n"
+        "         'gradlint.config', 'gradlint.engine', 'gradlint.settings', 'gradlint.report'}\n"
+        "print(rc, sorted(heavy & set(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(cli.__file__))})
+    assert proc.stdout.split(None, 1) == ["0", "[]\n"], proc.stderr
+
+
+def test_the_size_limit_is_the_engines():
+    assert quick.MAX_FILE_BYTES == engine.MAX_FILE_BYTES
+
+
+def test_other_subcommands_are_never_taken_for_file_names(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rules").write_text(PLAIN)  # a file named like a subcommand
+    assert cli.main(["rules"]) == 0
+    assert "GL001" in capsys.readouterr().out
