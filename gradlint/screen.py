@@ -39,6 +39,7 @@ import warnings
 from bisect import bisect_left
 from typing import Optional
 
+from gradlint.ast_nodes import ast_nodes
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
 
@@ -198,7 +199,10 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     token_marks = sorted(token_lines)
     keep = {i for i, (_, _, droppable, _) in enumerate(pieces) if not droppable}
     keep |= {loop[2] for loop in candidates} | walk.training_step_tops
-    engine_marks = _engine_call_lines(tree)
+    # `X.backward(loss)` and `X.step()` are spelled with a mark: only statements holding one can hold them.
+    engine_marks = _engine_call_lines(
+        walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)
+    )
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
     if len(keep) < len(pieces):
         whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
@@ -314,12 +318,12 @@ def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict
 _TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 
 
-def _engine_call_lines(tree: ast.Module) -> list[int]:
+def _engine_call_lines(statements) -> list[int]:
     """Lines of `X.backward(loss)` and `X.step()` on a receiver that has both: bindings.py
     finds DeepSpeed-style engines from these calls wherever they are, so they stay."""
     backward: dict[str, list[int]] = {}
     step: dict[str, list[int]] = {}
-    for node in ast.walk(tree):
+    for node in (node for statement in statements for node in ast_nodes(statement)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             parts = _dotted_parts(node.func.value)
             if parts is None:
@@ -493,7 +497,7 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
     self_calls: set[str] = set()
     closures: set[str] = set()
     out: set[str] = set()
-    for node in ast.walk(region):
+    for node in ast_nodes(region):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
@@ -508,7 +512,7 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
                 self_calls.add(name)
             if name in aliases or any(word in name for word in eventish):
                 out |= _names_in(node)
-                closures |= {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)}
+                closures |= {sub.id for sub in ast_nodes(node) if isinstance(sub, ast.Name)}
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             out |= _names_in(node.iter)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -520,7 +524,7 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
 
 def _names_in(node: ast.AST) -> set[str]:
     out: set[str] = set()
-    for sub in ast.walk(node):
+    for sub in ast_nodes(node):
         if isinstance(sub, ast.Name):
             out.add(sub.id)
         elif isinstance(sub, ast.Attribute):

@@ -191,3 +191,33 @@ def test_findings_are_the_same_with_and_without_the_screen(monkeypatch):
     monkeypatch.setattr(engine, "_screen", lambda source, settings: source)
     whole = check_source(SOURCE, "s.py", Settings.default()).findings
     assert screened == whole
+
+
+ENGINE = '''\
+import torch
+
+
+def unrelated():
+    return 1
+
+
+def setup(engine, loss):
+    engine.backward(loss)
+    engine.step()
+
+
+def train(model, opt, loader):
+    for x in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+'''
+
+
+def test_calls_that_make_an_engine_stay_wherever_they_are():
+    """bindings.py takes a receiver of both `X.backward(loss)` and `X.step()` for a
+    DeepSpeed-style engine from anywhere in the file: the screen keeps those calls."""
+    text = screen(ENGINE)
+    assert "    engine.backward(loss)" in text.split("\n")
+    assert "    engine.step()" in text.split("\n")
+    assert "    return 1" not in text.split("\n")  # while what nothing reaches goes

@@ -21,6 +21,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gradlint.ast_nodes import ast_nodes
 from gradlint.findings import Span
 
 # libcst node type -> the ast node types it corresponds to
@@ -85,7 +86,7 @@ class Positions:
                 return None
             by_kind: dict[type, list] = {kind: [] for kind in KINDS}
             lookup = {t: kind for kind, types in KINDS.items() for t in types}
-            for node in ast.walk(tree):
+            for node in ast_nodes(tree):
                 kind = lookup.get(type(node))
                 if kind is not None:
                     by_kind[kind].append(node)
