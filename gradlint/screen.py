@@ -47,8 +47,6 @@ _WORD = re.compile(r"(?!\d)\w+")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
-# Compound statements that stay valid with only their header and part of their body.
-_CUTTABLE = _FUNCS + (ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)
 
 
 class _Unit:
@@ -138,7 +136,8 @@ class _Walk:
             for field in _BODIES:  # statements, except handlers, match cases
                 children = getattr(node, field, None)
                 if children:
-                    cut = path is not None and (field != "cases" and not isinstance(node, ast.match_case))
+                    # Every block can be cut down to a header (see _block_header) but a match's.
+                    cut = path is not None and field != "cases" and not isinstance(node, ast.match_case)
                     child_path = (path if node is stmt else path + ((node, field),)) if cut else None
                     in_body = isinstance(node, ast.ClassDef)
                     stack.extend((child, child_path, in_body) for child in reversed(children))
@@ -278,6 +277,7 @@ def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dic
 
 
 _ELSE = re.compile(r"(else|finally)\s*:")
+_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # Python 3.11's `except*`
 
 
 def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict[int, str]]:
@@ -313,9 +313,6 @@ def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict
         if n < first and text.strip() and not text.lstrip().startswith("#"):
             return None
     return None
-
-
-_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
 
 
 def _engine_call_lines(statements) -> list[int]:
