@@ -627,8 +627,12 @@ class _LoopFinder:
 
 
 def _mark_foreign(loops: list[LoopModel]) -> None:
-    """An event inside a nested loop that is analysed on its own belongs to that loop."""
-    keys = [frozenset(e.key for e in loop.events) for loop in loops]
+    """An event inside a nested loop that is a training loop of its own belongs to that loop.
+
+    An inner loop that only backpropagates (micro-batches whose step is in the
+    outer loop) is not: the outer loop reports what goes wrong with its events.
+    """
+    keys = [frozenset(e.key for e in loop.events) if loop.has(api.B) and loop.has(api.S) else frozenset() for loop in loops]
     for i, loop in enumerate(loops):
         nested = keys[i] - loop.own
         if nested:
