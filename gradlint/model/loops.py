@@ -416,6 +416,13 @@ class Builder:
         return out
 
     def call(self, call: cst.Call, ctx: Context) -> list[Node]:
+        if _is_self_call(call):
+            # A method the file defines (even one named `backward` or `step`) is followed,
+            # not taken for the API call of the same name.
+            helper = self.helper_for(call, ctx)
+            if helper is not None:
+                definition, class_name, label = helper
+                return [Helper(self.inline(definition, call, class_name, label, ctx))]
         event = api.classify_call(call, ctx)
         if event is not None:
             if event.kind == api.S and event.closure:
@@ -555,6 +562,11 @@ def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> 
             _flatten(node.body, out, own, True)
         elif isinstance(node, Helper):
             _flatten(node.body, out, own, inside_nested)
+
+
+def _is_self_call(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
 
 
 def _target_names(target: cst.BaseExpression, owner_kind: str) -> list[str]:
