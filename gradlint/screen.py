@@ -40,7 +40,15 @@ from bisect import bisect_left
 from typing import Optional
 
 from gradlint.ast_nodes import ast_nodes
-from gradlint.model.events import EVENT_WORDS, ITERATION_RUNNERS, TRAINING_STEP, WRAPPER_METHODS, arguments_read_pattern
+from gradlint.model.events import (
+    EVENT_WORDS,
+    GLOBAL_STEP_HOOK_FUNCTIONS,
+    ITERATION_RUNNERS,
+    STEP_HOOK_METHODS,
+    TRAINING_STEP,
+    WRAPPER_METHODS,
+    arguments_read_pattern,
+)
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
 
@@ -147,6 +155,11 @@ class _Walk:
 _RUNNER_ARGUMENT = re.compile(r"\b(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w+)" % "|".join(map(re.escape, ITERATION_RUNNERS)))
 
 
+_STEP_HOOK_CALL = re.compile(
+    r"\b(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w*)" % "|".join(sorted(STEP_HOOK_METHODS | GLOBAL_STEP_HOOK_FUNCTIONS))
+)
+
+
 def _start(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", None)
     return min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
@@ -213,7 +226,10 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     engine_marks = _engine_call_lines(
         walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)
     )
+    engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source))  # bindings reads them anywhere
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
+    hooks = set(_STEP_HOOK_CALL.findall(source))  # a hook function bindings looks into
+    keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
         whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
         keep |= whole

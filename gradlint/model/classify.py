@@ -21,6 +21,7 @@ from gradlint.model.events import (
     CLIP_FUNCTIONS,
     L,
     MANUAL_BACKWARD_METHODS,
+    MANUAL_UPDATE_METHODS,
     NOT_BACKWARD,
     S,
     SELF_UNSCALING_CLIPS,
@@ -136,6 +137,11 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
 
     if method == "unscale_" and bindings.is_scaler(receiver):
         return ctx.event(U, call, optimizer=_first_name(call, ctx))
+
+    if method in MANUAL_UPDATE_METHODS:
+        update = _manual_update(call, receiver_node, call.args, ctx)
+        if update is not None:
+            return update
 
     if method in STEP_FUNCTIONS:
         return ctx.event(S, call, optimizer=_first_name(call, ctx))
@@ -282,7 +288,44 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
                 return ctx.event(B, node, overwrites=True)
     if isinstance(node, cst.AugAssign) and _is_grad(node.target):
         return ctx.event(B, node)
+    if isinstance(node, cst.AugAssign):
+        return _manual_update(node, node.target, (node,), ctx)
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        return _manual_update(node, node.targets[0].target, (node.value,), ctx)
     return None
+
+
+def _manual_update(anchor: cst.CSTNode, target: cst.BaseExpression, reads, ctx) -> Optional[Event]:
+    """`p -= lr * p.grad`, `p.data = p.data - lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`:
+    a parameter updated from its own gradient is a step by hand, of what `p` belongs to."""
+    if isinstance(target, cst.Attribute) and target.attr.value == "data":
+        target = target.value
+    param = ctx.name(target)
+    if param is None or "." in param:
+        return None
+    readers = _GradReaders()
+    for node in reads:
+        walk(node, readers)
+    if param not in readers.owners:
+        return None
+    owner = ctx.parameter_owner(param)
+    name = owner[1] if owner is not None else param
+    return ctx.event(S, anchor, optimizer=name, manual=True)
+
+
+class _GradReaders(cst.CSTVisitor):
+    """The names whose `.grad` an expression reads."""
+
+    def __init__(self) -> None:
+        self.owners: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "grad":
+            owner = node.value
+            if isinstance(owner, cst.Attribute) and owner.attr.value == "data":
+                owner = owner.value
+            if isinstance(owner, cst.Name):
+                self.owners.add(owner.value)
 
 
 def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:

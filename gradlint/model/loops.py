@@ -430,6 +430,10 @@ class Builder:
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
+            if event.kind == api.S and self.bindings.clears_after_step(event.optimizer):
+                # a step hook that clears runs right after the step
+                hook = Event(api.Z, event.span, f"{event.text} (its step hook clears)", optimizer=event.optimizer, via=event.via)
+                return [event, hook]
             if event.sync_only:
                 # Inside `with accelerator.accumulate(...)`: runs only on the syncing step.
                 marked = replace(event, accumulation_guarded=True)
@@ -691,6 +695,7 @@ def build(
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
     builder = Builder(module, path, wrappers, line_offset, source if parsed_text is None else parsed_text)
     finder = _LoopFinder(builder)
-    finder.run()
+    if not api.other_framework(builder.bindings.imports.packages):
+        finder.run()
     _mark_foreign(finder.loops)
     return FileModel(path, builder.bindings, finder.loops, finder.lightning_clips, source)
