@@ -124,7 +124,7 @@ class _Walk:
         while stack:
             node, path, method = stack.pop()
             if isinstance(node, _FUNCS):
-                # A method (a def right in a class body) is inlined as `self.m()` only, any
+                # A method (a def right in a class body) is inlined as `self.m()` or `obj.m()` only, any
                 # other def as a bare call `f()` only (loops.py, helper_for).
                 self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node, method))
             elif isinstance(node, ast.ClassDef):
@@ -521,11 +521,12 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
             if name is None:
                 out |= _names_in(func)
                 continue
-            # Only `f(...)` and `self.m(...)` are inlined as helpers: `x.sum()` names no
-            # function of the file the model could follow.
+            # Only `f(...)`, `self.m(...)` and `x.m(...)` on a plain name (an instance of a
+            # class of the file: `agent.learn()`) are inlined as helpers: `x.y.sum()`
+            # names no function of the file the model could follow.
             if isinstance(func, ast.Name):
                 bare.add(name)
-            elif isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            elif isinstance(func.value, ast.Name):
                 self_calls.add(name)
             if name in aliases or any(word in name for word in eventish):
                 out |= _names_in(node)

@@ -79,3 +79,39 @@ def test_manual_update_from_the_parameters_own_gradient_is_a_step():
         assert [f.code for f in findings(source.format(update=update))] == ["GL001"], update
     # an update from something else is no step: nothing to say
     assert findings(source.format(update="p.data.add_(noise)")) == []
+
+
+def test_a_clip_by_hand_in_a_helper_is_a_clip():
+    # `p.grad.clamp_` is clip_grad_value_ written out; the verifier does not probe it,
+    # so this shape has no fixture of its own.
+    source = (
+        "import torch\n"
+        "def clip_gradients(model, limit):\n"
+        "    for p in model.parameters():\n"
+        "        p.grad.data.clamp_(-limit, limit)\n"
+        "scaler = torch.amp.GradScaler()\n"
+        "for x in loader:\n"
+        "    optimizer.zero_grad()\n"
+        "    scaler.scale(model(x).sum()).backward()\n"
+        "    clip_gradients(model, 0.5)\n"
+        "    scaler.step(optimizer)\n"
+        "    scaler.update()\n"
+    )
+    assert [(f.code, f.span.line) for f in findings(source)] == [("GL006", 4)]
+    unscaled = source.replace("    clip_gradients(model, 0.5)\n", "    scaler.unscale_(optimizer)\n    clip_gradients(model, 0.5)\n")
+    assert findings(unscaled) == []
+
+
+def test_an_imported_clip_gradients_helper_does_not_unscale_for_you():
+    source = (
+        "import torch\nimport utils\n"
+        "scaler = torch.amp.GradScaler()\n"
+        "for x in loader:\n"
+        "    optimizer.zero_grad()\n"
+        "    scaler.scale(model(x).sum()).backward()\n"
+        "    utils.clip_gradients(model, 3.0)\n"
+        "    scaler.step(optimizer)\n"
+        "    scaler.update()\n"
+    )
+    assert [f.code for f in findings(source)] == ["GL006"]
+    assert [f.code for f in findings(source.replace("utils.clip_gradients", "fabric.clip_gradients"))] == []

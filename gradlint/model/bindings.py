@@ -494,6 +494,16 @@ class Bindings(Numbering):
             out |= part
         return out
 
+    def instance_class(self, name: str) -> Optional[str]:
+        """The class of the file that every assignment of `name` instantiates (`agent = Agent()`)."""
+        found = set()
+        for value in self.assigns.get(name, ()):
+            callee = dotted(value.func) if isinstance(value, cst.Call) else None
+            if callee is None or callee not in self.classes or self.imports.is_imported(callee):
+                return None
+            found.add(callee)
+        return found.pop() if len(found) == 1 else None
+
     # --- module identity ---------------------------------------------------------
 
     def constructed_here(self, name: str) -> bool:

@@ -17,8 +17,10 @@ from gradlint.model.events import (
     B,
     BACKWARD_FUNCTIONS,
     CLEAR_LIKE_NAMES,
+    NOT_CLEARING_HELPERS,
     C,
     CLIP_FUNCTIONS,
+    GRAD_CLIP_METHODS,
     L,
     MANUAL_BACKWARD_METHODS,
     MANUAL_UPDATE_METHODS,
@@ -132,6 +134,11 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
     if method == "zero_" and _is_grad(receiver_node):
         return _grad_clear(call, receiver_node, ctx)
 
+    if method in GRAD_CLIP_METHODS and _is_grad(receiver_node):
+        owner = ctx.parameter_owner(ctx.name(_grad_owner(receiver_node)))
+        module = owner[1] if owner is not None and owner[0] == "module" else None
+        return ctx.event(C, call, module=module, unknown_target=module is None)
+
     if method in CLIP_FUNCTIONS or method in SELF_UNSCALING_CLIPS:
         return _clip_event(call, method, receiver, qualified, ctx)
 
@@ -205,6 +212,10 @@ class _NameCollector(cst.CSTVisitor):
 def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
     if _measures_only(call):
         return None
+    if method in SELF_UNSCALING_CLIPS and receiver and ctx.bindings.imports.is_imported(receiver):
+        # `utils.clip_gradients(model, 3.0)`: a clip helper of another file, not Lightning's or
+        # Fabric's method, so nothing says it unscales AMP gradients first
+        return ctx.event(C, call, unknown_target=True)
     unscales = method in SELF_UNSCALING_CLIPS or bool(receiver and SELF_UNSCALING_RECEIVERS.search(receiver))
     is_torch_utility = bool(qualified and qualified.startswith(("torch.", "nn.")))
     if method in SELF_UNSCALING_CLIPS or (receiver and not is_torch_utility and unscales):
@@ -233,9 +244,11 @@ def opaque_call(call: cst.Call, ctx) -> Optional[Event]:
     Either its name says it clears, or it is handed an optimizer (`utils.step_and_zero(opt)`):
     it becomes a clear of unknown parameters, which no rule blames and GL001 respects.
     """
-    name = ctx.name(call.func) or ""
-    if CLEAR_LIKE_NAMES.search(name.rsplit(".", 1)[-1]):
+    name = (ctx.name(call.func) or "").rsplit(".", 1)[-1]
+    if CLEAR_LIKE_NAMES.search(name):
         return ctx.event(Z, call, unknown_target=True)
+    if NOT_CLEARING_HELPERS.search(name):
+        return None
     for arg in call.args:
         target = ctx.name(arg.value)
         if target is not None and ctx.bindings.is_optimizer(target):

@@ -79,6 +79,8 @@ ZERO_GRAD_METHODS = frozenset({"zero_grad"})
 # (or a call of a helper that has one) to be a training loop at all.
 LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_step"})
 CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad"})
+# `p.grad.clamp_(-c, c)`, `p.grad.data.clip_(...)`: a clip by value, by hand
+GRAD_CLIP_METHODS = frozenset({"clamp_", "clip_"})
 # clip methods of objects that unscale AMP gradients themselves before clipping
 SELF_UNSCALING_CLIPS = frozenset({"clip_gradients"})
 SELF_UNSCALING_RECEIVERS = re.compile(r"accelerator|fabric", re.I)
@@ -109,6 +111,14 @@ ACCUMULATION_WORDS = re.compile(r"accum|sync_grad|grad_acc|boundary|should_step|
 # Calls gradlint cannot see into that probably clear: `self.optimizer_zero_grad()`,
 # `trainer.clear_grads()`.  They count as clears of unknown parameters (precision first).
 CLEAR_LIKE_NAMES = re.compile(r"zero_grad|clear_grad|reset_grad", re.I)
+# An unreadable call handed an optimizer may clear it, unless its name says what else it
+# does: `adjust_learning_rate(optimizer, epoch)`, `clip_gradient(optimizer, 5.0)`,
+# `save_checkpoint(model, optimizer)` are no clears (and must not hide a missing one).
+NOT_CLEARING_HELPERS = re.compile(
+    r"lr|learning_rate|schedul|warmup|decay|momentum|clip|save|checkpoint|load|log|print|state_dict|"
+    r"param_group|summary|report|plot|track|monitor|count|describe",
+    re.I,
+)
 
 
 def iteration_runner(qualified: str | None) -> bool:
