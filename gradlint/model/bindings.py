@@ -21,6 +21,7 @@ from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
 OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
+VALUE = "value"  # a tensor or other plain value made by a torch function
 ALL_OPTIMIZERS = "*"  # a global step hook: it runs after the step of every optimizer
 _MAX_DEPTH = 6
 
@@ -356,6 +357,8 @@ class Bindings(Numbering):
         source = self._alias_source(value)
         if source is not None:
             return self.kind(source, depth + 1)
+        if callee.startswith("torch.") and name[:1].islower():
+            return VALUE  # `w_opt = torch.tensor(...)`: a tensor, whatever its name says
         return MODULE if name[:1].isupper() else None
 
     def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
