@@ -98,6 +98,8 @@ TRAINING_STEP = "training_step"  # the LightningModule method run once per batch
 # Framework objects built from a function that they run once per iteration, with the
 # package they must come from: `Engine(update_fn)` (ignite) makes update_fn a loop body.
 ITERATION_RUNNERS = {"Engine": "ignite."}
+# `@trainer.on(Events.EPOCH_COMPLETED)` on such an object: the handler runs again and again.
+ITERATION_HANDLER_DECORATORS = frozenset({"on"})
 # `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`:
 # a hook whose body clears acts as a clear right after every step (of `opt`, or of any optimizer).
 STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})

@@ -60,7 +60,9 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
     discriminator's gradients from d_loss reach opt_info's step.)
     """
     modules = file.bindings.optimizer_params(optimizer)
-    if not modules:
+    if not modules or any(e.accumulation_guarded for e in loop.events if e.kind in (S, Z)):
+        # Accumulation windows clear and step under two conditions the paths cannot
+        # correlate (`if i % k == 0: clear` ... `if (i + 1) % k == 0: step`): GL001/GL002's.
         return
     for walk in walks(loop):
         for module in sorted(modules):
