@@ -88,3 +88,52 @@ def test_sarif_results_in_file_and_line_order(tmp_path, monkeypatch, capsys):
     ]
     assert where == sorted(where) and len(where) == 3
     assert ["suppressions" in r for r in results] == [True, True, False]
+
+
+MICRO_BATCH_CLIP = """\
+import torch
+
+model = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, x in enumerate(range(10)):
+    loss = model(x).sum()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    if (i + 1) % 4 == 0:
+        opt.step()
+        opt.zero_grad()
+"""
+
+CLEAR_EVERY_MICRO_BATCH = """\
+import torch
+
+model = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, x in enumerate(range(10)):
+    opt.zero_grad()
+    loss = model(x).sum()
+    loss.backward()
+    if (i + 1) % 4 == 0:
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        # the backward on line 7 is above the clip: it is the next iteration's
+        (MICRO_BATCH_CLIP, "t.py:8:5: GL005 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) runs before"
+         " the next iteration's loss.backward() (line 7): "),
+        # the backward on line 8 is below the clear: it ran in the previous iteration
+        (CLEAR_EVERY_MICRO_BATCH, "t.py:6:5: GL002 opt.zero_grad() discards the gradients of the previous"
+         " iteration's loss.backward() (line 8) before opt.step() (line 10)"),
+        # the same iteration: no qualifier
+        (snippet(GL002_LOOP), "t.py:8:5: GL002 opt.zero_grad() discards the gradients of loss.backward() (line 7)"
+         " before opt.step() (line 9)"),
+    ],
+)
+def test_related_lines_say_which_iteration(tmp_path, monkeypatch, capsys, source, expected):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "t.py", source)
+    _, out, _ = run_cli(capsys, "--no-cache", "--isolated", "t.py")
+    assert expected in out, out
