@@ -172,6 +172,11 @@ def check_parser() -> argparse.ArgumentParser:
         "--report-unused-noqa", action="store_true",
         help="report noqa / gradlint: ignore comments that silence nothing (GL900)",
     )
+    out.add_argument(
+        "--add-noqa", action="store_true",
+        help="write `# noqa: GLxxx` on each line that has a finding today, so that only new"
+        " findings fail from now on (for adopting gradlint in an existing codebase)",
+    )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
     run = p.add_argument_group("speed")
@@ -290,6 +295,8 @@ def run_check(argv: list[str]) -> int:
 
     if args.fix and "-" in args.paths:
         raise UsageError("--fix works on files, not on standard input")
+    if args.add_noqa and ("-" in args.paths or args.fix or args.report_unused_noqa):
+        raise UsageError("--add-noqa works on files, alone (not with standard input, --fix or --report-unused-noqa)")
     if args.paths == ["-"]:
         run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
@@ -298,6 +305,8 @@ def run_check(argv: list[str]) -> int:
         run, sources = _check_paths(args, resolver)
         if args.fix:
             run = _fix(run, resolver)
+        if args.add_noqa:
+            run = _add_noqa(run, resolver)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     text = _render(args, run)
@@ -317,6 +326,24 @@ def _fix(run, resolver):
         total += applied
     if total:
         print(f"Fixed {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+    run.results = results
+    return run
+
+
+def _add_noqa(run, resolver):
+    """Mark today's findings in the files; what could not be marked stays reported."""
+    from gradlint.add_noqa import add_noqa_to_file
+
+    total, files, results = 0, 0, []
+    for result in run.results:
+        marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path))
+        results.append(marked_result)
+        total, files = total + marked, files + (marked > 0)
+    if total:
+        print(
+            f"Added {total} noqa directive{'s' if total != 1 else ''} to {files} file{'s' if files != 1 else ''}.",
+            file=sys.stderr,
+        )
     run.results = results
     return run
 
