@@ -231,9 +231,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def installed_version() -> str:
     """The version in the installed metadata (what pip installed), or the
-    source tree's when gradlint runs from a checkout that is not installed."""
+    source tree's when gradlint runs from a checkout that is not installed.
+
+    The `*.dist-info` directory on sys.path is read directly: importing
+    importlib.metadata (email, zipfile, csv, pathlib) would cost `--version`
+    several times the interpreter's own start-up.  importlib.metadata is
+    asked only when no such directory is found (an egg, a zip, an import hook).
+    """
+    import os
+
     from gradlint import DISTRIBUTION, __version__
 
+    prefix = DISTRIBUTION.replace("-", "_").lower() + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.lower().startswith(prefix) and name.endswith(".dist-info"):
+                version = _metadata_version(os.path.join(entry or ".", name, "METADATA"))
+                if version:
+                    return version
     try:
         from importlib.metadata import PackageNotFoundError, version
     except ImportError:  # pragma: no cover - Python < 3.8
@@ -242,6 +261,20 @@ def installed_version() -> str:
         return version(DISTRIBUTION)
     except PackageNotFoundError:
         return __version__
+
+
+def _metadata_version(path: str) -> Optional[str]:
+    """`Version:` from a METADATA file's header (the first blank line ends it)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def _clean_without_analysis(args: list[str]) -> bool:

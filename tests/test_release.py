@@ -38,26 +38,32 @@ def test_changelog_has_the_current_version():
     assert f"\n## {gradlint.__version__} " in changelog or f"\n## [{gradlint.__version__}]" in changelog
 
 
-def test_version_reads_the_installed_metadata(monkeypatch, capsys):
+def test_version_reads_the_installed_metadata(tmp_path, monkeypatch, capsys):
+    dist_info = tmp_path / "torch_gradlint-9.8.7.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch-gradlint\nVersion: 9.8.7\n\nVersion: 1.0 in the text\n")
+    (tmp_path / "gradlint-1.1.7.dist-info").mkdir()  # the other project of that name is not ours
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "nothing"), str(tmp_path)])
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == "gradlint 9.8.7\n"
+
+
+def test_version_asks_importlib_metadata_when_no_dist_info_is_on_the_path(tmp_path, monkeypatch):
     import importlib.metadata as metadata
 
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
     asked = []
-
-    def version(name):
-        asked.append(name)
-        return "9.8.7"
-
-    monkeypatch.setattr(metadata, "version", version)
-    assert main(["--version"]) == 0
-    assert capsys.readouterr().out == "gradlint 9.8.7\n" and asked == [DISTRIBUTION]
+    monkeypatch.setattr(metadata, "version", lambda name: asked.append(name) or "9.8.6")
+    assert installed_version() == "9.8.6" and asked == [DISTRIBUTION]
 
 
-def test_version_falls_back_to_the_source_tree(monkeypatch):
+def test_version_falls_back_to_the_source_tree(tmp_path, monkeypatch):
     import importlib.metadata as metadata
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
 
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
     monkeypatch.setattr(metadata, "version", missing)
     assert installed_version() == gradlint.__version__
 
@@ -66,7 +72,8 @@ def test_version_is_answered_without_the_checker(tmp_path):
     """`gradlint --version` imports neither argparse nor the configuration loader."""
     code = (
         "import sys; from gradlint.cli import main; main(['--version']);"
-        "print(sorted(m for m in ('argparse', 'gradlint.config', 'gradlint.engine', 'libcst') if m in sys.modules))"
+        "print(sorted(m for m in ('argparse', 'gradlint.config', 'gradlint.engine', 'libcst', 'importlib.metadata')"
+        " if m in sys.modules))"
     )
     result = _run(sys.executable, "-c", code, cwd=tmp_path)
     assert result.stdout.splitlines() == [f"gradlint {installed_version()}", "[]"], result.stderr
