@@ -55,6 +55,10 @@ the file (or a small piece of it that still fails) and `gradlint --version`.
 }
 
 
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines())
+
+
 class _Text:
     def __init__(self, text: str):
         self._text = text
@@ -70,10 +74,9 @@ class _RuleText:
     def explanation(self) -> str:
         rule = self.rule
         default = "on by default" if rule.default else "off by default (enable with --select or extend-select)"
-        indent = lambda text: "\n".join("    " + line for line in text.rstrip().splitlines())  # noqa: E731
         return (
             f"{rule.code} {rule.name} ({default})\n\n{rule.summary}\n\n{rule.rationale}\n\n"
-            f"Wrong:\n\n{indent(rule.wrong)}\n\nRight:\n\n{indent(rule.right)}\n"
+            f"Wrong:\n\n{_indent(rule.wrong)}\n\nRight:\n\n{_indent(rule.right)}\n"
         )
 
 

@@ -84,7 +84,7 @@ def test_explain_of_a_rule_shows_both_examples(capsys):
 
 
 def test_explain_unknown_code(capsys):
-    code, out, err = run_cli(capsys, "explain", "GL999")
+    code, _, err = run_cli(capsys, "explain", "GL999")
     assert code == 2 and "unknown code: 'GL999'" in err
 
 

@@ -122,14 +122,14 @@ for i, x in enumerate(range(10)):
     "source, expected",
     [
         # the backward on line 7 is above the clip: it is the next iteration's
-        (MICRO_BATCH_CLIP, "t.py:8:5: GL005 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) runs before"
-         " the next iteration's loss.backward() (line 7): "),
+        (MICRO_BATCH_CLIP, ("t.py:8:5: GL005 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) runs before"
+                            " the next iteration's loss.backward() (line 7): ")),
         # the backward on line 8 is below the clear: it ran in the previous iteration
-        (CLEAR_EVERY_MICRO_BATCH, "t.py:6:5: GL002 opt.zero_grad() discards the gradients of the previous"
-         " iteration's loss.backward() (line 8) before opt.step() (line 10)"),
+        (CLEAR_EVERY_MICRO_BATCH, ("t.py:6:5: GL002 opt.zero_grad() discards the gradients of the previous"
+                                   " iteration's loss.backward() (line 8) before opt.step() (line 10)")),
         # the same iteration: no qualifier
-        (snippet(GL002_LOOP), "t.py:8:5: GL002 opt.zero_grad() discards the gradients of loss.backward() (line 7)"
-         " before opt.step() (line 9)"),
+        (snippet(GL002_LOOP), ("t.py:8:5: GL002 opt.zero_grad() discards the gradients of loss.backward() (line 7)"
+                               " before opt.step() (line 9)")),
     ],
 )
 def test_related_lines_say_which_iteration(tmp_path, monkeypatch, capsys, source, expected):
