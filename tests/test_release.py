@@ -88,13 +88,14 @@ def built(tmp_path_factory) -> Path:
     """sdist and wheel built by `python -m build` from a copy of the project
     (the build writes build/ and *.egg-info next to the sources)."""
     src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md", "CHANGELOG.md"):
+    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "gradlint", src / "gradlint", ignore=shutil.ignore_patterns("__pycache__"))
     dist = tmp_path_factory.mktemp("dist")
     # --no-isolation: the build backend (setuptools) of this venv, no download.
     result = _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(src))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "deprecated" not in result.stdout + result.stderr  # e.g. the license table setuptools drops in 2027
     return dist
 
 
@@ -102,6 +103,14 @@ def test_build_makes_an_sdist_and_a_wheel(built):
     version = gradlint.__version__
     names = sorted(p.name for p in built.iterdir())
     assert names == [f"torch_gradlint-{version}-py3-none-any.whl", f"torch_gradlint-{version}.tar.gz"]
+    import zipfile
+
+    with zipfile.ZipFile(built / names[0]) as wheel:
+        listed = wheel.namelist()
+        metadata = wheel.read(f"torch_gradlint-{version}.dist-info/METADATA").decode()
+    assert f"torch_gradlint-{version}.dist-info/licenses/LICENSE" in listed
+    assert "License-Expression: MIT" in metadata and f"Version: {version}" in metadata
+    assert "gradlint/rules/gl001_missing_zero_grad.py" in listed and not any(n.startswith("tests/") for n in listed)
 
 
 def test_wheel_in_a_fresh_venv_checks_the_fixtures(built, tmp_path):
