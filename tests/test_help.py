@@ -100,3 +100,15 @@ def test_readme_installs_the_registry_name():
         for _, target in re.findall(r"pip install ((?:-\S+ )*)(\S+)", line):
             name = target.strip("'\"`")
             assert name.startswith(("torch-gradlint", ".", "torch==")), line
+
+
+def test_install_hints_name_the_distribution(capsys, monkeypatch):
+    """Without the extras, the hints say what to install, under the registry name."""
+    import sys
+
+    from gradlint.verify.command import INSTALL_HINT
+
+    monkeypatch.setitem(sys.modules, "gradlint.lsp", None)  # as if pygls (the lsp extra) were missing
+    code, _, err = run_cli(capsys, "lsp")
+    assert code == 2 and "pip install 'torch-gradlint[lsp]'" in err
+    assert "pip install 'torch-gradlint[verify]'" in INSTALL_HINT
