@@ -4,7 +4,7 @@ from gradlint.fix import move
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.registry import Rule
 
 
@@ -101,14 +101,16 @@ def _judge(file, loop, walk, z_index, only_one):
             fix = None
             if not backward_between and here is not None:
                 lost = events[here]
+                lost_when = at(lost)
                 fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
             elif accumulated and not z.accumulation_guarded:
                 lost = events[accumulated[-1]]
+                lost_when = at_earlier(lost, z, walk.iteration[accumulated[-1]] != walk.iteration[z_index])
             else:
                 return None
             return RawFinding(
                 "GL002",
-                f"{z.text} discards the gradients of {at(lost)} before {at(later)}",
+                f"{z.text} discards the gradients of {lost_when} before {at(later)}",
                 z,
                 ((lost, "the backward whose gradients are lost"), (later, "the step that should use them")),
                 loop,
