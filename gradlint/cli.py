@@ -71,6 +71,9 @@ def check_parser() -> argparse.ArgumentParser:
     )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
+    out.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: also apply unsafe fixes")
+    out.add_argument("--diff", action="store_true", help="print the diff --fix would apply, write nothing (exit 1 if any)")
+    out.add_argument("--show-fixes", action="store_true", help="with --fix or --diff: list what was fixed and what was not")
     run = p.add_argument_group("speed")
     run.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: core count)")
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
@@ -164,16 +167,18 @@ def run_check(argv: list[str]) -> int:
         raise UsageError("--jobs must be at least 1")
     resolver = Resolver(_overrides(args), config_path=args.config, isolated=args.isolated)
 
-    if args.fix and "-" in args.paths:
-        raise UsageError("--fix works on files, not on standard input")
+    if (args.fix or args.diff) and "-" in args.paths:
+        raise UsageError("--fix and --diff work on files, not on standard input")
     if args.paths == ["-"]:
         run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
         run, sources = _check_paths(args, resolver)
+        if args.diff:
+            return _diff(run, resolver, args)
         if args.fix:
-            run = _fix(run, resolver)
+            run = _fix(run, resolver, args)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     text = _render(args, run)
@@ -182,19 +187,46 @@ def run_check(argv: list[str]) -> int:
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
 
 
-def _fix(run, resolver):
+def _fix(run, resolver, args, write=True):
+    """Fix every file; the fresh run and each file's fixing (for --diff)."""
     from gradlint.fix.files import fix_file
 
-    total = 0
-    results = []
+    total, results, fixings = 0, [], []
     for result in run.results:
-        fixed, applied = fix_file(result, resolver.settings_for(result.path))
+        fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
         results.append(fixed)
-        total += applied
+        if fixing is not None:
+            fixings.append((result.path, fixing))
+            total += len(fixing.outcome.fixed)
+    verb = "Fixed" if write else "Would fix"
     if total:
-        print(f"Fixed {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+        print(f"{verb} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+    if args.show_fixes:
+        for path, fixing in fixings:
+            for line in fixing.outcome.fixed:
+                print(f"{path}: fixed {line}", file=sys.stderr)
+            for line in fixing.outcome.not_fixed:
+                print(f"{path}: not fixed: {line}", file=sys.stderr)
     run.results = results
-    return run
+    return run if write else fixings
+
+
+def _diff(run, resolver, args) -> int:
+    """--diff: the unified diff of what --fix would write; exit 1 when there is one."""
+    import difflib
+
+    changed = False
+    for path, fixing in _fix(run, resolver, args, write=False):
+        if fixing.before == fixing.after:
+            continue
+        changed = True
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                fixing.before.splitlines(keepends=True), fixing.after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+            )
+        )
+    sys.stdout.flush()
+    return EXIT_FINDINGS if changed else EXIT_CLEAN
 
 
 def _check_stdin(args, resolver):

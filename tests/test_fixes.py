@@ -46,7 +46,7 @@ def test_no_fix_when_the_statements_are_in_different_blocks():
 
 
 def test_no_fix_when_the_call_shares_its_line():
-    source = "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    n = opt.zero_grad()\n    opt.step()\n"
+    source = "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    log(opt.zero_grad())\n    opt.step()\n"
     (finding,) = check_source(source, "t.py", EVERYTHING).findings
     assert finding.fix is None
 
