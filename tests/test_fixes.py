@@ -66,3 +66,165 @@ def test_cli_fix_rewrites_the_file_and_exits_clean(tmp_path):
     assert path.read_text().splitlines()[-1] == "    opt.zero_grad()"
     assert path.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # no temp file left
+
+
+# --- issue 14: every rule's repair, whole statements, safe and unsafe -----------------
+
+from gradlint.cli import main  # noqa: E402
+from gradlint.fix.session import fix_source  # noqa: E402
+
+
+def fixed_by_session(source: str, unsafe: bool = True):
+    return fix_source(source, lambda text: check_source(text, "t.py", EVERYTHING), unsafe=unsafe)
+
+
+REPAIRS = {
+    # GL001: a clear inserted before the first backward of the iteration (unsafe)
+    "GL001": (
+        "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n",
+        "for x, y in loader:\n    loss = f(x, y)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+    ),
+    # GL001 with accumulation: the clear goes after the guarded step
+    "GL001-accumulation": (
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n        opt.step()\n",
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n        opt.step()\n"
+        "        opt.zero_grad()\n",
+    ),
+    # GL003: the clear's receiver becomes the optimizer that steps
+    "GL003": (
+        "model_a = Net()\nmodel_b = Net()\nopt = torch.optim.SGD(model_b.parameters(), lr=0.1)\n"
+        "for x, y in loader:\n    model_a.zero_grad()  # clear\n    f(model_b(x), y).backward()\n    opt.step()\n",
+        "model_a = Net()\nmodel_b = Net()\nopt = torch.optim.SGD(model_b.parameters(), lr=0.1)\n"
+        "for x, y in loader:\n    opt.zero_grad()  # clear\n    f(model_b(x), y).backward()\n    opt.step()\n",
+    ),
+    # GL004: a clip written over three lines, with a comment, moves as a unit
+    "GL004-multiline": (
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n    opt.step()\n"
+        "    torch.nn.utils.clip_grad_norm_(\n        model.parameters(),  # every one\n        1.0,\n    )  # clip\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(\n        model.parameters(),  # every one\n        1.0,\n    )  # clip\n"
+        "    opt.step()\n",
+    ),
+    # GL004 into an accumulation step's block: re-indented for it
+    "GL004-reindent": (
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n        opt.step()\n"
+        "        opt.zero_grad()\n    torch.nn.utils.clip_grad_norm_(\n        model.parameters(), 1.0\n    )\n",
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n"
+        "        torch.nn.utils.clip_grad_norm_(\n            model.parameters(), 1.0\n        )\n"
+        "        opt.step()\n        opt.zero_grad()\n",
+    ),
+    # GL005 (the issue's case): the backward moves up, before the unscale_, not the clip down
+    "GL005-amp": (
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.scale(f(x, y)).backward()\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.scale(f(x, y)).backward()\n"
+        "    scaler.unscale_(opt)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+    ),
+    # GL005 when the loss is computed after the clip: the clip moves down instead
+    "GL005-loss-after": (
+        "for x, y in loader:\n    opt.zero_grad()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    loss = f(x, y)\n    loss.backward()\n    opt.step()\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    loss = f(x, y)\n    loss.backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    opt.step()\n",
+    ),
+    # GL006: unscale_ inserted right before the clip
+    "GL006": (
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.scale(f(x, y)).backward()\n"
+        "    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n",
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.scale(f(x, y)).backward()\n"
+        "    scaler.unscale_(opt)\n    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+    ),
+    # GL008 per epoch: the scheduler moves after the inner loop, never into it
+    "GL008-epoch": (
+        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 3)\nfor epoch in range(3):\n    sched.step()\n"
+        "    for x, y in loader:\n        opt.zero_grad()\n        f(x, y).backward()\n        opt.step()\n",
+        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 3)\nfor epoch in range(3):\n"
+        "    for x, y in loader:\n        opt.zero_grad()\n        f(x, y).backward()\n        opt.step()\n    sched.step()\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPAIRS))
+def test_every_rule_has_its_repair(name):
+    wrong, right = REPAIRS[name]
+    assert check_source(wrong, "t.py", EVERYTHING).findings, "the wrong sample must have a finding"
+    outcome = fixed_by_session(wrong)
+    assert outcome.text == right
+    assert outcome.result.findings == []
+    assert fixed_by_session(outcome.text).text == outcome.text  # a second fix changes nothing
+
+
+def test_inserted_clears_are_unsafe_and_moves_safe():
+    gl001 = check_source(REPAIRS["GL001"][0], "t.py", EVERYTHING).findings[0]
+    assert gl001.fix is not None and gl001.fix.applicability == "unsafe"
+    gl006 = check_source(REPAIRS["GL006"][0], "t.py", EVERYTHING).findings[0]
+    assert gl006.fix is not None and gl006.fix.safe
+    outcome = fixed_by_session(REPAIRS["GL001"][0], unsafe=False)
+    assert not outcome.changed
+    assert outcome.not_fixed == [
+        "GL001 line 3: an unsafe fix is available (Insert opt.zero_grad() before loss.backward()): use --unsafe-fixes"
+    ]
+
+
+def test_a_fix_that_would_add_a_finding_is_dropped_and_said_so():
+    # Moving the clip below the backward would leave it before no unscale_ (GL006), and the
+    # backward cannot move up (it reads the loss computed after the clip): nothing is fixed.
+    source = (
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    loss = f(x, y)\n"
+        "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"
+    )
+    outcome = fixed_by_session(source)
+    assert outcome.text == source
+    (line,) = outcome.not_fixed
+    assert line.startswith("GL005 line 5: Move the clip before scaler.step(opt) was dropped: it would add GL006")
+
+
+def test_a_statement_never_moves_out_of_its_block():
+    source = (
+        "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    if ready:\n"
+        "        opt.zero_grad()\n    opt.step()\n"
+    )
+    assert check_source(source, "t.py", EVERYTHING).findings[0].fix is None
+
+
+def test_an_assignment_is_not_moved_below_a_read_of_its_name():
+    source = (
+        "for x, y in loader:\n    opt.zero_grad()\n    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    log(norm)\n    f(x, y).backward()\n    opt.step()\n"
+    )
+    (finding,) = check_source(source, "t.py", EVERYTHING).findings
+    assert finding.code == "GL005"
+    assert all("Move the clip" not in fix.description for fix in (finding.fix, *finding.fix.alternatives) if fix)
+
+
+def run_cli(capsys, *args):
+    code = main(["--no-cache", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_diff_prints_and_writes_nothing(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(REPAIRS["GL001"][0])
+    code, out, err = run_cli(capsys, "--diff", str(path))
+    assert code == 0 and out == ""  # the only fix is unsafe
+    code, out, err = run_cli(capsys, "--diff", "--unsafe-fixes", "--show-fixes", str(path))
+    assert code == 1
+    assert "+    opt.zero_grad()\n" in out and out.startswith(f"--- a/{path}\n+++ b/{path}\n")
+    assert path.read_text() == REPAIRS["GL001"][0]
+    assert "Would fix 1 problem." in err
+    assert f"{path}: fixed GL001 line 3: Insert opt.zero_grad() before loss.backward()" in err
+
+
+def test_fix_with_unsafe_fixes_writes_and_shows(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(REPAIRS["GL001"][0])
+    code, out, err = run_cli(capsys, "--fix", "--show-fixes", str(path))
+    assert code == 1 and path.read_text() == REPAIRS["GL001"][0]
+    assert "not fixed: GL001 line 3: an unsafe fix is available" in err
+    code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(path))
+    assert code == 0 and path.read_text() == REPAIRS["GL001"][1]
