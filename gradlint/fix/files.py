@@ -39,7 +39,7 @@ def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = T
         source, error = decode(data, result.path)
         if error is not None or source is None:
             return result, None
-        outcome = fix_source(source, lambda text: check_source(text, result.path, settings), unsafe)
+        outcome = fix_source(source, lambda text: check_source(text, result.path, settings), unsafe, initial=result)
         fixing = FileFix(source, outcome.text, outcome)
     if fixing is None:
         return result, None

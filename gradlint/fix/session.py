@@ -53,11 +53,17 @@ def _choices(fix: Fix, unsafe: bool) -> list[Fix]:
 
 
 def fix_source(
-    source: str, check: Callable[[str], FileResult], unsafe: bool = False, allowed: Callable[[Fix], bool] = lambda f: True
+    source: str,
+    check: Callable[[str], FileResult],
+    unsafe: bool = False,
+    allowed: Callable[[Fix], bool] = lambda fix: True,
+    accepted: Callable[[Fix, str, str], None] = lambda fix, before, after: None,
+    initial: Optional[FileResult] = None,
 ) -> Outcome:
-    """Fix `source`; `check(text)` analyses a version of it.  `allowed(fix)` can veto a fix
-    before it is tried (a notebook refuses edits that span two cells)."""
-    current = check(source)
+    """Fix `source`; `check(text)` analyses a version of it (`initial`: its result, if known).
+    `allowed(fix)` can veto a fix before it is tried (a notebook refuses edits that span
+    two cells); `accepted(fix, before, after)` hears of each fix kept."""
+    current = initial if initial is not None else check(source)
     outcome = Outcome(source, current)
     rejected: dict[tuple, str] = {}
     checks = 0
@@ -77,6 +83,7 @@ def fix_source(
                 checks += 1
                 reason = _worse(current, after) or ""
                 if not reason:
+                    accepted(fix, outcome.text, candidate)
                     outcome.fixed.append(f"{_label(finding)}: {fix.description}")
                     outcome.text, current = candidate, after
                     progress = True
