@@ -41,8 +41,6 @@ def statements_of(lines: list[str]) -> Optional[Statements]:
 
 
 def _statement(found: Statements, event: Event) -> Optional[Statement]:
-    if event.via:  # inside a helper: its statement is not in the loop's block
-        return None
     return found.at(event.span.line, event.span.col)
 
 
@@ -93,6 +91,8 @@ def move(
     """Move `moved`'s statement to just after (or before) `anchor`'s, or None when unsafe.
 
     `lines` is the file's source split with line ends kept (FileModel.lines)."""
+    if moved.via != anchor.via:  # one inside a helper the other calls: not one block
+        return None
     found = statements_of(lines)
     if found is None:
         return None

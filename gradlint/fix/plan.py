@@ -40,7 +40,7 @@ def _names_in(text: str, name: str) -> bool:
 
 
 def _order(loop) -> list[Event]:
-    return [e for e in loop.events if not e.via] if loop is not None else []
+    return list(loop.events) if loop is not None else []
 
 
 # --- GL001 / GL003: a missing clear --------------------------------------------
@@ -68,6 +68,8 @@ def _insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[
         after_other = before_step[others[-1] + 1 :] if others else before_step
         backwards = [e for e in after_other if e.kind == B] or backwards
     first = backwards[0] if backwards else writer
+    if first is not None and first.via != step.via:
+        first = None  # a backward inside a helper: the optimizer's name may not be in scope there
     step_stmt, first_stmt = _statement(found, step), _statement(found, first) if first else None
     accumulating = step.accumulation_guarded or (
         first_stmt is not None and step_stmt is not None and _deeper_loop(first_stmt.chain, step_stmt.chain)
@@ -192,8 +194,26 @@ def _gl006(raw, file):
     return [insert(file.lines, call, clip, False, f"Insert {call} before the clip", SAFE if resolved else UNSAFE)]
 
 
+def _gl002(raw, file):
+    """The rule's move when it found one; with accumulation, the clear goes after the
+    guarded step; a module's clear where only the optimizer's is a no-op (inside
+    `accelerator.accumulate`) becomes the optimizer's."""
+    clear = raw.event
+    step = next((e for e, _ in raw.related if e.kind == S), None)
+    candidates = [raw.fix]
+    if step is None:
+        return candidates
+    if raw.fix is None:
+        candidates.append(move(file.lines, clear, step, after=True, description=f"Move {clear.text} after {step.text}"))
+    match = _ZERO_GRAD.match(clear.text)
+    if match and step.optimizer and match.group("receiver") != step.optimizer and _names_in(step.text, step.optimizer):
+        candidates.append(_replace_receiver(file, clear, step.optimizer))
+    return candidates
+
+
 _PLANNERS: dict[str, Callable] = {
     "GL001": _gl001,
+    "GL002": _gl002,
     "GL003": _gl003,
     "GL005": _gl005,
     "GL006": _gl006,
