@@ -136,9 +136,22 @@ def _gl007(raw, file):
     backward = raw.related[0][0] if raw.related else None
     if backward is None:
         return [raw.fix]
-    down = move(file.lines, step, backward, after=True, description=f"Move {step.text} after {backward.text}")
+    # The step goes after the backward and what prepares its gradients (unscale_, clip).
+    events = _order(raw.loop)
+    last = backward
+    if backward in events:
+        for event in events[events.index(backward) + 1 :]:
+            if event.kind not in (B, U, C) or event.via != step.via:
+                break
+            last = event
+    down = move(file.lines, step, last, after=True, description=f"Move {step.text} after {last.text}")
     up = _move_up(file, backward, step, f"Move {backward.text} before {step.text}")
-    return [down, up]
+    plain = (
+        move(file.lines, step, backward, after=True, description=f"Move {step.text} after {backward.text}")
+        if last is not backward
+        else None
+    )
+    return [down, up, plain]
 
 
 def _move_up(file, moved: Event, anchor: Event, description: str) -> Optional[Fix]:
