@@ -385,6 +385,8 @@ def run_explain(argv: list[str]) -> int:
     print("\n".join("    " + line for line in rule.wrong.rstrip().splitlines()) + "\n")
     print("Right:\n")
     print("\n".join("    " + line for line in rule.right.rstrip().splitlines()))
+    print("\nFix (--fix; unsafe ones with --unsafe-fixes):\n")
+    print(rule.fix or "None: the repair needs a human decision.")
     return EXIT_CLEAN
 
 

@@ -228,3 +228,15 @@ def test_fix_with_unsafe_fixes_writes_and_shows(tmp_path, capsys):
     assert "not fixed: GL001 line 3: an unsafe fix is available" in err
     code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(path))
     assert code == 0 and path.read_text() == REPAIRS["GL001"][1]
+
+
+def test_explain_shows_each_rules_fix(capsys):
+    for rule in all_rules():
+        assert main(["explain", rule.code]) == 0
+        out = capsys.readouterr().out
+        assert "Fix (--fix; unsafe ones with --unsafe-fixes):" in out
+        if rule.default:
+            assert rule.fix and rule.fix in out, rule.code
+            assert "Safe" in rule.fix or "Unsafe" in rule.fix, rule.code
+        else:
+            assert "None: the repair needs a human decision." in out

@@ -19,3 +19,14 @@ def test_rules_table_states_defaults():
     for rule in all_rules():
         row = next(line for line in README.splitlines() if line.startswith(f"| [{rule.code}]"))
         assert f"| {'on' if rule.default else 'off'} |" in row
+
+
+def test_fix_table_lists_every_rule_with_a_fix():
+    rows = {line.split("|")[1].strip(): line for line in README.splitlines() if line.startswith("| GL")}
+    for rule in all_rules():
+        if rule.fix:
+            assert rule.code in rows, rule.code
+            safety = rows[rule.code].rsplit("|", 2)[1]
+            assert safety.strip().startswith("unsafe") == rule.fix.startswith("Unsafe"), rule.code
+        else:
+            assert rule.code not in rows, rule.code

@@ -55,6 +55,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fix="Inserts `<scaler>.unscale_(<optimizer>)` right before the clip, or moves an unscale_ written after the clip up before it. Safe when the loop's own step names that optimizer, unsafe otherwise.",
     valid=(
         """
 scaler = torch.amp.GradScaler()
