@@ -155,7 +155,7 @@ def test_a_fix_never_spans_two_cells(tmp_path, monkeypatch, capsys):
     write(tmp_path, "nb.ipynb", original)
     code, out, err = run_cli(capsys, "--no-cache", "--fix", "--show-fixes", "nb.ipynb")
     assert code == 1
-    assert "not fixed: GL002 line" in err and "the fix would span two notebook cells" in err
+    assert "nb.ipynb: not fixed: GL002 cell 2, line 4: the fix would span two notebook cells" in err
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original
 
 

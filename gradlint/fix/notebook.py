@@ -38,7 +38,12 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Opt
     code_cells = [i for i, cell in enumerate(notebook["cells"]) if isinstance(cell, dict) and cell.get("cell_type") == "code"]
     cells = _Cells(joined, where, [_cell_source(notebook["cells"][i]) for i in code_cells])
     outcome = fix_source(
-        joined, lambda code: check_source(code, result.path, settings), unsafe, cells.allowed, cells.accepted
+        joined,
+        lambda code: check_source(code, result.path, settings),
+        unsafe,
+        cells.allowed,
+        cells.accepted,
+        where=cells.name,
     )
     after = text
     # Replace from the end of the text so earlier spans stay valid.
@@ -82,6 +87,10 @@ class _Cells:
                 return number, line - start + 1
             start += count
         return None
+
+    def name(self, line: int) -> str:
+        where = self._locate(line)
+        return f"cell {where[0]}, line {where[1]}" if where else f"line {line}"
 
     def _cell_of(self, fix: Fix) -> Optional[int]:
         cells = set()

@@ -28,7 +28,10 @@ _ZERO_GRAD = re.compile(r"^(?P<receiver>[A-Za-z_][\w.]*)\.zero_grad\(")
 def plan(raw, file) -> Optional[Fix]:
     """The fix for one RawFinding (with alternatives), or None when no repair is unambiguous."""
     planner = _PLANNERS.get(raw.code)
-    candidates = [fix for fix in (planner(raw, file) if planner else [raw.fix]) if fix is not None]
+    try:
+        candidates = [fix for fix in (planner(raw, file) if planner else [raw.fix]) if fix is not None]
+    except Exception:  # a repair is optional: code it cannot handle gets none, the finding stays
+        return None
     if not candidates:
         return None
     return replace(candidates[0], alternatives=tuple(candidates[1:]))

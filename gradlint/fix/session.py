@@ -32,8 +32,8 @@ class Outcome:
         return bool(self.fixed)
 
 
-def _label(finding: Finding) -> str:
-    return f"{finding.code} line {finding.span.line}"
+def _line(line: int) -> str:
+    return f"line {line}"
 
 
 def _worse(before: FileResult, after: FileResult) -> Optional[str]:
@@ -59,10 +59,16 @@ def fix_source(
     allowed: Callable[[Fix], bool] = lambda fix: True,
     accepted: Callable[[Fix, str, str], None] = lambda fix, before, after: None,
     initial: Optional[FileResult] = None,
+    where: Callable[[int], str] = _line,
 ) -> Outcome:
     """Fix `source`; `check(text)` analyses a version of it (`initial`: its result, if known).
     `allowed(fix)` can veto a fix before it is tried (a notebook refuses edits that span
-    two cells); `accepted(fix, before, after)` hears of each fix kept."""
+    two cells); `accepted(fix, before, after)` hears of each fix kept; `where(line)` names
+a line in what --show-fixes prints (a notebook names the cell)."""
+
+    def _label(finding: Finding) -> str:
+        return f"{finding.code} {where(finding.span.line)}"
+
     current = initial if initial is not None else check(source)
     outcome = Outcome(source, current)
     rejected: dict[tuple, str] = {}
