@@ -97,6 +97,23 @@ REPAIRS = {
         "model_a = Net()\nmodel_b = Net()\nopt = torch.optim.SGD(model_b.parameters(), lr=0.1)\n"
         "for x, y in loader:\n    opt.zero_grad()  # clear\n    f(model_b(x), y).backward()\n    opt.step()\n",
     ),
+    # GL003 with two optimizers, one never cleared: its clear goes before its own backward,
+    # after the other optimizer's step
+    "GL003-gan": (
+        "g = Net()\nd = Net()\nopt_g = torch.optim.Adam(g.parameters())\nopt_d = torch.optim.Adam(d.parameters())\n"
+        "for real in loader:\n    opt_d.zero_grad()\n    d_loss(d, g, real).backward()\n    opt_d.step()\n"
+        "    loss = g_loss(d, g)\n    loss.backward()\n    opt_g.step()\n",
+        "g = Net()\nd = Net()\nopt_g = torch.optim.Adam(g.parameters())\nopt_d = torch.optim.Adam(d.parameters())\n"
+        "for real in loader:\n    opt_d.zero_grad()\n    d_loss(d, g, real).backward()\n    opt_d.step()\n"
+        "    loss = g_loss(d, g)\n    opt_g.zero_grad()\n    loss.backward()\n    opt_g.step()\n",
+    ),
+    # GL007: the step goes after the backward and the clip that follows it (not between them: GL004)
+    "GL007-clip": (
+        "for x, y in loader:\n    opt.zero_grad()\n    opt.step()\n    f(x, y).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    opt.step()\n",
+    ),
     # GL004: a clip written over three lines, with a comment, moves as a unit
     "GL004-multiline": (
         "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n    opt.step()\n"
