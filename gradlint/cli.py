@@ -220,11 +220,10 @@ def _diff(run, resolver, args) -> int:
         if fixing.before == fixing.after:
             continue
         changed = True
-        sys.stdout.writelines(
-            difflib.unified_diff(
-                fixing.before.splitlines(keepends=True), fixing.after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-            )
-        )
+        before, after = fixing.before.splitlines(keepends=True), fixing.after.splitlines(keepends=True)
+        for line in difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"):
+            # as diff(1) writes a last line without a line end
+            sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     sys.stdout.flush()
     return EXIT_FINDINGS if changed else EXIT_CLEAN
 

@@ -257,3 +257,38 @@ def test_explain_shows_each_rules_fix(capsys):
             assert "Safe" in rule.fix or "Unsafe" in rule.fix, rule.code
         else:
             assert "None: the repair needs a human decision." in out
+
+
+def test_crlf_and_a_last_line_without_end_keep_the_files_line_ends():
+    source = "for x, y in loader:\r\n    loss = f(x, y)\r\n    loss.backward()\r\n    opt.zero_grad()\r\n    opt.step()"
+    outcome = fixed_by_session(source)
+    assert outcome.text == "for x, y in loader:\r\n    loss = f(x, y)\r\n    loss.backward()\r\n    opt.step()\r\n    opt.zero_grad()"
+
+
+def test_diff_applies_with_git_apply_to_what_fix_writes(tmp_path, capsys):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "t.py").write_bytes(b"for x, y in loader:\r\n    loss = f(x, y)\r\n    loss.backward()\r\n    opt.step()")
+    (tmp_path / "a" / "u.py").write_text(REPAIRS["GL004-multiline"][0])
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    paths = ["t.py", "u.py"]
+    import os
+
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path / "a")
+        code, out, err = run_cli(capsys, "--diff", "--unsafe-fixes", *paths)
+        assert code == 1
+        assert "\\ No newline at end of file\n" in out
+        (tmp_path / "d.patch").write_text(out)
+        subprocess.run(["git", "apply", "-p1", str(tmp_path / "d.patch")], check=True, cwd=tmp_path / "a")
+        os.chdir(tmp_path / "b")
+        assert run_cli(capsys, "--fix", "--unsafe-fixes", *paths)[0] == 0
+    finally:
+        os.chdir(cwd)
+    for name in paths:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

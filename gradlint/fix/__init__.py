@@ -76,13 +76,16 @@ def _insertion(found: Statements, target: Statement, text: str, after: bool) -> 
     last = found.lines[target.last - 1]
     content = last.rstrip("\r\n")
     end = len(content) + 1
-    return Edit(Span(target.last, end, target.last, end), _eol(last) + text.rstrip("\r\n"))
+    return Edit(Span(target.last, end, target.last, end), _eol(found.lines, target.last) + text.rstrip("\r\n"))
 
 
-def _eol(line: str) -> str:
-    """The line end the file uses on this line (a last line without one: a plain newline)."""
-    content = line.rstrip("\r\n")
-    return line[len(content) :] or "\n"
+def _eol(lines: list[str], number: int) -> str:
+    """The line end of line `number`; for a last line without one, the first line's."""
+    for line in (lines[number - 1], lines[0]):
+        content = line.rstrip("\r\n")
+        if line[len(content) :]:
+            return line[len(content) :]
+    return "\n"
 
 
 def move(
@@ -125,7 +128,7 @@ def insert(
     there = _statement(found, anchor)
     if there is None:
         return None
-    line = f"{there.indent}{call}{_eol(found.lines[there.first - 1])}"
+    line = f"{there.indent}{call}{_eol(found.lines, there.first)}"
     return Fix(description, (_insertion(found, there, line, after),), applicability)
 
 
