@@ -181,6 +181,8 @@ def run_check(argv: list[str]) -> int:
             run = _fix(run, resolver, args)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
+    if args.output_format in ("json", "sarif") and not args.statistics:
+        _prove_fixes(run, sources, resolver)
     text = _render(args, run)
     _write(text, args.output_file)
     code = run.exit_code()
@@ -330,6 +332,25 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             from gradlint.findings import Finding
 
             result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
+    """JSON and SARIF fixes are applied by tools that do not re-check: offer only
+    fixes that leave the file with strictly fewer findings (fix/session.py)."""
+    from gradlint import engine
+    from gradlint.fix.session import proven_fixes
+
+    for index, result in enumerate(run.results):
+        if not any(f.fix for f in result.findings):
+            continue
+        source = sources.get(result.path)
+        if source is None:
+            data, error = engine.read_source(result.path)
+            source, error = (None, error) if error is not None else engine.decode(data, result.path)
+            if error is not None or source is None:
+                continue
+        settings = resolver.settings_for(result.path)
+        run.results[index] = proven_fixes(source, result, lambda text: engine.check_source(text, result.path, settings))
 
 
 def _render(args, run) -> str:

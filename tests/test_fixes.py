@@ -292,3 +292,23 @@ def test_diff_applies_with_git_apply_to_what_fix_writes(tmp_path, capsys):
         os.chdir(cwd)
     for name in paths:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_json_offers_only_fixes_that_help(tmp_path, capsys):
+    import json
+
+    hopeless = tmp_path / "hopeless.py"  # the only move would add GL006 (see the test above)
+    hopeless.write_text(
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    loss = f(x, y)\n"
+        "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"
+    )
+    (raw,) = check_source(hopeless.read_text(), str(hopeless), EVERYTHING).findings
+    assert raw.fix is not None  # planned, but it would not help
+    good = tmp_path / "good.py"
+    good.write_text(REPAIRS["GL005-amp"][0])
+    code, out, err = run_cli(capsys, "--output-format", "json", str(hopeless), str(good))
+    fixes = {f["path"]: f["fix"] for f in json.loads(out)["findings"]}
+    assert fixes[str(hopeless)] is None
+    assert fixes[str(good)]["description"] == "Move scaler.scale(f(x, y)).backward() before scaler.unscale_(opt)"
+    assert fixes[str(good)]["applicability"] == "safe"

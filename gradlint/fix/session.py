@@ -118,3 +118,21 @@ def _why_not(finding: Finding, rejected: dict, unsafe: bool, allowed) -> str:
         return "the fix would span two notebook cells"
     reason = rejected.get((finding.code, finding.span, finding.message))
     return f"{fix.description} was dropped: {reason}" if reason else "too many fixes in one file"
+
+
+def proven_fixes(source: str, result: FileResult, check: Callable[[str], FileResult]) -> FileResult:
+    """`result` with each finding's fix replaced by the first of its choices that leaves
+    `source` with strictly fewer findings and none new (or None): what JSON and SARIF
+    offer to tools that apply fixes without re-checking."""
+    from dataclasses import replace
+
+    findings = []
+    for finding in result.findings:
+        chosen = None
+        if finding.fix is not None:
+            for fix in (finding.fix, *finding.fix.alternatives):
+                if _worse(result, check(apply(source, fix))) is None:
+                    chosen = replace(fix, alternatives=())
+                    break
+        findings.append(replace(finding, fix=chosen))
+    return FileResult(result.path, findings, result.errors, result.suppressed)
