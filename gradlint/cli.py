@@ -350,7 +350,11 @@ def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
             if error is not None or source is None:
                 continue
         settings = resolver.settings_for(result.path)
-        run.results[index] = proven_fixes(source, result, lambda text: engine.check_source(text, result.path, settings))
+
+        def check(text, path=result.path, settings=settings):
+            return engine.check_source(text, path, settings)
+
+        run.results[index] = proven_fixes(source, result, check)
 
 
 def _render(args, run) -> str:
