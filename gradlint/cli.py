@@ -223,7 +223,10 @@ def _diff(run, resolver, args) -> int:
             continue
         changed = True
         before, after = fixing.before.splitlines(keepends=True), fixing.after.splitlines(keepends=True)
-        for line in difflib.unified_diff(before, after, f"a/{path}", f"b/{path}"):
+        import os
+
+        old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")  # git's labels when relative
+        for line in difflib.unified_diff(before, after, old, new):
             # as diff(1) writes a last line without a line end
             sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     sys.stdout.flush()

@@ -231,7 +231,7 @@ def test_diff_prints_and_writes_nothing(tmp_path, capsys):
     assert code == 0 and out == ""  # the only fix is unsafe
     code, out, err = run_cli(capsys, "--diff", "--unsafe-fixes", "--show-fixes", str(path))
     assert code == 1
-    assert "+    opt.zero_grad()\n" in out and out.startswith(f"--- a/{path}\n+++ b/{path}\n")
+    assert "+    opt.zero_grad()\n" in out and out.startswith(f"--- {path}\n+++ {path}\n")  # absolute: as is
     assert path.read_text() == REPAIRS["GL001"][0]
     assert "Would fix 1 problem." in err
     assert f"{path}: fixed GL001 line 3: Insert opt.zero_grad() before loss.backward()" in err
