@@ -122,6 +122,15 @@ REPAIRS = {
         "    torch.nn.utils.clip_grad_norm_(\n        model.parameters(),  # every one\n        1.0,\n    )  # clip\n"
         "    opt.step()\n",
     ),
+    # GL004: the comment lines right above the clip go with it, and it lands above the
+    # comment that leads the step
+    "GL004-leading-comments": (
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n    # apply the update\n    opt.step()\n\n"
+        "    # keep the norm in check\n    # (max 1.0)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n"
+        "    # keep the norm in check\n    # (max 1.0)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    # apply the update\n    opt.step()\n\n",
+    ),
     # GL004 into an accumulation step's block: re-indented for it
     "GL004-reindent": (
         "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n        opt.step()\n"

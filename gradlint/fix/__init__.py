@@ -72,7 +72,7 @@ def _reindent(text: str, old: str, new: str) -> Optional[str]:
 def _insertion(found: Statements, target: Statement, text: str, after: bool) -> Edit:
     """Insert whole lines `text` (ending in a newline) before or after the target statement."""
     if not after:
-        return Edit(Span(target.first, 1, target.first, 1), text)
+        return Edit(Span(target.lead, 1, target.lead, 1), text)  # above the comments that lead it
     last = found.lines[target.last - 1]
     content = last.rstrip("\r\n")
     end = len(content) + 1
@@ -105,16 +105,18 @@ def move(
     target = _target(found, home, there)
     if target is None or target.node is home.node:
         return None
-    if after and home.first == target.last + 1 and target.indent == home.indent:
+    if after and home.lead == target.last + 1 and target.indent == home.indent:
         return None  # already there
-    if not after and target.first == home.last + 1 and target.indent == home.indent:
+    if not after and target.lead == home.last + 1 and target.indent == home.indent:
         return None
-    if target.first > home.last and found.read_between(home.last + 1, target.last if after else target.first - 1, found.assigned(home)):
+    if target.first > home.last and found.read_between(
+        home.last + 1, target.last if after else target.first - 1, found.assigned(home)
+    ):
         return None  # `norm = clip(...)` moved below a line that reads norm
     text = _reindent(found.text(home), home.indent, target.indent)
     if text is None:
         return None
-    delete = Edit(Span(home.first, 1, home.last + 1, 1), "")
+    delete = Edit(Span(home.lead, 1, home.last + 1, 1), "")
     return Fix(description, (delete, _insertion(found, target, text, after)), applicability)
 
 

@@ -23,6 +23,9 @@ class Statement:
     indent: str  # the whitespace before it on its first line
     chain: tuple  # the blocks around it, outermost first: (owner node id, field, kind)
     node: ast.stmt
+    # first line of the comment lines right above it at its indentation (no blank line
+    # between): they describe it and move with it; `first` when there are none
+    lead: int = 0
 
 
 class Statements:
@@ -98,7 +101,18 @@ class Statements:
         for line in range(first, last + 1):
             if any(other is not stmt and not _compound(other) for other, _ in self._by_line.get(line, ())):
                 return None
-        return Statement(first, last, head, chain, stmt)
+        return Statement(first, last, head, chain, stmt, self._lead(first, head))
+
+    def _lead(self, first: int, indent: str) -> int:
+        lead = first
+        while lead > 1:
+            line = self.lines[lead - 2]
+            if not (line.startswith(indent + "#") and line[: len(indent)].strip() == ""):
+                break
+            if any(not _compound(other) for other, _ in self._by_line.get(lead - 1, ())):
+                break  # a comment inside another statement's brackets
+            lead -= 1
+        return lead
 
     def in_block(self, inner: Statement, chain: tuple) -> Optional[Statement]:
         """The statement of the block `chain` that holds `inner` (itself, or a compound around it)."""
@@ -106,11 +120,12 @@ class Statements:
             if node_chain == chain and (node is inner.node or _encloses(node, inner.node)):
                 first, last = node.lineno, node.end_lineno or node.lineno
                 head = self.lines[first - 1][: _byte_to_char(self.lines[first - 1], node.col_offset)]
-                return None if head.strip() else Statement(first, last, head, chain, node)
+                return None if head.strip() else Statement(first, last, head, chain, node, self._lead(first, head))
         return None
 
     def text(self, stmt: Statement) -> str:
-        text = "".join(self.lines[stmt.first - 1 : stmt.last])
+        """The statement's lines with the comment lines that lead it."""
+        text = "".join(self.lines[stmt.lead - 1 : stmt.last])
         return text if text.endswith("\n") else text + "\n"
 
 
