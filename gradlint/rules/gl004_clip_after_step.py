@@ -53,6 +53,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fix="Safe: moves the clip right before the step (into the step's block when an accumulation `if` guards it).",
     valid=(
         """
 for x, y in loader:
