@@ -153,16 +153,19 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
     return i < len(marks) and marks[i] <= end
 
 
-def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
-    """The text libcst should parse; None when no loop in `source` can hold a gradient event."""
+def screen(source: str, wrappers: Wrappers = Wrappers(), tree: Optional[ast.Module] = None) -> Optional[str]:
+    """The text libcst should parse; None when no loop in `source` can hold a gradient event.
+
+    `tree`: `source` already parsed by `ast` (gradlint/parse_guard.py), not parsed again."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes etc.: the user's business, not ours
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return source
+    if tree is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escapes etc.: the user's business, not ours
+                tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return source
     walk = _Walk(tree)
     prefilter = for_wrappers(wrappers)
     token_lines = set(prefilter.event_lines(source))

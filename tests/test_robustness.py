@@ -1,0 +1,123 @@
+"""Issue 13: hostile input never crashes, hangs or loses a file (one test per row of its table)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gradlint import engine, parse_guard
+from gradlint.findings import SYNTAX_ERROR
+from gradlint.settings import Settings
+
+BUGGY = """\
+import torch
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.zero_grad()
+    opt.step()
+"""
+LOOP_TAIL = "for b in loader:\n    loss.backward()\n    opt.step()\n"
+
+
+def run_cli(*args, cwd, timeout=120):
+    return subprocess.run(
+        [sys.executable, "-m", "gradlint", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def nested_brackets(levels: int) -> str:
+    return "import torch\nx = " + "(" * levels + "1" + ")" * levels + "\n" + LOOP_TAIL
+
+
+def long_and_chain(operands: int) -> str:
+    return "import torch\nx = " + " and ".join(["a"] * operands) + "\n" + LOOP_TAIL
+
+
+def subscript_chain(length: int) -> str:
+    return "import torch\nx = a" + "[0]" * length + "\n" + LOOP_TAIL
+
+
+# --- row 1: deeply nested brackets beside a training loop (libcst overflowed its stack: SIGSEGV)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_5000_nested_brackets_beside_a_training_loop(tmp_path, jobs):
+    (tmp_path / "deep.py").write_text(nested_brackets(5000))
+    for i in range(8 if jobs == "2" else 1):  # enough files for the process pool
+        (tmp_path / f"train{i}.py").write_text(BUGGY)
+    proc = run_cli("--no-cache", "-j", jobs, ".", cwd=tmp_path)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if ": error: " in line]
+    assert errors == ["deep.py:2:205: error: syntax error: too many nested parentheses"]
+    assert "train0.py:5:5: GL002" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "source",
+    [long_and_chain(10_000), subscript_chain(1_500), nested_brackets(100_000)],
+    ids=["and-chain", "subscript-chain", "100k-brackets"],
+)
+def test_what_would_crash_or_stall_libcst_is_a_one_line_error(source):
+    result = engine.check_source(source, "deep.py", Settings.default())
+    (error,) = result.errors
+    assert error.kind == SYNTAX_ERROR and error.line == 2
+    assert "nested" in error.message
+
+
+def test_the_depth_bound_passes_ordinary_and_moderately_deep_code():
+    assert not engine.check_source(long_and_chain(900), "ok.py", Settings.default()).errors
+    result = engine.check_source(nested_brackets(150), "ok.py", Settings.default())
+    assert not result.errors and [f.code for f in result.findings] == ["GL001"]
+
+
+def test_depth_counts_levels_inside_arguments_and_comprehensions():
+    deep = "x" + "[0]" * 1200
+    for template in ("def f(a={}): pass\n", "y = [z for z in {}]\n", "with {}: pass\n"):
+        source = template.format(deep)
+        import ast
+
+        assert parse_guard.deepest_line(ast.parse(source), source) == 1, template
+
+
+@pytest.mark.parametrize("deep", ["[" * 5000 + "]" * 5000, " and ".join(["a"] * 10_000)])
+def test_a_syntax_error_elsewhere_does_not_let_deep_nesting_through(deep):
+    source = "def f(:\n    pass\nx = " + deep + "\n" + LOOP_TAIL
+    (error,) = engine.check_source(source, "bad.py", Settings.default()).errors
+    assert error.kind == SYNTAX_ERROR and error.line in (1, 3)
+
+
+def segfaulting(path, settings):
+    import signal
+
+    if path.endswith("f3.py"):
+        os.kill(os.getpid(), signal.SIGSEGV)  # what a native parser crash does to a worker
+    return engine._check_file(path, settings)
+
+
+def test_a_worker_that_dies_is_an_internal_error_for_its_file_only(tmp_path):
+    from gradlint.pool import run_parallel
+
+    files = []
+    for i in range(9):
+        (tmp_path / f"f{i}.py").write_text(BUGGY)
+        files.append(str(tmp_path / f"f{i}.py"))
+    outcomes = run_parallel(segfaulting, [(p, Settings.default()) for p in files], 2)
+    for path, (result, _) in zip(files, outcomes):
+        if path.endswith("f3.py"):
+            (error,) = result.errors
+            assert error.kind == "internal-error" and "died" in error.message
+        else:
+            assert [f.code for f in result.findings] == ["GL002"]
+
+
+def test_language_server_gives_a_diagnostic_for_a_buffer_that_would_crash_the_parser():
+    from gradlint.lsp.documents import check_document
+
+    for source in (nested_brackets(5000), long_and_chain(10_000)):
+        check = check_document(source, "deep.py", "file:///deep.py", Settings.default())
+        (diagnostic,) = check.diagnostics
+        assert diagnostic["code"] == SYNTAX_ERROR and diagnostic["range"]["start"]["line"] == 1
+        assert not check.internal_errors
