@@ -121,3 +121,51 @@ def test_language_server_gives_a_diagnostic_for_a_buffer_that_would_crash_the_pa
         (diagnostic,) = check.diagnostics
         assert diagnostic["code"] == SYNTAX_ERROR and diagnostic["range"]["start"]["line"] == 1
         assert not check.internal_errors
+
+
+# --- row 2: a FIFO named *.py (reading it blocked forever)
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+
+
+@needs_fifo
+def test_a_fifo_inside_a_walked_directory_is_skipped(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "train.py").write_text(BUGGY)
+    proc = run_cli("--no-cache", ".", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1
+    assert "pipe.py" not in proc.stdout
+    assert "train.py:5:5: GL002" in proc.stdout and "(1 file checked)" in proc.stdout
+
+
+@needs_fifo
+@pytest.mark.parametrize("extra", [[], ["--no-cache"], ["--select", "GL002"]], ids=["quick-path", "cli", "full-cli"])
+def test_a_fifo_or_device_named_explicitly_is_a_one_line_error(tmp_path, extra):
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "clean.py").write_text("print('hello')\n")
+    proc = run_cli(*extra, "pipe.py", "clean.py", os.devnull, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if ": error: " in line]
+    assert errors == [
+        f"{os.devnull}:1:1: error: not a regular file (a character device)",
+        "pipe.py:1:1: error: not a regular file (a FIFO)",
+    ]
+
+
+@needs_fifo
+def test_the_quick_path_steps_aside_for_a_fifo_without_reading_it(tmp_path):
+    from gradlint import quick
+
+    os.mkfifo(tmp_path / "pipe.py")
+    assert quick.clean_run([str(tmp_path / "pipe.py")]) is False  # would block forever on a read
+
+
+def test_a_socket_named_explicitly_is_a_one_line_error(tmp_path):
+    import socket
+
+    if not hasattr(socket, "AF_UNIX"):
+        pytest.skip("no unix sockets")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "sock.py"))
+        data, error = engine.read_source(str(tmp_path / "sock.py"))
+    assert data is None and error.message == "not a regular file (a socket)"
