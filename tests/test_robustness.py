@@ -169,3 +169,75 @@ def test_a_socket_named_explicitly_is_a_one_line_error(tmp_path):
         server.bind(str(tmp_path / "sock.py"))
         data, error = engine.read_source(str(tmp_path / "sock.py"))
     assert data is None and error.message == "not a regular file (a socket)"
+
+
+# --- rows 4 and 5: --fix replaced a symbolic link by a file, stripped a BOM
+
+GL002_LOOP = "import torch\nfor x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
+GL002_FIXED = "import torch\nfor x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n    opt.zero_grad()\n"
+
+
+def fix(tmp_path, *names):
+    proc = run_cli("--fix", "--no-cache", *names, cwd=tmp_path)
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def test_fix_through_a_symlink_fixes_the_target_and_keeps_the_link(tmp_path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "train.py"
+    target.write_text(GL002_LOOP)
+    (tmp_path / "link.py").symlink_to(target)
+    proc = fix(tmp_path, "link.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "link.py").is_symlink() and os.readlink(tmp_path / "link.py") == str(target)
+    assert target.read_text() == GL002_FIXED
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["train.py"]  # no temp file left
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda text: b"\xef\xbb\xbf" + text.encode(),  # a UTF-8 BOM
+        lambda text: text.replace("\n", "\r\n").encode(),  # Windows line endings
+        lambda text: ("# -*- coding: latin-1 -*-\n# café\n" + text).encode("latin-1"),  # PEP 263
+        lambda text: b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode(),
+    ],
+    ids=["bom", "crlf", "latin-1", "bom-crlf"],
+)
+def test_fix_keeps_bom_line_endings_and_encoding(tmp_path, encode):
+    path = tmp_path / "train.py"
+    path.write_bytes(encode(GL002_LOOP))
+    proc = fix(tmp_path, "train.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert path.read_bytes() == encode(GL002_FIXED)
+
+
+def test_fix_keeps_the_mode_bits(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text("#!/usr/bin/env python\n" + GL002_LOOP)
+    path.chmod(0o751)
+    assert fix(tmp_path, "train.py").returncode == 0
+    assert path.stat().st_mode & 0o7777 == 0o751
+    assert path.read_text() == "#!/usr/bin/env python\n" + GL002_FIXED
+
+
+def test_fix_does_not_overwrite_a_file_that_changed_after_it_was_read(tmp_path, monkeypatch):
+    from gradlint.fix import files
+
+    path = tmp_path / "train.py"
+    path.write_text(GL002_LOOP)
+    result = engine.check_file(str(path), Settings.default())
+    real_apply = files.apply
+
+    def apply_while_an_editor_saves(source, one_fix):
+        path.write_text(GL002_LOOP + "# saved by the editor meanwhile\n")
+        return real_apply(source, one_fix)
+
+    monkeypatch.setattr(files, "apply", apply_while_an_editor_saves)
+    fixed, applied = files.fix_file(result, Settings.default())
+    assert applied == 0
+    assert path.read_text() == GL002_LOOP + "# saved by the editor meanwhile\n"
+    (error,) = fixed.errors
+    assert "changed on disk" in error.message
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
