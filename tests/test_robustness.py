@@ -241,3 +241,72 @@ def test_fix_does_not_overwrite_a_file_that_changed_after_it_was_read(tmp_path, 
     (error,) = fixed.errors
     assert "changed on disk" in error.message
     assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
+
+
+# --- rows 6 to 8: the language server's missing extra, bad port, a client that disconnects
+
+WITHOUT_LSP_EXTRA = """
+import sys
+class Missing:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pygls", "lsprotocol"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Missing())
+from gradlint.cli import main
+sys.exit(main(["lsp"]))
+"""
+
+
+def test_lsp_without_the_extra_gives_an_install_hint():
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_LSP_EXTRA], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "pip install 'gradlint[lsp]'" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:99999", "127.0.0.1:", "localhost"])
+def test_lsp_bad_tcp_address_is_a_usage_error(address):
+    proc = run_cli("lsp", "--tcp", address, cwd=".", timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gradlint lsp: error: argument --tcp: ")
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("how", ["half-sent-request", "reset"])
+def test_a_tcp_client_that_disconnects_ends_the_server_without_a_traceback(how):
+    import socket
+    import struct
+    import time
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gradlint", "lsp", "--tcp", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(400):
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=20)
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("server did not listen")
+        if how == "reset":
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        else:
+            conn.sendall(b'Content-Length: 100\r\n\r\n{"jsonrpc"')
+        time.sleep(0.3)
+        conn.close()
+        _, err = server.communicate(timeout=30)  # it ends, as at the end of its input
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+    assert server.returncode == 1  # `exit` never came (the LSP rule)
+    assert "Traceback" not in err, err
