@@ -91,26 +91,17 @@ def _screen(source: str, settings: Settings):
     """What libcst should parse (gradlint/screen.py), None when nothing can be found."""
     from gradlint.screen import screen
 
-    last = _last_tree
-    tree = last[1] if last is not None and last[0] is source else None  # parsed by _guard just before
-    return screen(source, settings.wrappers, tree)
-
-
-# (source, its ast) of the last _guard, so that the screen does not parse it again.  Compared
-# by identity: another thread's source (the language server) never matches, it only re-parses.
-_last_tree = None
+    return screen(source, settings.wrappers)
 
 
 def _guard(source: str, path: str) -> None:
     """gradlint/parse_guard.py: input that would crash or stall libcst's native parser (deep
     nesting) becomes a one-line error here, before libcst sees it."""
-    global _last_tree
     from gradlint import parse_guard
 
-    tree = parse_guard.check(source, path)
-    if isinstance(tree, FileError):
-        raise _ParseFailure(tree)
-    _last_tree = (source, tree) if tree is not None else None
+    verdict = parse_guard.check(source, path)
+    if isinstance(verdict, FileError):
+        raise _ParseFailure(verdict)
 
 
 def _parse_screened(text: str, source: str, path: str):
@@ -126,14 +117,19 @@ def _parse_screened(text: str, source: str, path: str):
 
 
 def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
-    global _last_tree
     if not source.strip():
         return []
-    _guard(source, path)
+    from gradlint import python_ast
+
     try:
-        text = _screen(source, settings)
+        return _analyse_parsed(source, path, settings)
     finally:
-        _last_tree = None  # a big file's tree is not kept alive past its screen
+        python_ast.forget()  # the guard's ast (shared with the screen and positions) dies with the check
+
+
+def _analyse_parsed(source: str, path: str, settings: Settings) -> list[Finding]:
+    _guard(source, path)
+    text = _screen(source, settings)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.model.loops import build

@@ -25,7 +25,6 @@ while building the tree), so before libcst sees a file:
 from __future__ import annotations
 
 import ast
-import warnings
 from typing import Optional, Union
 
 from gradlint.findings import SYNTAX_ERROR, FileError
@@ -42,10 +41,10 @@ _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 def check(source: str, path: str) -> Union[Tree, FileError]:
     """The ast of `source` (None: CPython rejected it, let libcst decide), or why libcst must not see it."""
+    from gradlint import python_ast
+
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes etc.: the user's business
-            tree = ast.parse(source)
+        tree = python_ast.parse(source)
     except SyntaxError as exc:
         if "too many nested" in str(exc.msg) or _bracket_depth(source) > MAX_BRACKETS:
             return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)

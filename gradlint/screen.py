@@ -35,10 +35,10 @@ from __future__ import annotations
 import ast
 import heapq
 import re
-import warnings
 from bisect import bisect_left
 from typing import Optional
 
+from gradlint import python_ast
 from gradlint.ast_nodes import ast_nodes
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
@@ -153,19 +153,14 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
     return i < len(marks) and marks[i] <= end
 
 
-def screen(source: str, wrappers: Wrappers = Wrappers(), tree: Optional[ast.Module] = None) -> Optional[str]:
-    """The text libcst should parse; None when no loop in `source` can hold a gradient event.
-
-    `tree`: `source` already parsed by `ast` (gradlint/parse_guard.py), not parsed again."""
+def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
+    """The text libcst should parse; None when no loop in `source` can hold a gradient event."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
-    if tree is None:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escapes etc.: the user's business, not ours
-                tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-            return source
+    try:
+        tree = python_ast.parse(source)  # the parse guard's tree, not parsed again
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return source
     walk = _Walk(tree)
     prefilter = for_wrappers(wrappers)
     token_lines = set(prefilter.event_lines(source))
