@@ -310,3 +310,46 @@ def test_a_tcp_client_that_disconnects_ends_the_server_without_a_traceback(how):
             server.communicate()
     assert server.returncode == 1  # `exit` never came (the LSP rule)
     assert "Traceback" not in err, err
+
+
+def test_verify_without_torch_gives_an_install_hint(tmp_path):
+    (tmp_path / "train.py").write_text(BUGGY)
+    code = "import sys; sys.modules['torch'] = None\nfrom gradlint.cli import main\nsys.exit(main(['verify', 'train.py']))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "pip install 'gradlint[verify]'" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- row 3: a 50,000-line file of small loops (33 s, 1 GB); figures: benchmarks/loop_dense.py
+
+DENSE_HEADER = "import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+DENSE_LOOP = "for x, y in loader:\n    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+
+
+def test_a_check_parses_the_file_with_ast_once(monkeypatch):
+    import ast
+
+    calls = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: calls.append(1) or real_parse(*a, **k))
+    result = engine.check_source(DENSE_HEADER + DENSE_LOOP * 50, "dense.py", Settings.default())
+    assert not result.errors and not result.findings
+    assert len(calls) == 1  # guard, screen and positions share one tree
+
+
+def test_time_on_loop_dense_files_grows_linearly():
+    import time
+
+    def cpu_seconds(loops: int) -> float:
+        source = DENSE_HEADER + DENSE_LOOP * loops
+        best = float("inf")
+        for _ in range(2):
+            start = time.process_time()
+            engine.check_source(source, "dense.py", Settings.default())
+            best = min(best, time.process_time() - start)
+        return best
+
+    cpu_seconds(20)  # imports
+    small, large = cpu_seconds(150), cpu_seconds(600)
+    assert large / small < 6, (small, large)  # 4 times the loops: linear is 4, quadratic 16
