@@ -80,8 +80,11 @@ def _bracket_depth(source: str) -> int:
 def deepest_line(tree: ast.Module, source: str) -> Optional[int]:
     """The line of a node nested deeper than MAX_DEPTH in libcst's terms, None when none is."""
     starts = [0]
-    for line in source.split("\n"):
+    # ast counts "\r\n", "\r" and "\n" as line ends; dropping the "\r"s only shortens spans
+    # by characters that hold no level of nesting.
+    for line in source.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         starts.append(starts[-1] + len(line) + 1)
+    last = len(starts) - 1
 
     def span(node) -> int:
         lineno = getattr(node, "lineno", None)
@@ -89,7 +92,7 @@ def deepest_line(tree: ast.Module, source: str) -> Optional[int]:
         if lineno is None or end is None:
             return MAX_DEPTH  # arguments, comprehension, withitem...: hold expressions, always look in
         # col_offset counts UTF-8 bytes: an over-estimate of characters, which only walks more
-        return starts[end - 1] + node.end_col_offset - starts[lineno - 1] - node.col_offset
+        return starts[min(end, last) - 1] + node.end_col_offset - starts[min(lineno, last) - 1] - node.col_offset
 
     stack = [(child, 1, child.lineno) for child in tree.body]
     while stack:

@@ -353,3 +353,14 @@ def test_time_on_loop_dense_files_grows_linearly():
     cpu_seconds(20)  # imports
     small, large = cpu_seconds(150), cpu_seconds(600)
     assert large / small < 6, (small, large)  # 4 times the loops: linear is 4, quadratic 16
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n"])
+def test_the_depth_bound_reads_old_mac_and_windows_line_endings(ending):
+    lines = ["import torch", "for x in loader:", "    loss.backward()", "    opt.zero_grad()", "    opt.step()"]
+    ok = ending.join(lines + ["x = 1"] * 3000) + ending
+    result = engine.check_source(ok, "x.py", Settings.default())
+    assert not result.errors and [f.code for f in result.findings] == ["GL002"]
+    deep = ending.join(lines + ["x = a" + "[0]" * 1500]) + ending
+    (error,) = engine.check_source(deep, "x.py", Settings.default()).errors
+    assert error.kind == SYNTAX_ERROR and error.line == 6
