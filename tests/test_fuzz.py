@@ -10,8 +10,8 @@ Two sources of programs:
 
 Properties: the check never raises nor reports an internal error, and ends
 within a deadline; the findings are the same with and without the screen and
-with and without the cache; `--fix` output parses and has no finding the
-file did not have before.
+with and without the cache, and with LF, CRLF or CR line endings; `--fix`
+output parses and has no finding the file did not have before.
 
 The default profile fits the CI budget (the module in well under a minute
 on 2 cores).  GRADLINT_FUZZ=long runs many more examples:
@@ -223,3 +223,12 @@ def test_fix_output_parses_and_never_gains_a_finding(tmp_path_factory, source):
     assert again.findings == after.findings
     gained = _codes(again.findings) - _codes(before.findings)
     assert not gained, (source, fixed, again.findings)
+
+
+@settings(PROFILE, max_examples=max(EXAMPLES // 3, 8))
+@given(training_loops(), st.sampled_from(["\r\n", "\r"]))
+def test_line_endings_do_not_change_the_findings(source, ending):
+    lf = _check(source)
+    other = _check(source.replace("\n", ending))
+    assert not other.errors
+    assert [(f.code, f.span) for f in other.findings] == [(f.code, f.span) for f in lf.findings]
