@@ -99,9 +99,9 @@ def _guard(source: str, path: str) -> None:
     nesting) becomes a one-line error here, before libcst sees it."""
     from gradlint import parse_guard
 
-    verdict = parse_guard.check(source, path)
-    if isinstance(verdict, FileError):
-        raise _ParseFailure(verdict)
+    refused = parse_guard.check(source, path)
+    if refused is not None:
+        raise _ParseFailure(refused)
 
 
 def _parse_screened(text: str, source: str, path: str):
