@@ -77,7 +77,7 @@ def main() -> int:
             parse, check = measure("parse", path, args.repeat), measure("check", path, args.repeat)
             rows.append((loops, text.count("\n"), parse, check))
     first_loops, _, _, first = rows[0]
-    print("| loops | lines | bare parse s | check s | check / parse | check ms per loop | peak MB (parse / check) | KB per loop | time vs first, per loop |")
+    print("| loops | lines | bare parse s | check s | check / parse | check ms per loop | peak MB (parse / check) | KB per loop | time per loop vs first size |")
     print("|---|---|---|---|---|---|---|---|---|")
     for loops, lines, parse, check in rows:
         growth = (check["seconds"] / loops) / (first["seconds"] / first_loops)
