@@ -461,7 +461,8 @@ class Bindings(Numbering):
 
     def constructed_here(self, name: str) -> bool:
         """Every assignment of `name` builds a new object (no alias, no wrapper)."""
-        values = self.assigns.get(name)
+        # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
+        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name]
         if not values:
             return False
         return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)

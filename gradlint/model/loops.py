@@ -416,6 +416,13 @@ class Builder:
         return out
 
     def call(self, call: cst.Call, ctx: Context) -> list[Node]:
+        if _is_self_call(call):
+            # A method the file defines (even one named `backward` or `step`) is followed,
+            # not taken for the API call of the same name.
+            helper = self.helper_for(call, ctx)
+            if helper is not None:
+                definition, class_name, label = helper
+                return [Helper(self.inline(definition, call, class_name, label, ctx))]
         event = api.classify_call(call, ctx)
         if event is not None:
             if event.kind == api.S and event.closure:
@@ -557,6 +564,11 @@ def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> 
             _flatten(node.body, out, own, inside_nested)
 
 
+def _is_self_call(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+
+
 def _target_names(target: cst.BaseExpression, owner_kind: str) -> list[str]:
     """`p` of `for p in ...`, and of `for name, p in model.named_parameters()`."""
     if isinstance(target, cst.Name):
@@ -627,8 +639,12 @@ class _LoopFinder:
 
 
 def _mark_foreign(loops: list[LoopModel]) -> None:
-    """An event inside a nested loop that is analysed on its own belongs to that loop."""
-    keys = [frozenset(e.key for e in loop.events) for loop in loops]
+    """An event inside a nested loop that is a training loop of its own belongs to that loop.
+
+    An inner loop that only backpropagates (micro-batches whose step is in the
+    outer loop) is not: the outer loop reports what goes wrong with its events.
+    """
+    keys = [frozenset(e.key for e in loop.events) if loop.has(api.B) and loop.has(api.S) else frozenset() for loop in loops]
     for i, loop in enumerate(loops):
         nested = keys[i] - loop.own
         if nested:

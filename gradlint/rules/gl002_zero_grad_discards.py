@@ -34,9 +34,6 @@ def _walk(file, loop, walk, only_one):
 def _judge(file, loop, walk, z_index, fresh, only_one):
     events = walk.events
     z = events[z_index]
-    # Deliberate accumulation: the backward ran in an iteration that skipped its step
-    # on an accumulation condition, so the step to come was meant to use it.
-    accumulated = [i for i in fresh if walk.paths[walk.iteration[i]].deferred]
     backward_between = False
     for j in range(z_index + 1, len(events)):
         later = events[j]
@@ -45,6 +42,13 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
         elif later.kind == S:
             if not touches(file, z, later.optimizer, only_one):
                 return None
+            # Deliberate accumulation: the backward ran in an iteration that skipped this
+            # optimizer's step on an accumulation condition, so this step was meant to use it.
+            accumulated = [i for i in fresh if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)]
+            if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own:
+                # A clear at the top of each epoch, before the inner loop that accumulates: it
+                # only drops the previous epoch's last, partial window (not this rule's question).
+                accumulated = []
             same_iteration = walk.iteration[fresh[-1]] == walk.iteration[z_index] == walk.iteration[j]
             fix = None
             if not backward_between and same_iteration:
@@ -63,6 +67,10 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
                 fix,
             )
     return None
+
+
+def _deferred_for(file, path, optimizer) -> bool:
+    return any(d is not None and optimizer is not None and file.bindings.same(d, optimizer) for d in path.deferred)
 
 
 RULE = Rule(
