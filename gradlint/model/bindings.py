@@ -57,6 +57,8 @@ class Bindings(Numbering):
         self.plain_functions: dict[str, list[cst.FunctionDef]] = {}  # not methods: callable by bare name
         self.classes: dict[str, ClassInfo] = {}
         self.engines: set[str] = set()  # receivers of `X.backward(loss)` and X.step()
+        # `update` of `Engine(update)` (ignite), `self.update` of `Engine(self.update)`: loop bodies
+        self.iteration_functions: list[str] = []
         self._backward_receivers: set[str] = set()
         self._step_receivers: set[str] = set()
         self._class_stack: list[ClassInfo] = []
@@ -160,6 +162,10 @@ class Bindings(Numbering):
                     top[1] = True
                 else:
                     top[2].add(name)
+        if node.args and api.iteration_runner(self.imports.qualify(dotted(node.func))):
+            function = dotted(node.args[0].value)
+            if function is not None and function not in self.iteration_functions:
+                self.iteration_functions.append(function)
         if isinstance(node.func, cst.Attribute):
             receiver = dotted(node.func.value)
             if receiver is None:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Optional
 
-from gradlint.model.events import S, Event
+from gradlint.model.event import Event
+from gradlint.model.events import S
 from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested
 
 MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing

@@ -15,9 +15,10 @@ from typing import Optional, Union
 import libcst as cst
 
 from gradlint.findings import Span
+from gradlint.model import classify
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
-from gradlint.model.events import Event
+from gradlint.model.event import Event
 from gradlint.model.names import dotted, root
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
@@ -61,7 +62,9 @@ Node = Union[Event, Branch, Nested, Jump, Helper]
 @dataclass
 class LoopModel:
     span: Span  # the loop's header keyword
-    kind: str  # "for", "while", or "training_step" (Lightning manual optimization)
+    # "for", "while", "training_step" (Lightning manual optimization) or "iteration"
+    # (a function a framework runs once per iteration: ignite's `Engine(update)`)
+    kind: str
     body: list[Node]
     events: list[Event] = field(default_factory=list)  # everything, nested and inlined
     own: frozenset = frozenset()  # keys of events not inside a nested loop
@@ -287,7 +290,7 @@ class Builder:
             pre: list[Node] = []
             for item in stmt.items:
                 pre.extend(self.expression(item.item, ctx))
-                accelerator = api.accumulate_context(item, ctx)
+                accelerator = classify.accumulate_context(item, ctx)
                 if accelerator is not None:
                     inner = ctx.child(accumulate=accelerator)
             return pre + self.suite(stmt.body, inner)
@@ -312,7 +315,7 @@ class Builder:
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
-            grad = api.classify_grad_assign(stmt, ctx)
+            grad = classify.classify_grad_assign(stmt, ctx)
             return out + ([grad] if grad is not None else [])
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
@@ -423,7 +426,7 @@ class Builder:
             if helper is not None:
                 definition, class_name, label = helper
                 return [Helper(self.inline(definition, call, class_name, label, ctx))]
-        event = api.classify_call(call, ctx)
+        event = classify.classify_call(call, ctx)
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
@@ -436,7 +439,7 @@ class Builder:
             return [event]
         helper = self.helper_for(call, ctx)
         if helper is None:
-            opaque = api.opaque_call(call, ctx)
+            opaque = classify.opaque_call(call, ctx)
             return [opaque] if opaque is not None else []
         definition, class_name, label = helper
         return [Helper(self.inline(definition, call, class_name, label, ctx))]
@@ -510,13 +513,17 @@ class Builder:
         keyword = "for" if isinstance(node, cst.For) else "while"
         return self._finish(LoopModel(self._header_span(node), keyword, body))
 
-    def step_function_model(self, node: cst.FunctionDef, class_name: str) -> Optional[LoopModel]:
-        """Lightning calls a manual-optimization training_step once per batch: a loop body."""
+    def step_function_model(
+        self, node: cst.FunctionDef, class_name: Optional[str], kind: str = "training_step"
+    ) -> Optional[LoopModel]:
+        """A function a framework calls once per batch (Lightning's manual-optimization
+        training_step, ignite's update function): a loop body."""
         assigned = _AssignedNames()
         walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
-        body = self.suite(node.body, ctx)
-        return self._finish(LoopModel(self._header_span(node), "training_step", body))
+        # Its `return` ends one iteration, not the loop: the body runs as an inlined helper.
+        body = [Helper(self.suite(node.body, ctx))]
+        return self._finish(LoopModel(self._header_span(node), kind, body))
 
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
         everything: list[Event] = []
@@ -615,6 +622,27 @@ class _LoopFinder:
                     self._lightning(info)
             else:
                 self._loop(entry[1], entry[2])
+        for name in self.builder.bindings.iteration_functions:
+            self._iteration_function(name)
+
+    def _iteration_function(self, name: str) -> None:
+        bindings = self.builder.bindings
+        found = None
+        if name.startswith("self.") and name.count(".") == 1:
+            method = name[len("self.") :]
+            owners = [c for c in bindings.classes.values() if method in c.methods]
+            if len(owners) == 1:
+                found = owners[0].methods[method], owners[0].name
+        elif "." not in name:
+            defs = bindings.all_functions.get(name, [])
+            if name in bindings.functions:
+                found = bindings.functions[name], None
+            elif len(defs) == 1:
+                found = defs[0], None
+        if found is not None:
+            model = self.builder.step_function_model(found[0], found[1], kind="iteration")
+            if model is not None:
+                self.loops.append(model)
 
     def _lightning(self, info) -> None:
         method = info.methods["training_step"]
