@@ -30,6 +30,9 @@ OPERATORS = {
     "clip-after-step": ("the C moved to just after the last S", {"GL004"}),
     "schedule-before-step": ("the L moved to just before the first S", {"GL008"}),
     "no-unscale": ("every U removed (the loop has a C)", {"GL006"}),
+    "step-first": ("the first S moved to just before the first B", {"GL007"}),
+    "clip-before-backward": ("the C moved to just before the last B", {"GL005"}),
+    "swap-clear": ("one optimizer's clear replaced by another's (both cleared in the loop)", {"GL003"}),
 }
 
 
@@ -85,6 +88,24 @@ def mutations(source: str, loop):
     if len(schedules) == 1 and schedules[0].span > first_step.span:
         text = _indent(lines[first_step.span.line - 1]) + lines[schedules[0].span.line - 1].strip()
         yield "schedule-before-step", edit(source, {schedules[0].span.line}, {first_step.span.line: [text]})
+    backwards = [e for e in _single_line(loop.events, "B") if _alone(lines, e, loop)]
+    if backwards and first_step.span > min(backwards, key=lambda e: e.span).span:
+        first_b = min(backwards, key=lambda e: e.span)
+        text = _indent(lines[first_b.span.line - 1]) + lines[first_step.span.line - 1].strip()
+        yield "step-first", edit(source, {first_step.span.line}, {first_b.span.line: [text]})
+    if backwards and len(clips) == 1 and clips[0].span > max(backwards, key=lambda e: e.span).span:
+        last_b = max(backwards, key=lambda e: e.span)
+        text = _indent(lines[last_b.span.line - 1]) + lines[clips[0].span.line - 1].strip()
+        yield "clip-before-backward", edit(source, {clips[0].span.line}, {last_b.span.line: [text]})
+    named = {}
+    for e in clears:
+        line = lines[e.span.line - 1].strip()
+        if e.optimizer and line.startswith(e.optimizer + ".zero_grad(") and _alone(lines, e, loop):
+            named.setdefault(e.optimizer, e)
+    if len(named) >= 2:
+        (first, event), (other, _) = list(named.items())[:2]
+        text = _indent(lines[event.span.line - 1]) + lines[event.span.line - 1].strip().replace(first, other, 1)
+        yield "swap-clear", edit(source, {event.span.line}, {event.span.line: [text]})
     unscales = _single_line(loop.events, "U")
     if "C" in kinds and unscales and all(_alone(lines, e, loop) for e in unscales):
         yield "no-unscale", edit(source, {e.span.line for e in unscales}, {})
