@@ -40,7 +40,15 @@ from bisect import bisect_left
 from typing import Optional
 
 from gradlint.ast_nodes import ast_nodes
-from gradlint.model.events import EVENT_WORDS, ITERATION_RUNNERS, TRAINING_STEP, WRAPPER_METHODS, arguments_read_pattern
+from gradlint.model.events import (
+    EVENT_WORDS,
+    GLOBAL_STEP_HOOK_FUNCTIONS,
+    ITERATION_RUNNERS,
+    STEP_HOOK_METHODS,
+    TRAINING_STEP,
+    WRAPPER_METHODS,
+    arguments_read_pattern,
+)
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
 
@@ -116,7 +124,7 @@ class _Walk:
         while stack:
             node, path, method = stack.pop()
             if isinstance(node, _FUNCS):
-                # A method (a def right in a class body) is inlined as `self.m()` only, any
+                # A method (a def right in a class body) is inlined as `self.m()` or `obj.m()` only, any
                 # other def as a bare call `f()` only (loops.py, helper_for).
                 self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node, method))
             elif isinstance(node, ast.ClassDef):
@@ -145,6 +153,11 @@ class _Walk:
 
 
 _RUNNER_ARGUMENT = re.compile(r"\b(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w+)" % "|".join(map(re.escape, ITERATION_RUNNERS)))
+
+
+_STEP_HOOK_CALL = re.compile(
+    r"\b(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w*)" % "|".join(sorted(STEP_HOOK_METHODS | GLOBAL_STEP_HOOK_FUNCTIONS))
+)
 
 
 def _start(node: ast.stmt) -> int:
@@ -213,7 +226,10 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     engine_marks = _engine_call_lines(
         walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)
     )
+    engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source))  # bindings reads them anywhere
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
+    hooks = set(_STEP_HOOK_CALL.findall(source))  # a hook function bindings looks into
+    keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
         whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
         keep |= whole
@@ -505,11 +521,12 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
             if name is None:
                 out |= _names_in(func)
                 continue
-            # Only `f(...)` and `self.m(...)` are inlined as helpers: `x.sum()` names no
-            # function of the file the model could follow.
+            # Only `f(...)`, `self.m(...)` and `x.m(...)` on a plain name (an instance of a
+            # class of the file: `agent.learn()`) are inlined as helpers: `x.y.sum()`
+            # names no function of the file the model could follow.
             if isinstance(func, ast.Name):
                 bare.add(name)
-            elif isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            elif isinstance(func.value, ast.Name):
                 self_calls.add(name)
             if name in aliases or any(word in name for word in eventish):
                 out |= _names_in(node)

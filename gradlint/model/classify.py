@@ -17,10 +17,13 @@ from gradlint.model.events import (
     B,
     BACKWARD_FUNCTIONS,
     CLEAR_LIKE_NAMES,
+    NOT_CLEARING_HELPERS,
     C,
     CLIP_FUNCTIONS,
+    GRAD_CLIP_METHODS,
     L,
     MANUAL_BACKWARD_METHODS,
+    MANUAL_UPDATE_METHODS,
     NOT_BACKWARD,
     S,
     SELF_UNSCALING_CLIPS,
@@ -131,11 +134,21 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
     if method == "zero_" and _is_grad(receiver_node):
         return _grad_clear(call, receiver_node, ctx)
 
+    if method in GRAD_CLIP_METHODS and _is_grad(receiver_node):
+        owner = ctx.parameter_owner(ctx.name(_grad_owner(receiver_node)))
+        module = owner[1] if owner is not None and owner[0] == "module" else None
+        return ctx.event(C, call, module=module, unknown_target=module is None)
+
     if method in CLIP_FUNCTIONS or method in SELF_UNSCALING_CLIPS:
         return _clip_event(call, method, receiver, qualified, ctx)
 
     if method == "unscale_" and bindings.is_scaler(receiver):
         return ctx.event(U, call, optimizer=_first_name(call, ctx))
+
+    if method in MANUAL_UPDATE_METHODS:
+        update = _manual_update(call, receiver_node, call.args, ctx)
+        if update is not None:
+            return update
 
     if method in STEP_FUNCTIONS:
         return ctx.event(S, call, optimizer=_first_name(call, ctx))
@@ -199,6 +212,10 @@ class _NameCollector(cst.CSTVisitor):
 def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
     if _measures_only(call):
         return None
+    if method in SELF_UNSCALING_CLIPS and receiver and ctx.bindings.imports.is_imported(receiver):
+        # `utils.clip_gradients(model, 3.0)`: a clip helper of another file, not Lightning's or
+        # Fabric's method, so nothing says it unscales AMP gradients first
+        return ctx.event(C, call, unknown_target=True)
     unscales = method in SELF_UNSCALING_CLIPS or bool(receiver and SELF_UNSCALING_RECEIVERS.search(receiver))
     is_torch_utility = bool(qualified and qualified.startswith(("torch.", "nn.")))
     if method in SELF_UNSCALING_CLIPS or (receiver and not is_torch_utility and unscales):
@@ -227,9 +244,11 @@ def opaque_call(call: cst.Call, ctx) -> Optional[Event]:
     Either its name says it clears, or it is handed an optimizer (`utils.step_and_zero(opt)`):
     it becomes a clear of unknown parameters, which no rule blames and GL001 respects.
     """
-    name = ctx.name(call.func) or ""
-    if CLEAR_LIKE_NAMES.search(name.rsplit(".", 1)[-1]):
+    name = (ctx.name(call.func) or "").rsplit(".", 1)[-1]
+    if CLEAR_LIKE_NAMES.search(name):
         return ctx.event(Z, call, unknown_target=True)
+    if NOT_CLEARING_HELPERS.search(name):
+        return None
     for arg in call.args:
         target = ctx.name(arg.value)
         if target is not None and ctx.bindings.is_optimizer(target):
@@ -282,7 +301,44 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
                 return ctx.event(B, node, overwrites=True)
     if isinstance(node, cst.AugAssign) and _is_grad(node.target):
         return ctx.event(B, node)
+    if isinstance(node, cst.AugAssign):
+        return _manual_update(node, node.target, (node,), ctx)
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        return _manual_update(node, node.targets[0].target, (node.value,), ctx)
     return None
+
+
+def _manual_update(anchor: cst.CSTNode, target: cst.BaseExpression, reads, ctx) -> Optional[Event]:
+    """`p -= lr * p.grad`, `p.data = p.data - lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`:
+    a parameter updated from its own gradient is a step by hand, of what `p` belongs to."""
+    if isinstance(target, cst.Attribute) and target.attr.value == "data":
+        target = target.value
+    param = ctx.name(target)
+    if param is None or "." in param:
+        return None
+    readers = _GradReaders()
+    for node in reads:
+        walk(node, readers)
+    if param not in readers.owners:
+        return None
+    owner = ctx.parameter_owner(param)
+    name = owner[1] if owner is not None else param
+    return ctx.event(S, anchor, optimizer=name, manual=True)
+
+
+class _GradReaders(cst.CSTVisitor):
+    """The names whose `.grad` an expression reads."""
+
+    def __init__(self) -> None:
+        self.owners: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "grad":
+            owner = node.value
+            if isinstance(owner, cst.Attribute) and owner.attr.value == "data":
+                owner = owner.value
+            if isinstance(owner, cst.Name):
+                self.owners.add(owner.value)
 
 
 def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:

@@ -28,6 +28,7 @@ class Event:
     sync_only: bool = False  # S or Z inside `with accelerator.accumulate(...)`
     accumulation_guarded: bool = False  # runs only under an accumulation condition
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
+    manual: bool = False  # S by hand: parameters updated from their own gradients
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
 
     @property

@@ -44,6 +44,20 @@ WRAPPER_METHODS = frozenset("to cuda cpu half float double bfloat16 train module
 # Engines that take the loss themselves and clear their own gradients in step().
 ENGINE_FACTORIES = frozenset({"deepspeed.initialize"})
 
+# A file that imports one of these and none of TORCH_PACKAGES is written for another
+# framework, whose gradients behave differently (MXNet's backward overwrites them): it is
+# not analysed.  A file that imports neither (a helper taking `model, optimizer`) is.
+OTHER_FRAMEWORKS = frozenset("mxnet gluonnlp tensorflow keras tf_keras jax jaxlib flax optax haiku equinox".split())
+TORCH_PACKAGES = frozenset(
+    "torch torchvision torchaudio torchtext lightning pytorch_lightning lightning_fabric accelerate deepspeed ignite timm".split()
+)
+
+
+def other_framework(packages: set) -> bool:
+    """Do these imported top-level packages make the file another framework's code?"""
+    return bool(packages & OTHER_FRAMEWORKS) and not packages & TORCH_PACKAGES
+
+
 # --- names a reader recognises when nothing resolves --------------------------
 
 _OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|^opt[A-Z0-9]", re.I)
@@ -65,6 +79,8 @@ ZERO_GRAD_METHODS = frozenset({"zero_grad"})
 # (or a call of a helper that has one) to be a training loop at all.
 LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_step"})
 CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad"})
+# `p.grad.clamp_(-c, c)`, `p.grad.data.clip_(...)`: a clip by value, by hand
+GRAD_CLIP_METHODS = frozenset({"clamp_", "clip_"})
 # clip methods of objects that unscale AMP gradients themselves before clipping
 SELF_UNSCALING_CLIPS = frozenset({"clip_gradients"})
 SELF_UNSCALING_RECEIVERS = re.compile(r"accelerator|fabric", re.I)
@@ -73,11 +89,18 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 NOT_BACKWARD = frozenset({"torch.autograd.grad", "torch.distributed.autograd.backward"})
 MANUAL_BACKWARD_METHODS = frozenset({"manual_backward"})
 STEP_FUNCTIONS = frozenset({"optimizer_step"})  # torch_xla: xm.optimizer_step(opt)
+# In-place updates of a parameter: from its own gradient (`p.data.add_(p.grad, alpha=-lr)`,
+# `p -= lr * p.grad`) they are a step by hand.
+MANUAL_UPDATE_METHODS = frozenset({"add_", "sub_", "addcdiv_", "addcmul_", "copy_"})
 LIGHTNING_MODULES = frozenset({"LightningModule"})
 TRAINING_STEP = "training_step"  # the LightningModule method run once per batch
 # Framework objects built from a function that they run once per iteration, with the
 # package they must come from: `Engine(update_fn)` (ignite) makes update_fn a loop body.
 ITERATION_RUNNERS = {"Engine": "ignite."}
+# `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`:
+# a hook whose body clears acts as a clear right after every step (of `opt`, or of any optimizer).
+STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})
+GLOBAL_STEP_HOOK_FUNCTIONS = frozenset({"register_optimizer_step_post_hook"})
 # `with accelerator.accumulate(model):` makes the prepared optimizer's step and zero_grad no-ops
 # except on the syncing step.
 ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
@@ -88,6 +111,14 @@ ACCUMULATION_WORDS = re.compile(r"accum|sync_grad|grad_acc|boundary|should_step|
 # Calls gradlint cannot see into that probably clear: `self.optimizer_zero_grad()`,
 # `trainer.clear_grads()`.  They count as clears of unknown parameters (precision first).
 CLEAR_LIKE_NAMES = re.compile(r"zero_grad|clear_grad|reset_grad", re.I)
+# An unreadable call handed an optimizer may clear it, unless its name says what else it
+# does: `adjust_learning_rate(optimizer, epoch)`, `clip_gradient(optimizer, 5.0)`,
+# `save_checkpoint(model, optimizer)` are no clears (and must not hide a missing one).
+NOT_CLEARING_HELPERS = re.compile(
+    r"lr|learning_rate|schedul|warmup|decay|momentum|clip|save|checkpoint|load|log|print|state_dict|"
+    r"param_group|summary|report|plot|track|monitor|count|describe",
+    re.I,
+)
 
 
 def iteration_runner(qualified: str | None) -> bool:

@@ -430,6 +430,10 @@ class Builder:
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
+            if event.kind == api.S and self.bindings.clears_after_step(event.optimizer):
+                # a step hook that clears runs right after the step
+                hook = Event(api.Z, event.span, f"{event.text} (its step hook clears)", optimizer=event.optimizer, via=event.via)
+                return [event, hook]
             if event.sync_only:
                 # Inside `with accelerator.accumulate(...)`: runs only on the syncing step.
                 marked = replace(event, accumulation_guarded=True)
@@ -469,12 +473,15 @@ class Builder:
             if len(local) == 1:  # a closure such as `def _backward(loss): ...` inside the loop
                 return local[0], ctx.class_name, f"{name}()"
             return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            receiver = func.value.value
+            # `self.m()`, or `agent.m()` on an instance of a class of the file (`agent = Agent()`)
+            owner = ctx.class_name if receiver == "self" else self.bindings.instance_class(receiver)
             method = func.attr.value
-            for class_name in self.class_chain(ctx.class_name):
+            for class_name in self.class_chain(owner):
                 info = self.bindings.classes[class_name]
                 if method in info.methods:
-                    return info.methods[method], class_name, f"self.{method}()"
+                    return info.methods[method], class_name, f"{receiver}.{method}()"
         return None
 
     def class_chain(self, class_name: Optional[str]) -> list[str]:
@@ -669,15 +676,20 @@ class _LoopFinder:
 def _mark_foreign(loops: list[LoopModel]) -> None:
     """An event inside a nested loop that is a training loop of its own belongs to that loop.
 
-    An inner loop that only backpropagates (micro-batches whose step is in the
-    outer loop) is not: the outer loop reports what goes wrong with its events.
+    Only loops nested inside this one count (all their events lie in its nested
+    loops), and only if they hold a backward and a step: an inner loop that only
+    backpropagates (micro-batches whose step is in the outer loop) reports nothing, so
+    the outer loop reports what goes wrong with its events.
     """
-    keys = [frozenset(e.key for e in loop.events) if loop.has(api.B) and loop.has(api.S) else frozenset() for loop in loops]
+    keys = [frozenset(e.key for e in loop.events) for loop in loops]
+    training = [loop.has(api.B) and loop.has(api.S) for loop in loops]
     for i, loop in enumerate(loops):
         nested = keys[i] - loop.own
-        if nested:
-            others = frozenset().union(*(k for j, k in enumerate(keys) if j != i))
-            loop.foreign = nested & others
+        if not nested:
+            continue
+        inner = [keys[j] for j in range(len(loops)) if j != i and training[j] and keys[j] <= nested]
+        if inner:
+            loop.foreign = nested & frozenset().union(*inner)
 
 
 def build(
@@ -691,6 +703,7 @@ def build(
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
     builder = Builder(module, path, wrappers, line_offset, source if parsed_text is None else parsed_text)
     finder = _LoopFinder(builder)
-    finder.run()
+    if not api.other_framework(builder.bindings.imports.packages):
+        finder.run()
     _mark_foreign(finder.loops)
     return FileModel(path, builder.bindings, finder.loops, finder.lightning_clips, source)
