@@ -24,7 +24,7 @@ def stepped_optimizers(loop: LoopModel) -> list[str]:
     return list(seen)
 
 
-def _clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Optional[bool]:
+def clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Optional[bool]:
     """Does `z` clear the parameters of module `target`, one of those `optimizer` steps?"""
     b = file.bindings
     if z.unknown_target:
@@ -65,7 +65,7 @@ def coverage(file: FileModel, clears: Iterable[Event], optimizer: str) -> Option
         return None
     answer: Optional[bool] = True
     for target in stepped:
-        verdicts = [_clears_module(file, z, optimizer, target) for z in clears]
+        verdicts = [clears_module(file, z, optimizer, target) for z in clears]
         if any(v is True for v in verdicts):
             continue
         if all(v is False for v in verdicts):

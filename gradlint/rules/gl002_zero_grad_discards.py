@@ -81,7 +81,13 @@ def _judge(file, loop, walk, z_index, only_one):
                 return None
             # Deliberate accumulation: the backward ran in an iteration that skipped this
             # optimizer's step on an accumulation condition, so this step was meant to use it.
-            accumulated = [i for i in fresh if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)]
+            # (A backward that some step has consumed since, such as another optimizer's, was not.)
+            accumulated = [
+                i
+                for i in fresh
+                if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)
+                and not any(events[m].kind == S for m in range(i + 1, z_index))
+            ]
             if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own:
                 # A clear at the top of each epoch, before the inner loop that accumulates: it
                 # only drops the previous epoch's last, partial window (not this rule's question).
