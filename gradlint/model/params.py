@@ -89,3 +89,12 @@ def touches(file: FileModel, z: Event, optimizer: Optional[str], only_optimizer:
     if stepped is None:
         return only_optimizer  # one optimizer, one model: the clear is surely of its parameters
     return any(is_under(t, module) or is_under(module, t) for t in stepped)
+
+
+def steps_module(file: FileModel, optimizer: Optional[str], module: Optional[str]) -> Optional[bool]:
+    """Does `optimizer` step (some of) `module`'s parameters?  None when either is unknown."""
+    held = file.bindings.optimizer_params(optimizer) if optimizer else None
+    if not held or not module:
+        return None
+    module = file.bindings.canonical(module)
+    return any(is_under(module, m) or is_under(m, module) for m in held)

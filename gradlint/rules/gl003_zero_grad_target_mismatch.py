@@ -2,8 +2,7 @@
 
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
-from gradlint.model.names import is_under
-from gradlint.model.params import clears_module, coverage, stepped_optimizers
+from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at
 from gradlint.rules.registry import Rule
 
@@ -61,7 +60,9 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
     discriminator's gradients from d_loss reach opt_info's step.)
     """
     modules = file.bindings.optimizer_params(optimizer)
-    if not modules:
+    if not modules or any(e.accumulation_guarded for e in loop.events if e.kind in (S, Z)):
+        # Accumulation windows clear and step under two conditions the paths cannot
+        # correlate (`if i % k == 0: clear` ... `if (i + 1) % k == 0: step`): GL001/GL002's.
         return
     for walk in walks(loop):
         for module in sorted(modules):
@@ -99,17 +100,12 @@ def _follow_module(file, events, optimizer, module):
             state = CLEAN
         elif event.kind == B:
             state = FRESH if state == CLEAN else STALE if state == CONSUMED else state
-        elif event.kind == S and event.optimizer is not None and _steps(b, event.optimizer, module):
+        elif event.kind == S and steps_module(file, event.optimizer, module):
             if state == STALE and b.same(event.optimizer, optimizer):
                 return event, consumer
             if state != CLEAN:
                 state, consumer = CONSUMED, event
     return None
-
-
-def _steps(bindings, optimizer, module) -> bool:
-    held = bindings.optimizer_params(optimizer)
-    return bool(held) and any(is_under(module, m) or is_under(m, module) for m in held)
 
 
 def _next_step(loop, clear):
