@@ -39,6 +39,9 @@ NOT_AN_OPTIMIZER_NAME = re.compile(r"sched|env|prof|ema|swa_|pipe|lr\b", re.I)
 SCALER_NAME = re.compile(r"scaler", re.I)
 OTHER_FRAMEWORK = re.compile(r"^\s*(import|from)\s+(mxnet|tensorflow|keras|jax)\b", re.M)
 TORCH_IMPORT = re.compile(r"^\s*(import|from)\s+torch\b", re.M)
+# accelerate/DeepSpeed/Megatron scripts may run under an engine that steps, clears and schedules
+# by itself (accelerate's DeepSpeed wrappers make optimizer.step/zero_grad no-ops): no bug to plant.
+ENGINE_OWNED = re.compile(r"deepspeed|megatron", re.I)
 
 
 @dataclass
@@ -69,6 +72,8 @@ class Mutant:
     loop_start: int  # 1-based line span of the mutated loop in the mutant
     loop_end: int
     description: str
+    original_loop_start: int = 0  # the same loop in the clean file
+    original_loop_end: int = 0
 
 
 # --- reading the file -------------------------------------------------------------
@@ -405,7 +410,10 @@ class Mutator:
             self._skip(code, loop.node, f"{operator}: result does not parse")
             return
         delta = len(text.splitlines()) - len(self.source.splitlines())
-        self.out.append(Mutant(code, operator, text, loop.node.lineno, loop.node.end_lineno + delta, description))
+        node = loop.node
+        self.out.append(
+            Mutant(code, operator, text, node.lineno, node.end_lineno + delta, description, node.lineno, node.end_lineno)
+        )
 
     def _steps(self, loop):
         return [e for e in loop.events if e.kind == "S"]
@@ -480,6 +488,9 @@ class Mutator:
     def run(self):
         if OTHER_FRAMEWORK.search(self.source) and not TORCH_IMPORT.search(self.source):
             self._skip("*", self.tree, "another framework's file")
+            return self
+        if ENGINE_OWNED.search(self.source):
+            self._skip("*", self.tree, "DeepSpeed/Megatron may own the step and the clear")
             return self
         for loop in self.loops:
             if self._engine_loop(loop):

@@ -73,6 +73,18 @@ def _in_loop(findings, code, start, end):
     return [f for f in findings if f["code"] == code and start <= f["line"] <= end]
 
 
+def judge(mutant: Mutant, clean_findings: list[dict], mutant_findings: list[dict]) -> str:
+    """detected, missed, or preexisting (the original already has that code in that loop).
+
+    Findings are dicts with at least "code" and "line" (the JSON output's shape).
+    """
+    if _in_loop(clean_findings, mutant.code, mutant.original_loop_start, mutant.original_loop_end):
+        return "preexisting"
+    if _in_loop(mutant_findings, mutant.code, mutant.loop_start, mutant.loop_end):
+        return "detected"
+    return "missed"
+
+
 def study(sources: list[Path], workdir: Path, label_root: Path):
     cases: list[Case] = []
     skips = []
@@ -93,14 +105,7 @@ def study(sources: list[Path], workdir: Path, label_root: Path):
     mutated = gradlint_findings([c.file.resolve() for c in cases])
     for case in cases:
         m = case.mutant
-        before = clean.get(str(case.source_path.resolve()), [])
-        delta = m.loop_end - m.loop_start
-        if _in_loop(before, m.code, m.loop_start, m.loop_start + delta):
-            case.status = "preexisting"
-        elif _in_loop(mutated.get(str(case.file.resolve()), []), m.code, m.loop_start, m.loop_end):
-            case.status = "detected"
-        else:
-            case.status = "missed"
+        case.status = judge(m, clean.get(str(case.source_path.resolve()), []), mutated.get(str(case.file.resolve()), []))
     return cases, skips, clean, originals
 
 
