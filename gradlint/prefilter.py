@@ -34,6 +34,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from gradlint.model.events import BACKWARD_NAMES, STEP_NAMES, TRAINING_STEP
+
 TYPE_CHECKING = False  # gradlint/quick.py imports this module first: no typing, no settings
 if TYPE_CHECKING:
     from typing import Optional
@@ -43,17 +45,23 @@ if TYPE_CHECKING:
 # Between a name and what follows it Python allows spaces, newlines inside
 # brackets, backslash continuations and comments: accept all of them.
 _GAP = r"(?:\s|\\|#[^\n]*)*"
-# The names events.py gives B and S events (keep in step with its tables):
-# `backward`, `manual_backward`; `step`, `optimizer_step`, Lightning's `training_step`.
-# The patterns start with a literal (fast search); the name's start is checked after.
+# The names events.py gives B and S events (`backward`, `manual_backward`; `step`,
+# `optimizer_step`, Lightning's `training_step`): each pattern starts with the base
+# word (a fast literal search); the longer names ending with it are checked after.
 BACKWARD_USE = r"backward\b" + _GAP + r"(?:[(,)=]|as\b)"
 STEP_CALL = r"step\b" + _GAP + r"\("
 # `x.grad = ...`, `x.grad += ...`, `(x.grad) = ...`, `x.grad.data = ...`; not `==`.
 GRAD_WRITE = r"grad\b(?:\s|\\|\)|#[^\n]*|\.\s*data\b)*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
 
+
+def _prefixes(names, word: str) -> tuple:
+    """`("manual_",)` for the names {"backward", "manual_backward"} and the word "backward"."""
+    return tuple(sorted(name[: -len(word)] for name in names if name.endswith(word) and name != word))
+
+
 _SPELLINGS = (
-    ("backward", re.compile(BACKWARD_USE), ("manual_",)),
-    ("step", re.compile(STEP_CALL), ("optimizer_", "training_")),
+    ("backward", re.compile(BACKWARD_USE), _prefixes(BACKWARD_NAMES, "backward")),
+    ("step", re.compile(STEP_CALL), _prefixes(STEP_NAMES, "step")),
     ("grad", re.compile(GRAD_WRITE), ()),
 )
 
@@ -98,7 +106,7 @@ def _after_dot(text: str, start: int) -> bool:
 def _counts(text: str, literal: str, name_start: int) -> bool:
     if literal == "grad":
         return _after_dot(text, name_start)
-    return text.startswith("training_", name_start) or not _is_definition(text, name_start)
+    return text.startswith(TRAINING_STEP, name_start) or not _is_definition(text, name_start)
 
 
 class Prefilter:

@@ -40,6 +40,15 @@ from bisect import bisect_left
 from typing import Optional
 
 from gradlint.ast_nodes import ast_nodes
+from gradlint.model.events import (
+    EVENT_WORDS,
+    GLOBAL_STEP_HOOK_FUNCTIONS,
+    ITERATION_RUNNERS,
+    STEP_HOOK_METHODS,
+    TRAINING_STEP,
+    WRAPPER_METHODS,
+    arguments_read_pattern,
+)
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
 
@@ -86,7 +95,7 @@ class _Walk:
     def _class_piece(self, node: ast.ClassDef, index: int) -> None:
         """A class of the module or of a class body: its methods and nested classes are pieces
         of their own (a Lightning module is kept whole)."""
-        lightning = any(isinstance(m, _FUNCS) and m.name == "training_step" for m in node.body)
+        lightning = any(isinstance(m, _FUNCS) and m.name == TRAINING_STEP for m in node.body)
         self._class(node, index)
         if lightning:
             self.training_step_tops.add(index)
@@ -115,12 +124,12 @@ class _Walk:
         while stack:
             node, path, method = stack.pop()
             if isinstance(node, _FUNCS):
-                # A method (a def right in a class body) is inlined as `self.m()` only, any
+                # A method (a def right in a class body) is inlined as `self.m()` or `obj.m()` only, any
                 # other def as a bare call `f()` only (loops.py, helper_for).
                 self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node, method))
             elif isinstance(node, ast.ClassDef):
                 self._class(node, top)
-                if any(isinstance(m, _FUNCS) and m.name == "training_step" for m in node.body):
+                if any(isinstance(m, _FUNCS) and m.name == TRAINING_STEP for m in node.body):
                     self.training_step_tops.add(top)
             elif isinstance(node, _LOOPS):
                 self.loops.append((node.lineno, node.end_lineno, top, node))
@@ -141,6 +150,14 @@ class _Walk:
                     child_path = (path if node is stmt else path + ((node, field),)) if cut else None
                     in_body = isinstance(node, ast.ClassDef)
                     stack.extend((child, child_path, in_body) for child in reversed(children))
+
+
+_RUNNER_ARGUMENT = re.compile(r"\b(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w+)" % "|".join(map(re.escape, ITERATION_RUNNERS)))
+
+
+_STEP_HOOK_CALL = re.compile(
+    r"\b(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w*)" % "|".join(sorted(STEP_HOOK_METHODS | GLOBAL_STEP_HOOK_FUNCTIONS))
+)
 
 
 def _start(node: ast.stmt) -> int:
@@ -188,6 +205,13 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
         callees |= {name for name, unit, _, _ in walk.functions if _contains(marked, unit.start, unit.end)}
 
     candidates = [loop for loop in walk.loops if _contains(marked, loop[0], loop[1])]
+    # A function a framework runs once per iteration (`Engine(update)`) is a loop body too.
+    run = set(_RUNNER_ARGUMENT.findall(source))
+    candidates += [
+        (unit.start, unit.end, unit.top, node)
+        for name, unit, node, _ in walk.functions
+        if name in run and _contains(marked, unit.start, unit.end)
+    ]
     if not candidates and not walk.training_step_tops:
         return None
 
@@ -202,7 +226,10 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     engine_marks = _engine_call_lines(
         walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)
     )
+    engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source))  # bindings reads them anywhere
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
+    hooks = set(_STEP_HOOK_CALL.findall(source))  # a hook function bindings looks into
+    keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
         whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
         keep |= whole
@@ -347,15 +374,13 @@ def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
 # A call whose name holds one of these may be a gradient event (events.py's tables
 # all do): its receiver and arguments are names the analysis resolves.
 FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `self.m()`
-_EVENTISH = ("backward", "step", "grad", "zero", "clip", "unscale", "scale", "accumulate")
 
 
 def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words) -> set[int]:
     """Top-level statements whose functions, classes, imports or assignments the analysis can reach."""
-    from gradlint.model.events import WRAPPER_METHODS  # only for files libcst will parse anyway
     from gradlint.model.loops import MAX_HELPER_DEPTH
 
-    eventish = _EVENTISH + tuple(wrapper_words)
+    eventish = EVENT_WORDS + tuple(wrapper_words)
     aliases = {
         name
         for names, unit in walk.imports
@@ -448,12 +473,7 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
 
 # Callees whose arguments bindings.py reads: optimizer constructions (their parameters),
 # wrappers and engines (aliases), and the helpers a parameter expression goes through.
-_ARGUMENTS_READ = re.compile(
-    r"optim|Optimizer|^(SGD|Adam\w*|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|LBFGS|Rprop|ASGD|Lion\w*|LAMB|Lamb|"
-    r"LARS|Fused\w+|\w+8bit|PagedAdam\w*|Adafactor|SophiaG|Muon|Lookahead|Novograd|AdaBelief)$|"
-    r"^(DistributedDataParallel|DDP|DataParallel|FullyShardedDataParallel|FSDP|compile|DistributedOptimizer|"
-    r"convert_sync_batchnorm|prepare\w*|setup\w*|wrap|optimize|initialize|list|tuple|iter|set|sorted|filter|chain)$"
-)
+_ARGUMENTS_READ = re.compile(arguments_read_pattern())
 
 
 def _assignment_needs(node: ast.stmt) -> set[str]:
@@ -501,11 +521,12 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
             if name is None:
                 out |= _names_in(func)
                 continue
-            # Only `f(...)` and `self.m(...)` are inlined as helpers: `x.sum()` names no
-            # function of the file the model could follow.
+            # Only `f(...)`, `self.m(...)` and `x.m(...)` on a plain name (an instance of a
+            # class of the file: `agent.learn()`) are inlined as helpers: `x.y.sum()`
+            # names no function of the file the model could follow.
             if isinstance(func, ast.Name):
                 bare.add(name)
-            elif isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            elif isinstance(func.value, ast.Name):
                 self_calls.add(name)
             if name in aliases or any(word in name for word in eventish):
                 out |= _names_in(node)

@@ -89,7 +89,7 @@ def test_same_condition_takes_the_same_side():
     )
     paths = iteration_paths(m.loops[0])
     assert sorted("".join(e.kind for e in p.events) for p in paths) == ["B", "BSZ"]
-    assert [p.deferred for p in paths if len(p.events) == 1] == [True]
+    assert [p.deferred for p in paths if len(p.events) == 1] == [frozenset({"opt"})]
 
 
 def test_invariant_condition_is_the_same_in_both_iterations():

@@ -23,7 +23,7 @@ pytest.importorskip("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")
-SKIP_DIRS = {"verify", "_shims", "__pycache__"}
+SKIP_DIRS = {"verify", "_shims", "not_torch", "__pycache__"}
 
 
 def discover() -> list[str]:

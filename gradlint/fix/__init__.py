@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from gradlint.findings import Edit, Fix, Span
-from gradlint.model.events import Event
+from gradlint.model.event import Event
 
 
 def _lone_statement(lines: list[str], event: Event) -> bool:

@@ -21,6 +21,7 @@ from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
 OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
+ALL_OPTIMIZERS = "*"  # a global step hook: it runs after the step of every optimizer
 _MAX_DEPTH = 6
 
 
@@ -57,6 +58,11 @@ class Bindings(Numbering):
         self.plain_functions: dict[str, list[cst.FunctionDef]] = {}  # not methods: callable by bare name
         self.classes: dict[str, ClassInfo] = {}
         self.engines: set[str] = set()  # receivers of `X.backward(loss)` and X.step()
+        # `update` of `Engine(update)` (ignite), `self.update` of `Engine(self.update)`: loop bodies
+        self.iteration_functions: list[str] = []
+        # optimizers with a step hook that clears (ALL_OPTIMIZERS: a global hook)
+        self.cleared_by_step_hook: set[str] = set()
+        self._step_hooks: list[tuple[str, cst.BaseExpression]] = []
         self._backward_receivers: set[str] = set()
         self._step_receivers: set[str] = set()
         self._class_stack: list[ClassInfo] = []
@@ -160,6 +166,11 @@ class Bindings(Numbering):
                     top[1] = True
                 else:
                     top[2].add(name)
+        self._step_hook(node)
+        if node.args and api.iteration_runner(self.imports.qualify(dotted(node.func))):
+            function = dotted(node.args[0].value)
+            if function is not None and function not in self.iteration_functions:
+                self.iteration_functions.append(function)
         if isinstance(node.func, cst.Attribute):
             receiver = dotted(node.func.value)
             if receiver is None:
@@ -169,7 +180,33 @@ class Bindings(Numbering):
             elif node.func.attr.value == "step" and not node.args:
                 self._step_receivers.add(receiver)
 
+    def _step_hook(self, node: cst.Call) -> None:
+        """`opt.register_step_post_hook(lambda o, a, k: o.zero_grad())`: every step of opt clears."""
+        func = node.func
+        if not node.args:
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value in api.STEP_HOOK_METHODS:
+            target = dotted(func.value)
+        elif last(self.imports.qualify(dotted(func)) or "") in api.GLOBAL_STEP_HOOK_FUNCTIONS:
+            target = ALL_OPTIMIZERS
+        else:
+            return
+        if target is not None:
+            self._step_hooks.append((target, node.args[0].value))  # judged at the end: the def may come later
+
+    def _function_named(self, node: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        name = dotted(node)
+        defs = self.all_functions.get(last(name), []) if name else []
+        return defs[0] if len(defs) == 1 else None
+
+    def clears_after_step(self, optimizer: Optional[str]) -> bool:
+        hooked = self.cleared_by_step_hook
+        return bool(hooked) and (ALL_OPTIMIZERS in hooked or any(self.same(optimizer or "", h) for h in hooked))
+
     def leave_Module(self, original_node: cst.Module) -> None:
+        for target, hook in self._step_hooks:
+            if _clears(hook if isinstance(hook, cst.Lambda) else self._function_named(hook)):
+                self.cleared_by_step_hook.add(target)
         # DeepSpeed's idiom: engine.backward(loss); engine.step() on one receiver.
         self.engines = {
             r for r in self._backward_receivers & self._step_receivers if self.kind(r) in (None, ENGINE, MODULE)
@@ -324,7 +361,7 @@ class Bindings(Numbering):
     def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
         for base in self.classes[class_name].bases:
             if self.scheduler_callee(base):
-                return "custom-scheduler"
+                return SCHEDULER  # a class of the file on top of LRScheduler / _LRScheduler
             if self.optimizer_callee(base):
                 return OPTIMIZER
             if last(base) in self.classes and depth < _MAX_DEPTH:
@@ -457,11 +494,22 @@ class Bindings(Numbering):
             out |= part
         return out
 
+    def instance_class(self, name: str) -> Optional[str]:
+        """The class of the file that every assignment of `name` instantiates (`agent = Agent()`)."""
+        found = set()
+        for value in self.assigns.get(name, ()):
+            callee = dotted(value.func) if isinstance(value, cst.Call) else None
+            if callee is None or callee not in self.classes or self.imports.is_imported(callee):
+                return None
+            found.add(callee)
+        return found.pop() if len(found) == 1 else None
+
     # --- module identity ---------------------------------------------------------
 
     def constructed_here(self, name: str) -> bool:
         """Every assignment of `name` builds a new object (no alias, no wrapper)."""
-        values = self.assigns.get(name)
+        # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
+        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name]
         if not values:
             return False
         return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)
@@ -474,6 +522,25 @@ class Bindings(Numbering):
         if "." in ca and "." in cb and ca.rsplit(".", 1)[0] == cb.rsplit(".", 1)[0]:
             return True  # siblings: model.backbone and model.head are different submodules
         return self.constructed_here(a) and self.constructed_here(b)
+
+
+class _ClearCall(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in api.ZERO_GRAD_METHODS:
+            self.found = True
+
+
+def _clears(node: Optional[cst.CSTNode]) -> bool:
+    """Does this hook (a lambda or a def) call zero_grad()?"""
+    if node is None:
+        return False
+    finder = _ClearCall()
+    walk(node, finder)
+    return finder.found
 
 
 def _params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:

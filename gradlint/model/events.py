@@ -9,10 +9,6 @@ any rule.  Event kinds follow ../shared/design/rules.md:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Optional
-
-from gradlint.findings import Span
 
 Z, B, U, C, S, L = "Z", "B", "U", "C", "S", "L"
 
@@ -48,6 +44,20 @@ WRAPPER_METHODS = frozenset("to cuda cpu half float double bfloat16 train module
 # Engines that take the loss themselves and clear their own gradients in step().
 ENGINE_FACTORIES = frozenset({"deepspeed.initialize"})
 
+# A file that imports one of these and none of TORCH_PACKAGES is written for another
+# framework, whose gradients behave differently (MXNet's backward overwrites them): it is
+# not analysed.  A file that imports neither (a helper taking `model, optimizer`) is.
+OTHER_FRAMEWORKS = frozenset("mxnet gluonnlp tensorflow keras tf_keras jax jaxlib flax optax haiku equinox".split())
+TORCH_PACKAGES = frozenset(
+    "torch torchvision torchaudio torchtext lightning pytorch_lightning lightning_fabric accelerate deepspeed ignite timm".split()
+)
+
+
+def other_framework(packages: set) -> bool:
+    """Do these imported top-level packages make the file another framework's code?"""
+    return bool(packages & OTHER_FRAMEWORKS) and not packages & TORCH_PACKAGES
+
+
 # --- names a reader recognises when nothing resolves --------------------------
 
 _OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|^opt[A-Z0-9]", re.I)
@@ -69,6 +79,8 @@ ZERO_GRAD_METHODS = frozenset({"zero_grad"})
 # (or a call of a helper that has one) to be a training loop at all.
 LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_step"})
 CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad"})
+# `p.grad.clamp_(-c, c)`, `p.grad.data.clip_(...)`: a clip by value, by hand
+GRAD_CLIP_METHODS = frozenset({"clamp_", "clip_"})
 # clip methods of objects that unscale AMP gradients themselves before clipping
 SELF_UNSCALING_CLIPS = frozenset({"clip_gradients"})
 SELF_UNSCALING_RECEIVERS = re.compile(r"accelerator|fabric", re.I)
@@ -77,7 +89,18 @@ BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 NOT_BACKWARD = frozenset({"torch.autograd.grad", "torch.distributed.autograd.backward"})
 MANUAL_BACKWARD_METHODS = frozenset({"manual_backward"})
 STEP_FUNCTIONS = frozenset({"optimizer_step"})  # torch_xla: xm.optimizer_step(opt)
+# In-place updates of a parameter: from its own gradient (`p.data.add_(p.grad, alpha=-lr)`,
+# `p -= lr * p.grad`) they are a step by hand.
+MANUAL_UPDATE_METHODS = frozenset({"add_", "sub_", "addcdiv_", "addcmul_", "copy_"})
 LIGHTNING_MODULES = frozenset({"LightningModule"})
+TRAINING_STEP = "training_step"  # the LightningModule method run once per batch
+# Framework objects built from a function that they run once per iteration, with the
+# package they must come from: `Engine(update_fn)` (ignite) makes update_fn a loop body.
+ITERATION_RUNNERS = {"Engine": "ignite."}
+# `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`:
+# a hook whose body clears acts as a clear right after every step (of `opt`, or of any optimizer).
+STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})
+GLOBAL_STEP_HOOK_FUNCTIONS = frozenset({"register_optimizer_step_post_hook"})
 # `with accelerator.accumulate(model):` makes the prepared optimizer's step and zero_grad no-ops
 # except on the syncing step.
 ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
@@ -85,308 +108,50 @@ ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
 ACCUMULATION_WORDS = re.compile(r"accum|sync_grad|grad_acc|boundary|should_step|do_step|update_step", re.I)
 
 
-@dataclass(frozen=True)
-class Event:
-    kind: str
-    span: Span
-    text: str  # the call as written, for messages: `opt.zero_grad()`
-    # Z: the optimizer it clears (opt.zero_grad) or the module (model.zero_grad);
-    # S/U: the optimizer; C: the module whose parameters are clipped; L: the scheduler.
-    optimizer: Optional[str] = None
-    module: Optional[str] = None
-    unknown_target: bool = False  # Z or C whose parameters cannot be resolved
-    scaled: bool = False  # B through scaler.scale(loss)
-    overwrites: bool = False  # B by `p.grad = g`: replaces rather than adds
-    unscales: bool = False  # C that unscales AMP gradients itself
-    clears: bool = False  # S of an engine that clears its own gradients
-    set_to_none_false: bool = False  # Z with set_to_none=False
-    has_args: bool = False  # L stepped with a metric/epoch argument
-    plateau: bool = False  # L of a ReduceLROnPlateau-style scheduler
-    sync_only: bool = False  # S or Z inside `with accelerator.accumulate(...)`
-    accumulation_guarded: bool = False  # runs only under an accumulation condition
-    closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
-    via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
-
-    @property
-    def key(self) -> tuple:
-        return (self.kind, self.span)
-
-    def describe(self) -> str:
-        return self.text
-
-
-# --- classification -------------------------------------------------------------
-#
-# `ctx` is a gradlint.model.loops.Context: it resolves names (import aliases,
-# helper-parameter substitution, bindings) and makes spans.  Everything that
-# decides *what an API call means* stays here.
-
-import libcst as cst  # noqa: E402  (kept below the tables: they need no libcst)
-
-from gradlint.model.walk import walk  # noqa: E402
-
-
-def _positional(call: cst.Call) -> list[cst.BaseExpression]:
-    return [a.value for a in call.args if a.keyword is None and not a.star]
-
-
-def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
-def _is_false(node: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
-
-
-def _matches(name: Optional[str], entries: tuple[str, ...]) -> bool:
-    if not name or not entries:
-        return False
-    tail = name.rsplit(".", 1)[-1]
-    return any(entry == name or entry == tail for entry in entries)
-
-
-def classify_call(call: cst.Call, ctx) -> Optional[Event]:
-    """The gradient event a call is, or None."""
-    func = call.func
-    raw = ctx.name(func)
-    qualified = ctx.qualify(raw)
-    wrapped = _configured(call, raw, qualified, ctx)
-    if wrapped is not None:
-        return wrapped
-    if isinstance(func, cst.Attribute):
-        return _method_event(call, func.attr.value, func.value, qualified, ctx)
-    if qualified is None:
-        return None
-    return _function_event(call, qualified, ctx)
-
-
-def _configured(call, raw, qualified, ctx) -> Optional[Event]:
-    w = ctx.wrappers
-    for name in (raw, qualified):
-        if _matches(name, w.backward_functions):
-            return ctx.event(B, call)
-        if _matches(name, w.zero_grad_functions):
-            target = _first_name(call, ctx)
-            if target is not None and ctx.bindings.is_optimizer(target):
-                return ctx.event(Z, call, optimizer=target)
-            return ctx.event(Z, call, unknown_target=True)
-        if _matches(name, w.step_functions):
-            target = _first_name(call, ctx)
-            if target is None and isinstance(call.func, cst.Attribute):
-                target = ctx.name(call.func.value)
-            return ctx.event(S, call, optimizer=target or ctx.text(call.func))
-        if _matches(name, w.clip_functions):
-            return ctx.event(C, call, unknown_target=True)
-    return None
-
-
-def _first_name(call: cst.Call, ctx) -> Optional[str]:
-    args = _positional(call)
-    return ctx.name(args[0]) if args else None
-
-
-def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event]:
-    bindings = ctx.bindings
-    receiver = ctx.name(receiver_node)
-    if qualified in NOT_BACKWARD:
-        return None
-    if qualified in BACKWARD_FUNCTIONS:
-        return ctx.event(B, call)
-
-    if method in ZERO_GRAD_METHODS:
-        flag = _is_false(_keyword(call, "set_to_none")) or (
-            bool(_positional(call)) and _is_false(_positional(call)[0])
-        )
-        if receiver is None:
-            return ctx.event(Z, call, unknown_target=True, set_to_none_false=flag)
-        if bindings.is_optimizer(receiver) or receiver in bindings.engines:
-            return ctx.event(Z, call, optimizer=receiver, set_to_none_false=flag, sync_only=ctx.accumulate is not None)
-        return ctx.event(Z, call, module=receiver, set_to_none_false=flag)
-
-    if method == "backward":
-        if isinstance(receiver_node, cst.Call) and isinstance(receiver_node.func, cst.Attribute):
-            if receiver_node.func.attr.value == "scale" and bindings.is_scaler(ctx.name(receiver_node.func.value)):
-                return ctx.event(B, call, scaled=True)
-        return ctx.event(B, call)
-    if method in MANUAL_BACKWARD_METHODS:
-        return ctx.event(B, call)
-
-    if method == "zero_" and _is_grad(receiver_node):
-        return _grad_clear(call, receiver_node, ctx)
-
-    if method in CLIP_FUNCTIONS or method in SELF_UNSCALING_CLIPS:
-        return _clip_event(call, method, receiver, qualified, ctx)
-
-    if method == "unscale_" and bindings.is_scaler(receiver):
-        return ctx.event(U, call, optimizer=_first_name(call, ctx))
-
-    if method in STEP_FUNCTIONS:
-        return ctx.event(S, call, optimizer=_first_name(call, ctx))
-
-    if method == "step" and receiver is not None:
-        return _step_event(call, receiver, ctx)
-    return None
-
-
-def _step_event(call, receiver, ctx) -> Optional[Event]:
-    bindings = ctx.bindings
-    if receiver in bindings.engines:
-        return ctx.event(S, call, optimizer=receiver, clears=True)
-    kind = bindings.kind(receiver)
-    if kind == "scheduler":
-        # A prepared scheduler inside `accelerator.accumulate` also steps only with its optimizer.
-        return ctx.event(
-            L,
-            call,
-            optimizer=receiver,
-            has_args=bool(call.args),
-            plateau=bindings.is_plateau_scheduler(receiver),
-            sync_only=ctx.accumulate is not None,
-        )
-    if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
-        target = _first_name(call, ctx)
-        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None) if target else None
-    if bindings.is_optimizer(receiver):
-        return ctx.event(S, call, optimizer=receiver, closure=bool(_positional(call)), sync_only=ctx.accumulate is not None)
-    return None
-
-
-def _measures_only(call: cst.Call) -> bool:
-    """`clip_grad_norm_(params, float('inf'))` only computes the norm (for logging): not a clip."""
-    args = _positional(call)
-    limit = _keyword(call, "max_norm") or _keyword(call, "clip_value") or (args[1] if len(args) > 1 else None)
-    if limit is None and len(args) == 1 and isinstance(call.func, cst.Attribute):
-        limit = args[0]  # model.clip_grad_norm_(max_norm)
-    if limit is None:
-        return False
-    names = _NameCollector()
-    walk(limit, names)
-    return "inf" in names.words or any(w.endswith("inf") for w in names.strings)
-
-
-class _NameCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.words: set[str] = set()
-        self.strings: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.words.add(node.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self.words.add(node.attr.value)
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.strings.add(node.value.strip("'\"").lower())
-
-
-def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
-    if _measures_only(call):
-        return None
-    unscales = method in SELF_UNSCALING_CLIPS or bool(receiver and SELF_UNSCALING_RECEIVERS.search(receiver))
-    is_torch_utility = bool(qualified and qualified.startswith(("torch.", "nn.")))
-    if method in SELF_UNSCALING_CLIPS or (receiver and not is_torch_utility and unscales):
-        # accelerator.clip_grad_norm_(params, ...), fabric.clip_gradients(model, opt, ...)
-        args = _positional(call)
-        module = _params_module(args[0], ctx) if args and method not in SELF_UNSCALING_CLIPS else None
-        return ctx.event(C, call, module=module, unknown_target=module is None, unscales=True)
-    if receiver and not is_torch_utility and method == "clip_grad_norm_" and not ctx.bindings.imports.is_imported(receiver):
-        # FSDP: model.clip_grad_norm_(max_norm) clips the module's own parameters.
-        return ctx.event(C, call, module=receiver)
-    args = _positional(call)
-    module = _params_module(args[0], ctx) if args else None
-    return ctx.event(C, call, module=module, unknown_target=module is None)
-
-
-def _params_module(node, ctx) -> Optional[str]:
-    resolved = ctx.bindings.resolve_params(node, 0)
-    if resolved is not None and len(resolved) == 1:
-        return ctx.substitute(next(iter(resolved)))
-    return None
-
-
 # Calls gradlint cannot see into that probably clear: `self.optimizer_zero_grad()`,
 # `trainer.clear_grads()`.  They count as clears of unknown parameters (precision first).
 CLEAR_LIKE_NAMES = re.compile(r"zero_grad|clear_grad|reset_grad", re.I)
+# An unreadable call handed an optimizer may clear it, unless its name says what else it
+# does: `adjust_learning_rate(optimizer, epoch)`, `clip_gradient(optimizer, 5.0)`,
+# `save_checkpoint(model, optimizer)` are no clears (and must not hide a missing one).
+NOT_CLEARING_HELPERS = re.compile(
+    r"lr|learning_rate|schedul|warmup|decay|momentum|clip|save|checkpoint|load|log|print|state_dict|"
+    r"param_group|summary|report|plot|track|monitor|count|describe",
+    re.I,
+)
 
 
-def opaque_call(call: cst.Call, ctx) -> Optional[Event]:
-    """A call gradlint cannot follow that may clear an optimizer's gradients.
-
-    Either its name says it clears, or it is handed an optimizer (`utils.step_and_zero(opt)`):
-    it becomes a clear of unknown parameters, which no rule blames and GL001 respects.
-    """
-    name = ctx.name(call.func) or ""
-    if CLEAR_LIKE_NAMES.search(name.rsplit(".", 1)[-1]):
-        return ctx.event(Z, call, unknown_target=True)
-    for arg in call.args:
-        target = ctx.name(arg.value)
-        if target is not None and ctx.bindings.is_optimizer(target):
-            return ctx.event(Z, call, unknown_target=True)
-    return None
-
-
-def _function_event(call, qualified, ctx) -> Optional[Event]:
-    if qualified in NOT_BACKWARD:
-        return None
-    if qualified in BACKWARD_FUNCTIONS:
-        return ctx.event(B, call)
-    tail = qualified.rsplit(".", 1)[-1]
-    if tail in CLIP_FUNCTIONS and (qualified.startswith("torch.") or qualified != tail):
-        return _clip_event(call, tail, None, qualified, ctx)
-    return None
-
-
-def _is_grad(node: cst.BaseExpression) -> bool:
-    """`p.grad` or `p.grad.data`."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "data":
-        node = node.value
-    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
-
-
-def _grad_owner(node: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(node, cst.Attribute) and node.attr.value == "data":
-        node = node.value
-    return node.value  # the parameter, `p` of `p.grad`
-
-
-def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Event:
-    owner = ctx.name(_grad_owner(grad_node))
-    target = ctx.parameter_owner(owner)
-    if target is None:
-        return ctx.event(Z, anchor, unknown_target=True)
-    kind, name = target
-    if kind == "optimizer":
-        return ctx.event(Z, anchor, optimizer=name)
-    return ctx.event(Z, anchor, module=name)
-
-
-def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
-    """`p.grad = None` clears; `p.grad = g` or `p.grad += g` writes a gradient by hand."""
-    if isinstance(node, cst.Assign):
-        for target in node.targets:
-            if _is_grad(target.target):
-                if isinstance(node.value, cst.Name) and node.value.value == "None":
-                    return _grad_clear(node, target.target, ctx)
-                return ctx.event(B, node, overwrites=True)
-    if isinstance(node, cst.AugAssign) and _is_grad(node.target):
-        return ctx.event(B, node)
-    return None
-
-
-def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:
-    """`accelerator` for `with accelerator.accumulate(model):`, else None."""
-    call = item.item
-    if (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
-        and call.func.attr.value in ACCUMULATE_CONTEXTS
-    ):
-        return ctx.name(call.func.value) or "accelerator"
-    return None
+def iteration_runner(qualified: str | None) -> bool:
+    """Is `qualified` a framework object that runs its function argument once per iteration?"""
+    if not qualified:
+        return False
+    package = ITERATION_RUNNERS.get(qualified.rsplit(".", 1)[-1])
+    return package is not None and qualified.startswith(package)
 
 
 def lightning_module(bases: list[str]) -> bool:
     return any(base.rsplit(".", 1)[-1] in LIGHTNING_MODULES for base in bases)
+
+
+# --- spellings for the text screens --------------------------------------------
+#
+# prefilter.py and screen.py look for these words in raw text before any parse;
+# they are derived from the tables above, so a new row reaches them too.
+
+# Names that make a call a B or S (a file without any cannot hold a finding),
+# each the base word and the longer names that end with it.
+BACKWARD_NAMES = frozenset({"backward"}) | MANUAL_BACKWARD_METHODS
+STEP_NAMES = frozenset({"step", TRAINING_STEP}) | STEP_FUNCTIONS
+# Words in a call's name that may make it an event (its receiver and arguments matter).
+EVENT_WORDS = ("backward", "step", "grad", "zero", "clip", "unscale", "scale") + tuple(sorted(ACCUMULATE_CONTEXTS))
+# Calls whose arguments bindings.py reads: optimizer constructions, wrappers, engines, and
+# what a parameter expression goes through.
+PARAMETER_SEQUENCES = frozenset("list tuple iter set sorted filter".split())
+PARAMETER_CHAINS = frozenset({"chain"})
+
+
+def arguments_read_pattern() -> str:
+    """A regex for the callee names whose arguments bindings.py reads (screen.py keeps them)."""
+    exact = OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | WRAPPER_CALLS | PARAMETER_SEQUENCES | PARAMETER_CHAINS
+    exact |= frozenset(name.rsplit(".", 1)[-1] for name in ENGINE_FACTORIES)
+    return r"optim|Optimizer|^(?:%s)$" % "|".join(sorted(map(re.escape, exact)))

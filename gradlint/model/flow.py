@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Optional
 
-from gradlint.model.events import S, Event
+from gradlint.model.event import Event
+from gradlint.model.events import S
 from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested
 
 MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
@@ -30,7 +31,8 @@ class _State:
     events: tuple[Event, ...]
     decisions: frozenset  # of (key, side, invariant)
     status: str = NORMAL
-    deferred: bool = False  # took the no-step side of an accumulation condition
+    # optimizers whose step this iteration skipped on an accumulation condition
+    deferred: frozenset = frozenset()
 
     def decided(self, key: str) -> Optional[bool]:
         for k, side, _ in self.decisions:
@@ -44,7 +46,7 @@ class Path:
     events: tuple[Event, ...]
     invariants: frozenset  # (key, side) of loop-invariant conditions
     exits: bool  # ended by break/return/raise: no next iteration
-    deferred: bool  # skipped its step on purpose (gradient accumulation)
+    deferred: frozenset  # optimizers whose step it skipped on purpose (gradient accumulation)
 
 
 @dataclass(frozen=True)
@@ -60,15 +62,17 @@ class Walk:
         return [i for i, it in enumerate(self.iteration) if it == 0]
 
 
-def _has_step(nodes) -> bool:
+def _stepped(nodes) -> frozenset:
+    """The optimizers that some path through `nodes` steps."""
+    out: set = set()
     for node in nodes:
         if isinstance(node, Event) and node.kind == S:
-            return True
-        if isinstance(node, Branch) and (_has_step(node.then) or _has_step(node.orelse)):
-            return True
-        if isinstance(node, (Nested, Helper)) and _has_step(node.body):
-            return True
-    return False
+            out.add(node.optimizer)
+        elif isinstance(node, Branch):
+            out |= _stepped(node.then) | _stepped(node.orelse)
+        elif isinstance(node, (Nested, Helper)):
+            out |= _stepped(node.body)
+    return frozenset(out)
 
 
 def _run(nodes, states: list[_State]) -> list[_State]:
@@ -88,7 +92,9 @@ def _run(nodes, states: list[_State]) -> list[_State]:
 
 def _step(node, state: _State) -> list[_State]:
     if isinstance(node, Event):
-        return [_State(state.events + (node,), state.decisions, state.status, state.deferred)]
+        # a step consumes what an earlier accumulation branch left pending for its optimizer
+        deferred = state.deferred - {node.optimizer} if node.kind == S else state.deferred
+        return [_State(state.events + (node,), state.decisions, state.status, deferred)]
     if isinstance(node, Jump):
         return [_State(state.events, state.decisions, node.kind, state.deferred)]
     if isinstance(node, Helper):
@@ -111,7 +117,9 @@ def _branch(node: Branch, state: _State) -> list[_State]:
         decisions = state.decisions | {(node.key, side, node.invariant)}
         body = node.then if side else node.orelse
         other = node.orelse if side else node.then
-        deferred = state.deferred or (node.accumulation and _has_step(other) and not _has_step(body))
+        deferred = state.deferred
+        if node.accumulation:
+            deferred = deferred | (_stepped(other) - _stepped(body))
         out.extend(_run(body, [_State(state.events, decisions, NORMAL, deferred)]))
     return out
 

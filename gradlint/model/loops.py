@@ -15,9 +15,10 @@ from typing import Optional, Union
 import libcst as cst
 
 from gradlint.findings import Span
+from gradlint.model import classify
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
-from gradlint.model.events import Event
+from gradlint.model.event import Event
 from gradlint.model.names import dotted, root
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
@@ -61,7 +62,9 @@ Node = Union[Event, Branch, Nested, Jump, Helper]
 @dataclass
 class LoopModel:
     span: Span  # the loop's header keyword
-    kind: str  # "for", "while", or "training_step" (Lightning manual optimization)
+    # "for", "while", "training_step" (Lightning manual optimization) or "iteration"
+    # (a function a framework runs once per iteration: ignite's `Engine(update)`)
+    kind: str
     body: list[Node]
     events: list[Event] = field(default_factory=list)  # everything, nested and inlined
     own: frozenset = frozenset()  # keys of events not inside a nested loop
@@ -287,7 +290,7 @@ class Builder:
             pre: list[Node] = []
             for item in stmt.items:
                 pre.extend(self.expression(item.item, ctx))
-                accelerator = api.accumulate_context(item, ctx)
+                accelerator = classify.accumulate_context(item, ctx)
                 if accelerator is not None:
                     inner = ctx.child(accumulate=accelerator)
             return pre + self.suite(stmt.body, inner)
@@ -312,7 +315,7 @@ class Builder:
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
-            grad = api.classify_grad_assign(stmt, ctx)
+            grad = classify.classify_grad_assign(stmt, ctx)
             return out + ([grad] if grad is not None else [])
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
@@ -416,10 +419,21 @@ class Builder:
         return out
 
     def call(self, call: cst.Call, ctx: Context) -> list[Node]:
-        event = api.classify_call(call, ctx)
+        if _is_self_call(call):
+            # A method the file defines (even one named `backward` or `step`) is followed,
+            # not taken for the API call of the same name.
+            helper = self.helper_for(call, ctx)
+            if helper is not None:
+                definition, class_name, label = helper
+                return [Helper(self.inline(definition, call, class_name, label, ctx))]
+        event = classify.classify_call(call, ctx)
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
+            if event.kind == api.S and self.bindings.clears_after_step(event.optimizer):
+                # a step hook that clears runs right after the step
+                hook = Event(api.Z, event.span, f"{event.text} (its step hook clears)", optimizer=event.optimizer, via=event.via)
+                return [event, hook]
             if event.sync_only:
                 # Inside `with accelerator.accumulate(...)`: runs only on the syncing step.
                 marked = replace(event, accumulation_guarded=True)
@@ -429,7 +443,7 @@ class Builder:
             return [event]
         helper = self.helper_for(call, ctx)
         if helper is None:
-            opaque = api.opaque_call(call, ctx)
+            opaque = classify.opaque_call(call, ctx)
             return [opaque] if opaque is not None else []
         definition, class_name, label = helper
         return [Helper(self.inline(definition, call, class_name, label, ctx))]
@@ -459,12 +473,15 @@ class Builder:
             if len(local) == 1:  # a closure such as `def _backward(loss): ...` inside the loop
                 return local[0], ctx.class_name, f"{name}()"
             return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            receiver = func.value.value
+            # `self.m()`, or `agent.m()` on an instance of a class of the file (`agent = Agent()`)
+            owner = ctx.class_name if receiver == "self" else self.bindings.instance_class(receiver)
             method = func.attr.value
-            for class_name in self.class_chain(ctx.class_name):
+            for class_name in self.class_chain(owner):
                 info = self.bindings.classes[class_name]
                 if method in info.methods:
-                    return info.methods[method], class_name, f"self.{method}()"
+                    return info.methods[method], class_name, f"{receiver}.{method}()"
         return None
 
     def class_chain(self, class_name: Optional[str]) -> list[str]:
@@ -503,13 +520,17 @@ class Builder:
         keyword = "for" if isinstance(node, cst.For) else "while"
         return self._finish(LoopModel(self._header_span(node), keyword, body))
 
-    def step_function_model(self, node: cst.FunctionDef, class_name: str) -> Optional[LoopModel]:
-        """Lightning calls a manual-optimization training_step once per batch: a loop body."""
+    def step_function_model(
+        self, node: cst.FunctionDef, class_name: Optional[str], kind: str = "training_step"
+    ) -> Optional[LoopModel]:
+        """A function a framework calls once per batch (Lightning's manual-optimization
+        training_step, ignite's update function): a loop body."""
         assigned = _AssignedNames()
         walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
-        body = self.suite(node.body, ctx)
-        return self._finish(LoopModel(self._header_span(node), "training_step", body))
+        # Its `return` ends one iteration, not the loop: the body runs as an inlined helper.
+        body = [Helper(self.suite(node.body, ctx))]
+        return self._finish(LoopModel(self._header_span(node), kind, body))
 
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
         everything: list[Event] = []
@@ -555,6 +576,11 @@ def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> 
             _flatten(node.body, out, own, True)
         elif isinstance(node, Helper):
             _flatten(node.body, out, own, inside_nested)
+
+
+def _is_self_call(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
 
 
 def _target_names(target: cst.BaseExpression, owner_kind: str) -> list[str]:
@@ -603,6 +629,27 @@ class _LoopFinder:
                     self._lightning(info)
             else:
                 self._loop(entry[1], entry[2])
+        for name in self.builder.bindings.iteration_functions:
+            self._iteration_function(name)
+
+    def _iteration_function(self, name: str) -> None:
+        bindings = self.builder.bindings
+        found = None
+        if name.startswith("self.") and name.count(".") == 1:
+            method = name[len("self.") :]
+            owners = [c for c in bindings.classes.values() if method in c.methods]
+            if len(owners) == 1:
+                found = owners[0].methods[method], owners[0].name
+        elif "." not in name:
+            defs = bindings.all_functions.get(name, [])
+            if name in bindings.functions:
+                found = bindings.functions[name], None
+            elif len(defs) == 1:
+                found = defs[0], None
+        if found is not None:
+            model = self.builder.step_function_model(found[0], found[1], kind="iteration")
+            if model is not None:
+                self.loops.append(model)
 
     def _lightning(self, info) -> None:
         method = info.methods["training_step"]
@@ -627,13 +674,22 @@ class _LoopFinder:
 
 
 def _mark_foreign(loops: list[LoopModel]) -> None:
-    """An event inside a nested loop that is analysed on its own belongs to that loop."""
+    """An event inside a nested loop that is a training loop of its own belongs to that loop.
+
+    Only loops nested inside this one count (all their events lie in its nested
+    loops), and only if they hold a backward and a step: an inner loop that only
+    backpropagates (micro-batches whose step is in the outer loop) reports nothing, so
+    the outer loop reports what goes wrong with its events.
+    """
     keys = [frozenset(e.key for e in loop.events) for loop in loops]
+    training = [loop.has(api.B) and loop.has(api.S) for loop in loops]
     for i, loop in enumerate(loops):
         nested = keys[i] - loop.own
-        if nested:
-            others = frozenset().union(*(k for j, k in enumerate(keys) if j != i))
-            loop.foreign = nested & others
+        if not nested:
+            continue
+        inner = [keys[j] for j in range(len(loops)) if j != i and training[j] and keys[j] <= nested]
+        if inner:
+            loop.foreign = nested & frozenset().union(*inner)
 
 
 def build(
@@ -647,6 +703,7 @@ def build(
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
     builder = Builder(module, path, wrappers, line_offset, source if parsed_text is None else parsed_text)
     finder = _LoopFinder(builder)
-    finder.run()
+    if not api.other_framework(builder.bindings.imports.packages):
+        finder.run()
     _mark_foreign(finder.loops)
     return FileModel(path, builder.bindings, finder.loops, finder.lightning_clips, source)

@@ -48,11 +48,13 @@ class Imports:
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        self.packages: set[str] = set()  # top-level packages imported (absolute imports only)
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = _module_name(alias.name)
+                self.packages.add(root(full))
                 if alias.asname is not None:
                     local = _module_name(alias.asname.name)
                     self.aliases[local] = full
@@ -64,6 +66,7 @@ class Imports:
             base = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
         else:
             base = _module_name(node.module)
+            self.packages.add(root(base))
         if isinstance(node.names, cst.ImportStar):
             return
         for alias in node.names:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from gradlint.model.events import Event, S
+from gradlint.model.event import Event
+from gradlint.model.events import S
 from gradlint.model.loops import FileModel, LoopModel
 from gradlint.model.names import is_under
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gradlint.findings import Fix
-from gradlint.model.events import Event
+from gradlint.model.event import Event
 from gradlint.model.loops import LoopModel
 
 

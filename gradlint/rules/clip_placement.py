@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from gradlint.model.events import B, C, S, Event
+from gradlint.model.event import Event
+from gradlint.model.events import B, C, S
 from gradlint.model.flow import Walk, walks
 
 

@@ -18,25 +18,56 @@ def check(file):
 
 
 def _walk(file, loop, walk, only_one):
-    events = walk.events
-    fresh: list[int] = []  # indexes of backward passes no step has consumed yet
-    for i, event in enumerate(events):
+    seen_backward = False
+    for i, event in enumerate(walk.events):
         if event.kind == B:
-            fresh.append(i)
-        elif event.kind == S:
-            fresh = []
-        elif event.kind == Z and fresh:
-            finding = _judge(file, loop, walk, i, fresh, only_one)
+            seen_backward = True
+        elif event.kind == Z and seen_backward:
+            finding = _judge(file, loop, walk, i, only_one)
             if finding is not None:
                 yield finding
 
 
-def _judge(file, loop, walk, z_index, fresh, only_one):
+def _pending(file, events, z_index, optimizer, only_one) -> list[int]:
+    """Indexes of the backward passes before `z_index` whose gradients `optimizer` has not
+    used yet: since its last step or clear.  Each optimizer on its own: another
+    optimizer's step between them consumes nothing of this one's."""
+    start = -1
+    for k in range(z_index - 1, -1, -1):
+        event = events[k]
+        if event.kind == S and _same(file, event.optimizer, optimizer):
+            start = k
+            break
+        if event.kind == Z and touches(file, event, optimizer, only_one):
+            start = k
+            break
+    return start, [k for k in range(start + 1, z_index) if events[k].kind == B]
+
+
+def _lost_here(walk, start, fresh, z_index):
+    """The last backward of the clear's own iteration whose gradients it surely throws away.
+
+    A backward that another optimizer's step followed counts only when this optimizer
+    was cleared earlier in the same iteration (`Z_b; B_a; B_b; S_a; Z_b; S_b`): without
+    that clear it may well have been the other optimizer's (`Z_d; B_d; S_d; Z_g; S_g`).
+    """
+    events, iteration = walk.events, walk.iteration
+    cleared_here = start >= 0 and events[start].kind == Z and iteration[start] == iteration[z_index]
+    for k in reversed(fresh):
+        if iteration[k] != iteration[z_index]:
+            return None
+        if cleared_here or not any(events[m].kind == S for m in range(k + 1, z_index)):
+            return k
+    return None
+
+
+def _same(file, a, b) -> bool:
+    return a is not None and b is not None and file.bindings.same(a, b)
+
+
+def _judge(file, loop, walk, z_index, only_one):
     events = walk.events
     z = events[z_index]
-    # Deliberate accumulation: the backward ran in an iteration that skipped its step
-    # on an accumulation condition, so the step to come was meant to use it.
-    accumulated = [i for i in fresh if walk.paths[walk.iteration[i]].deferred]
     backward_between = False
     for j in range(z_index + 1, len(events)):
         later = events[j]
@@ -45,10 +76,20 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
         elif later.kind == S:
             if not touches(file, z, later.optimizer, only_one):
                 return None
-            same_iteration = walk.iteration[fresh[-1]] == walk.iteration[z_index] == walk.iteration[j]
+            start, fresh = _pending(file, events, z_index, later.optimizer, only_one)
+            if not fresh:
+                return None
+            # Deliberate accumulation: the backward ran in an iteration that skipped this
+            # optimizer's step on an accumulation condition, so this step was meant to use it.
+            accumulated = [i for i in fresh if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)]
+            if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own:
+                # A clear at the top of each epoch, before the inner loop that accumulates: it
+                # only drops the previous epoch's last, partial window (not this rule's question).
+                accumulated = []
+            here = _lost_here(walk, start, fresh, z_index) if walk.iteration[j] == walk.iteration[z_index] else None
             fix = None
-            if not backward_between and same_iteration:
-                lost = events[fresh[-1]]
+            if not backward_between and here is not None:
+                lost = events[here]
                 fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
             elif accumulated and not z.accumulation_guarded:
                 lost = events[accumulated[-1]]
@@ -63,6 +104,10 @@ def _judge(file, loop, walk, z_index, fresh, only_one):
                 fix,
             )
     return None
+
+
+def _deferred_for(file, path, optimizer) -> bool:
+    return any(_same(file, d, optimizer) for d in path.deferred)
 
 
 RULE = Rule(

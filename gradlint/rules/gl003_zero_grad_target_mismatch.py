@@ -18,6 +18,10 @@ def check(file):
             step = next(e for e in loop.events if e.kind == S and e.optimizer == optimizer)
             # The clear to blame is one that serves no stepped optimizer; else blame the step.
             orphans = [z for z in clears if all(coverage(file, [z], o) is False for o in optimizers)]
+            # ...or the clear that stands where this optimizer's belongs: the next step after it
+            # is this optimizer's (`generator.zero_grad()` before the discriminator's update).
+            misplaced = [z for z in clears if _next_step(loop, z) == optimizer and coverage(file, [z], optimizer) is False]
+            orphans = orphans or misplaced
             params = file.bindings.optimizer_params(optimizer) or ()
             held = ", ".join(sorted(params))
             if orphans:
@@ -39,6 +43,12 @@ def check(file):
                     tuple((z, "a clear of other parameters") for z in clears[:3]),
                     loop,
                 )
+
+
+def _next_step(loop, clear):
+    """The optimizer of the first step after `clear` in the loop's source order."""
+    index = loop.events.index(clear)
+    return next((e.optimizer for e in loop.events[index + 1 :] if e.kind == S), None)
 
 
 RULE = Rule(

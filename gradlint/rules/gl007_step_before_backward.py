@@ -1,34 +1,52 @@
 """GL007: a step before the backward of its own iteration."""
 
 from gradlint.fix import move
-from gradlint.model.events import B, S
+from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
+from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.registry import Rule
 
 
 def check(file):
     for loop in file.loops:
+        only_one = len(stepped_optimizers(loop)) == 1
         for walk in walks(loop):
             for i in walk.first_iteration():
                 step = walk.events[i]
                 if step.kind != S or step.closure:
                     continue
-                earlier = walk.events[:i]
-                if any(e.kind == B for e in earlier):
+                # Each optimizer on its own: a backward counts for it only after its last clear.
+                cleared = _last_clear(file, walk.events[:i], step.optimizer, only_one)
+                if any(e.kind == B for e in walk.events[cleared + 1 : i]):
                     continue
                 later = later_in_iteration(walk, i, B)
                 if later is None:
                     continue
+                if cleared >= 0:
+                    consequence = (
+                        f"it finds no gradients at all after {at(walk.events[cleared])}, "
+                        "so this optimizer never trains the model"
+                    )
+                else:
+                    consequence = "every update uses the previous batch's gradients"
                 yield RawFinding(
                     "GL007",
-                    f"{step.text} runs before {at(later)} in the same iteration: "
-                    "every update uses the previous batch's gradients",
+                    f"{step.text} runs before {at(later)} in the same iteration: {consequence}",
                     step,
                     ((later, "the backward that comes after the step"),),
                     loop,
                     move(file.lines, step, later, after=True, description=f"Move {step.text} after {later.text}"),
                 )
+
+
+def _last_clear(file, events, optimizer, only_one) -> int:
+    """Index of the last clear among `events` that surely resets `optimizer`'s gradients, or -1."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.kind == Z and touches(file, event, optimizer, only_one):
+            return index
+    return -1
 
 
 RULE = Rule(

@@ -1,0 +1,353 @@
+"""Calls -> gradient events, with libcst.
+
+What a call *means* is decided here, from the names in events.py (the only
+module that spells an API); loops.py calls these functions while it walks
+a loop body.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from gradlint.model.event import Event
+from gradlint.model.events import (
+    ACCUMULATE_CONTEXTS,
+    B,
+    BACKWARD_FUNCTIONS,
+    CLEAR_LIKE_NAMES,
+    NOT_CLEARING_HELPERS,
+    C,
+    CLIP_FUNCTIONS,
+    GRAD_CLIP_METHODS,
+    L,
+    MANUAL_BACKWARD_METHODS,
+    MANUAL_UPDATE_METHODS,
+    NOT_BACKWARD,
+    S,
+    SELF_UNSCALING_CLIPS,
+    SELF_UNSCALING_RECEIVERS,
+    STEP_FUNCTIONS,
+    U,
+    Z,
+    ZERO_GRAD_METHODS,
+)
+from gradlint.model.walk import walk
+
+# --- classification -------------------------------------------------------------
+#
+# `ctx` is a gradlint.model.loops.Context: it resolves names (import aliases,
+# helper-parameter substitution, bindings) and makes spans.  Everything that
+# decides *what an API call means* stays here.
+
+
+
+def _positional(call: cst.Call) -> list[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _is_false(node: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def _matches(name: Optional[str], entries: tuple[str, ...]) -> bool:
+    if not name or not entries:
+        return False
+    tail = name.rsplit(".", 1)[-1]
+    return any(entry == name or entry == tail for entry in entries)
+
+
+def classify_call(call: cst.Call, ctx) -> Optional[Event]:
+    """The gradient event a call is, or None."""
+    func = call.func
+    raw = ctx.name(func)
+    qualified = ctx.qualify(raw)
+    wrapped = _configured(call, raw, qualified, ctx)
+    if wrapped is not None:
+        return wrapped
+    if isinstance(func, cst.Attribute):
+        return _method_event(call, func.attr.value, func.value, qualified, ctx)
+    if qualified is None:
+        return None
+    return _function_event(call, qualified, ctx)
+
+
+def _configured(call, raw, qualified, ctx) -> Optional[Event]:
+    w = ctx.wrappers
+    for name in (raw, qualified):
+        if _matches(name, w.backward_functions):
+            return ctx.event(B, call)
+        if _matches(name, w.zero_grad_functions):
+            target = _first_name(call, ctx)
+            if target is not None and ctx.bindings.is_optimizer(target):
+                return ctx.event(Z, call, optimizer=target)
+            return ctx.event(Z, call, unknown_target=True)
+        if _matches(name, w.step_functions):
+            target = _first_name(call, ctx)
+            if target is None and isinstance(call.func, cst.Attribute):
+                target = ctx.name(call.func.value)
+            return ctx.event(S, call, optimizer=target or ctx.text(call.func))
+        if _matches(name, w.clip_functions):
+            return ctx.event(C, call, unknown_target=True)
+    return None
+
+
+def _first_name(call: cst.Call, ctx) -> Optional[str]:
+    args = _positional(call)
+    return ctx.name(args[0]) if args else None
+
+
+def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event]:
+    bindings = ctx.bindings
+    receiver = ctx.name(receiver_node)
+    if qualified in NOT_BACKWARD:
+        return None
+    if qualified in BACKWARD_FUNCTIONS:
+        return ctx.event(B, call)
+
+    if method in ZERO_GRAD_METHODS:
+        flag = _is_false(_keyword(call, "set_to_none")) or (
+            bool(_positional(call)) and _is_false(_positional(call)[0])
+        )
+        if receiver is None:
+            return ctx.event(Z, call, unknown_target=True, set_to_none_false=flag)
+        if bindings.is_optimizer(receiver) or receiver in bindings.engines:
+            return ctx.event(Z, call, optimizer=receiver, set_to_none_false=flag, sync_only=ctx.accumulate is not None)
+        return ctx.event(Z, call, module=receiver, set_to_none_false=flag)
+
+    if method == "backward":
+        if isinstance(receiver_node, cst.Call) and isinstance(receiver_node.func, cst.Attribute):
+            if receiver_node.func.attr.value == "scale" and bindings.is_scaler(ctx.name(receiver_node.func.value)):
+                return ctx.event(B, call, scaled=True)
+        return ctx.event(B, call)
+    if method in MANUAL_BACKWARD_METHODS:
+        return ctx.event(B, call)
+
+    if method == "zero_" and _is_grad(receiver_node):
+        return _grad_clear(call, receiver_node, ctx)
+
+    if method in GRAD_CLIP_METHODS and _is_grad(receiver_node):
+        owner = ctx.parameter_owner(ctx.name(_grad_owner(receiver_node)))
+        module = owner[1] if owner is not None and owner[0] == "module" else None
+        return ctx.event(C, call, module=module, unknown_target=module is None)
+
+    if method in CLIP_FUNCTIONS or method in SELF_UNSCALING_CLIPS:
+        return _clip_event(call, method, receiver, qualified, ctx)
+
+    if method == "unscale_" and bindings.is_scaler(receiver):
+        return ctx.event(U, call, optimizer=_first_name(call, ctx))
+
+    if method in MANUAL_UPDATE_METHODS:
+        update = _manual_update(call, receiver_node, call.args, ctx)
+        if update is not None:
+            return update
+
+    if method in STEP_FUNCTIONS:
+        return ctx.event(S, call, optimizer=_first_name(call, ctx))
+
+    if method == "step" and receiver is not None:
+        return _step_event(call, receiver, ctx)
+    return None
+
+
+def _step_event(call, receiver, ctx) -> Optional[Event]:
+    bindings = ctx.bindings
+    if receiver in bindings.engines:
+        return ctx.event(S, call, optimizer=receiver, clears=True)
+    kind = bindings.kind(receiver)
+    if kind == "scheduler":
+        # A prepared scheduler inside `accelerator.accumulate` also steps only with its optimizer.
+        return ctx.event(
+            L,
+            call,
+            optimizer=receiver,
+            has_args=bool(call.args),
+            plateau=bindings.is_plateau_scheduler(receiver),
+            sync_only=ctx.accumulate is not None,
+        )
+    if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
+        target = _first_name(call, ctx)
+        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None) if target else None
+    if bindings.is_optimizer(receiver):
+        return ctx.event(S, call, optimizer=receiver, closure=bool(_positional(call)), sync_only=ctx.accumulate is not None)
+    return None
+
+
+def _measures_only(call: cst.Call) -> bool:
+    """`clip_grad_norm_(params, float('inf'))` only computes the norm (for logging): not a clip."""
+    args = _positional(call)
+    limit = _keyword(call, "max_norm") or _keyword(call, "clip_value") or (args[1] if len(args) > 1 else None)
+    if limit is None and len(args) == 1 and isinstance(call.func, cst.Attribute):
+        limit = args[0]  # model.clip_grad_norm_(max_norm)
+    if limit is None:
+        return False
+    names = _NameCollector()
+    walk(limit, names)
+    return "inf" in names.words or any(w.endswith("inf") for w in names.strings)
+
+
+class _NameCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.words: set[str] = set()
+        self.strings: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.words.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.words.add(node.attr.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.strings.add(node.value.strip("'\"").lower())
+
+
+def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
+    if _measures_only(call):
+        return None
+    if method in SELF_UNSCALING_CLIPS and receiver and ctx.bindings.imports.is_imported(receiver):
+        # `utils.clip_gradients(model, 3.0)`: a clip helper of another file, not Lightning's or
+        # Fabric's method, so nothing says it unscales AMP gradients first
+        return ctx.event(C, call, unknown_target=True)
+    unscales = method in SELF_UNSCALING_CLIPS or bool(receiver and SELF_UNSCALING_RECEIVERS.search(receiver))
+    is_torch_utility = bool(qualified and qualified.startswith(("torch.", "nn.")))
+    if method in SELF_UNSCALING_CLIPS or (receiver and not is_torch_utility and unscales):
+        # accelerator.clip_grad_norm_(params, ...), fabric.clip_gradients(model, opt, ...)
+        args = _positional(call)
+        module = _params_module(args[0], ctx) if args and method not in SELF_UNSCALING_CLIPS else None
+        return ctx.event(C, call, module=module, unknown_target=module is None, unscales=True)
+    if receiver and not is_torch_utility and method == "clip_grad_norm_" and not ctx.bindings.imports.is_imported(receiver):
+        # FSDP: model.clip_grad_norm_(max_norm) clips the module's own parameters.
+        return ctx.event(C, call, module=receiver)
+    args = _positional(call)
+    module = _params_module(args[0], ctx) if args else None
+    return ctx.event(C, call, module=module, unknown_target=module is None)
+
+
+def _params_module(node, ctx) -> Optional[str]:
+    resolved = ctx.bindings.resolve_params(node, 0)
+    if resolved is not None and len(resolved) == 1:
+        return ctx.substitute(next(iter(resolved)))
+    return None
+
+
+def opaque_call(call: cst.Call, ctx) -> Optional[Event]:
+    """A call gradlint cannot follow that may clear an optimizer's gradients.
+
+    Either its name says it clears, or it is handed an optimizer (`utils.step_and_zero(opt)`):
+    it becomes a clear of unknown parameters, which no rule blames and GL001 respects.
+    """
+    name = (ctx.name(call.func) or "").rsplit(".", 1)[-1]
+    if CLEAR_LIKE_NAMES.search(name):
+        return ctx.event(Z, call, unknown_target=True)
+    if NOT_CLEARING_HELPERS.search(name):
+        return None
+    for arg in call.args:
+        target = ctx.name(arg.value)
+        if target is not None and ctx.bindings.is_optimizer(target):
+            return ctx.event(Z, call, unknown_target=True)
+    return None
+
+
+def _function_event(call, qualified, ctx) -> Optional[Event]:
+    if qualified in NOT_BACKWARD:
+        return None
+    if qualified in BACKWARD_FUNCTIONS:
+        return ctx.event(B, call)
+    tail = qualified.rsplit(".", 1)[-1]
+    if tail in CLIP_FUNCTIONS and (qualified.startswith("torch.") or qualified != tail):
+        return _clip_event(call, tail, None, qualified, ctx)
+    return None
+
+
+def _is_grad(node: cst.BaseExpression) -> bool:
+    """`p.grad` or `p.grad.data`."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+        node = node.value
+    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+
+
+def _grad_owner(node: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+        node = node.value
+    return node.value  # the parameter, `p` of `p.grad`
+
+
+def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Event:
+    owner = ctx.name(_grad_owner(grad_node))
+    target = ctx.parameter_owner(owner)
+    if target is None:
+        return ctx.event(Z, anchor, unknown_target=True)
+    kind, name = target
+    if kind == "optimizer":
+        return ctx.event(Z, anchor, optimizer=name)
+    return ctx.event(Z, anchor, module=name)
+
+
+def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
+    """`p.grad = None` clears; `p.grad = g` or `p.grad += g` writes a gradient by hand."""
+    if isinstance(node, cst.Assign):
+        for target in node.targets:
+            if _is_grad(target.target):
+                if isinstance(node.value, cst.Name) and node.value.value == "None":
+                    return _grad_clear(node, target.target, ctx)
+                return ctx.event(B, node, overwrites=True)
+    if isinstance(node, cst.AugAssign) and _is_grad(node.target):
+        return ctx.event(B, node)
+    if isinstance(node, cst.AugAssign):
+        return _manual_update(node, node.target, (node,), ctx)
+    if isinstance(node, cst.Assign) and len(node.targets) == 1:
+        return _manual_update(node, node.targets[0].target, (node.value,), ctx)
+    return None
+
+
+def _manual_update(anchor: cst.CSTNode, target: cst.BaseExpression, reads, ctx) -> Optional[Event]:
+    """`p -= lr * p.grad`, `p.data = p.data - lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`:
+    a parameter updated from its own gradient is a step by hand, of what `p` belongs to."""
+    if isinstance(target, cst.Attribute) and target.attr.value == "data":
+        target = target.value
+    param = ctx.name(target)
+    if param is None or "." in param:
+        return None
+    readers = _GradReaders()
+    for node in reads:
+        walk(node, readers)
+    if param not in readers.owners:
+        return None
+    owner = ctx.parameter_owner(param)
+    name = owner[1] if owner is not None else param
+    return ctx.event(S, anchor, optimizer=name, manual=True)
+
+
+class _GradReaders(cst.CSTVisitor):
+    """The names whose `.grad` an expression reads."""
+
+    def __init__(self) -> None:
+        self.owners: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "grad":
+            owner = node.value
+            if isinstance(owner, cst.Attribute) and owner.attr.value == "data":
+                owner = owner.value
+            if isinstance(owner, cst.Name):
+                self.owners.add(owner.value)
+
+
+def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:
+    """`accelerator` for `with accelerator.accumulate(model):`, else None."""
+    call = item.item
+    if (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in ACCUMULATE_CONTEXTS
+    ):
+        return ctx.name(call.func.value) or "accelerator"
+    return None

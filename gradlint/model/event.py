@@ -1,0 +1,39 @@
+"""One gradient event of a loop: what a call does to `.grad`, where, and on what."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from gradlint.findings import Span
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    span: Span
+    text: str  # the call as written, for messages: `opt.zero_grad()`
+    # Z: the optimizer it clears (opt.zero_grad) or the module (model.zero_grad);
+    # S/U: the optimizer; C: the module whose parameters are clipped; L: the scheduler.
+    optimizer: Optional[str] = None
+    module: Optional[str] = None
+    unknown_target: bool = False  # Z or C whose parameters cannot be resolved
+    scaled: bool = False  # B through scaler.scale(loss)
+    overwrites: bool = False  # B by `p.grad = g`: replaces rather than adds
+    unscales: bool = False  # C that unscales AMP gradients itself
+    clears: bool = False  # S of an engine that clears its own gradients
+    set_to_none_false: bool = False  # Z with set_to_none=False
+    has_args: bool = False  # L stepped with a metric/epoch argument
+    plateau: bool = False  # L of a ReduceLROnPlateau-style scheduler
+    sync_only: bool = False  # S or Z inside `with accelerator.accumulate(...)`
+    accumulation_guarded: bool = False  # runs only under an accumulation condition
+    closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
+    manual: bool = False  # S by hand: parameters updated from their own gradients
+    via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
+
+    @property
+    def key(self) -> tuple:
+        return (self.kind, self.span)
+
+    def describe(self) -> str:
+        return self.text

@@ -1,0 +1,117 @@
+"""Loop shapes from real training code (issue 11) that the fixtures cover as
+files; here the parts a fixture's marks cannot state: messages and what the
+model builds."""
+
+from __future__ import annotations
+
+from gradlint.engine import check_source
+from gradlint.settings import Settings
+
+
+def findings(source: str):
+    return check_source(source, "train.py", Settings.default()).findings
+
+
+def test_gl007_after_a_clear_says_the_step_finds_no_gradients():
+    (finding,) = findings(
+        "import torch\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n"
+        "    opt.zero_grad()\n"
+        "    opt.step()\n"
+        "    model(x).sum().backward()\n"
+    )
+    assert finding.code == "GL007"
+    assert "no gradients at all" in finding.message and "previous batch" not in finding.message
+
+
+def test_gl007_without_a_clear_says_the_step_uses_the_previous_batch():
+    (finding,) = findings(
+        "import torch\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n"
+        "    opt.step()\n"
+        "    model(x).sum().backward()\n"
+        "    opt.zero_grad()\n"
+    )
+    assert finding.code == "GL007"
+    assert "previous batch's gradients" in finding.message
+
+
+def test_a_file_for_another_framework_is_not_analysed_but_one_without_imports_is():
+    loop = "for x in data:\n    loss(x).backward()\n    optimizer.step()\n"
+    assert [f.code for f in findings("from mxnet import autograd\n" + loop)] == []
+    assert [f.code for f in findings("import jax\nimport torch\n" + loop)] == ["GL001"]
+    assert [f.code for f in findings(loop)] == ["GL001"]
+
+
+def test_a_step_hook_that_clears_counts_as_a_clear_after_every_step():
+    loop = "for x in data:\n    model(x).sum().backward()\n    opt.step()\n"
+    hooked = "import torch\nopt = torch.optim.SGD(model.parameters())\n"
+    assert findings(hooked + "opt.register_step_post_hook(lambda o, a, k: o.zero_grad())\n" + loop) == []
+    assert [f.code for f in findings(hooked + "opt.register_step_post_hook(lambda o, a, k: print(o))\n" + loop)] == ["GL001"]
+    assert findings(hooked + "torch.optim.optimizer.register_optimizer_step_post_hook(clear)\n"
+                    "def clear(o, a, k):\n    o.zero_grad()\n" + loop) == []
+
+
+def test_an_inner_loop_of_backward_passes_reports_through_the_outer_loop():
+    (finding,) = findings(
+        "import torch\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for it in range(10):\n"
+        "    for micro in range(4):\n"
+        "        model(x).sum().backward()\n"
+        "    opt.step()\n"
+    )
+    assert (finding.code, finding.span.line) == ("GL001", 5)
+
+
+def test_manual_update_from_the_parameters_own_gradient_is_a_step():
+    source = (
+        "import torch\n"
+        "for x in loader:\n"
+        "    model(x).sum().backward()\n"
+        "    with torch.no_grad():\n"
+        "        for p in model.parameters():\n"
+        "            {update}\n"
+    )
+    for update in ("p -= lr * p.grad", "p.data.add_(p.grad, alpha=-lr)", "p.data = p.data - lr * p.grad.data"):
+        assert [f.code for f in findings(source.format(update=update))] == ["GL001"], update
+    # an update from something else is no step: nothing to say
+    assert findings(source.format(update="p.data.add_(noise)")) == []
+
+
+def test_a_clip_by_hand_in_a_helper_is_a_clip():
+    # `p.grad.clamp_` is clip_grad_value_ written out; the verifier does not probe it,
+    # so this shape has no fixture of its own.
+    source = (
+        "import torch\n"
+        "def clip_gradients(model, limit):\n"
+        "    for p in model.parameters():\n"
+        "        p.grad.data.clamp_(-limit, limit)\n"
+        "scaler = torch.amp.GradScaler()\n"
+        "for x in loader:\n"
+        "    optimizer.zero_grad()\n"
+        "    scaler.scale(model(x).sum()).backward()\n"
+        "    clip_gradients(model, 0.5)\n"
+        "    scaler.step(optimizer)\n"
+        "    scaler.update()\n"
+    )
+    assert [(f.code, f.span.line) for f in findings(source)] == [("GL006", 4)]
+    unscaled = source.replace("    clip_gradients(model, 0.5)\n", "    scaler.unscale_(optimizer)\n    clip_gradients(model, 0.5)\n")
+    assert findings(unscaled) == []
+
+
+def test_an_imported_clip_gradients_helper_does_not_unscale_for_you():
+    source = (
+        "import torch\nimport utils\n"
+        "scaler = torch.amp.GradScaler()\n"
+        "for x in loader:\n"
+        "    optimizer.zero_grad()\n"
+        "    scaler.scale(model(x).sum()).backward()\n"
+        "    utils.clip_gradients(model, 3.0)\n"
+        "    scaler.step(optimizer)\n"
+        "    scaler.update()\n"
+    )
+    assert [f.code for f in findings(source)] == ["GL006"]
+    assert [f.code for f in findings(source.replace("utils.clip_gradients", "fabric.clip_gradients"))] == []
