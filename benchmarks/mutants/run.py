@@ -70,7 +70,14 @@ def gradlint_findings(paths: list[Path]) -> dict[str, list[dict]]:
 
 
 def _in_loop(findings, code, start, end):
-    return [f for f in findings if f["code"] == code and start <= f["line"] <= end]
+    """Findings of `code` pointing into the loop: their own line or a related one (a rule may
+    report on a helper the loop calls, with the loop's event as the related location)."""
+    return [
+        f
+        for f in findings
+        if f["code"] == code
+        and any(start <= line <= end for line in [f["line"], *(r["line"] for r in f.get("related", []))])
+    ]
 
 
 def judge(mutant: Mutant, clean_findings: list[dict], mutant_findings: list[dict]) -> str:
