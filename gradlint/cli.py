@@ -1,16 +1,7 @@
 """Command line: argument parsing and exit codes only; no analysis here.
 
-    gradlint [check] PATH...      check files and directories (`-` reads stdin)
-    gradlint rules                list every rule
-    gradlint explain CODE         a rule's rationale with a wrong and a right example
-    gradlint verify SCRIPT.py     run a script under probes (needs the `verify` extra)
-    gradlint lsp                  the language server (needs the `lsp` extra)
-
-`gradlint check --help` lists the check flags (configuration, output
-formats, suppressions); see also README.md.
-
-Exit codes: 0 no findings, 1 findings (or a file that cannot be read or
-parsed), 2 usage error or internal failure.
+What users read is TOP_HELP and each subcommand parser's help, not this
+docstring.
 """
 
 from __future__ import annotations
@@ -26,77 +17,200 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 SUBCOMMANDS = ("check", "rules", "explain", "verify", "lsp")
 
 
+TOP_HELP = """\
+usage: gradlint [check] [OPTIONS] PATH...
+       gradlint rules | explain CODE | verify SCRIPT | lsp
+       gradlint --version
+
+A linter for PyTorch training loops: zero_grad(), backward(), gradient
+clipping and optimizer/scheduler steps in the wrong place or on the wrong
+object.
+
+commands:
+  check PATH...    check files and directories, `-` reads standard input
+                   (the default command: `gradlint src/` is `gradlint check src/`)
+  rules            list every rule: code, name, on or off by default, summary
+  explain CODE     what a code in the output means; for a rule, why it is a bug
+                   with a wrong and a right example
+  verify SCRIPT    run a training script under probes and confirm or refute
+                   each finding (needs torch)
+  lsp              the language server for editors (needs the `lsp` extra)
+
+options:
+  -h, --help       show this help and exit
+  -V, --version    show the installed version and exit
+
+`gradlint COMMAND --help` lists a command's options.
+
+exit codes: 0 no findings, 1 findings (or a file that could not be checked),
+2 usage error, bad configuration or internal error.
+"""
+
+
 class UsageError(Exception):
     pass
+
+
+def _parser(prog: str, description: str, epilog: str = ""):
+    """An ArgumentParser whose errors become UsageError (one line, exit 2) and
+    whose --help prints and returns 0 through main() (see _HelpShown)."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str):  # argparse exits 2 already; keep the message short
+            raise UsageError(message)
+
+        def exit(self, status: int = 0, message: Optional[str] = None):
+            if message:
+                sys.stderr.write(message)
+            raise _HelpShown(status)
+
+    return Parser(
+        prog=prog, description=description, epilog=epilog or None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+class _HelpShown(Exception):
+    """--help printed (argparse would call sys.exit); main() returns the status."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
 
 
 def _codes(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def check_parser() -> argparse.ArgumentParser:
-    import argparse  # here: a run that gradlint/quick.py answers never parses flags
+CHECK_DESCRIPTION = """\
+Check Python files and directories for gradient bugs in training loops.
+Prints one line per finding (path:line:col: CODE message) and a summary;
+a clean run prints nothing. The command name is optional: `gradlint src/`
+is `gradlint check src/`.
 
+Settings come from the nearest [tool.gradlint] table in a pyproject.toml
+(searched upward from each file); the options below override it. Switches
+(options without a value) are off unless given."""
+
+CHECK_EPILOG = """\
+exit codes: 0 no findings, 1 findings or a file that could not be checked,
+2 usage error, bad configuration or internal error.
+
+examples:
+  gradlint check src/ train.py
+  gradlint check --select GL0,GL101 --ignore GL003 src/
+  gradlint check --output-format github src/
+  cat train.py | gradlint check - --stdin-filename train.py"""
+
+
+def check_parser() -> argparse.ArgumentParser:
     from gradlint.report import FORMATS
 
-    class _Parser(argparse.ArgumentParser):
-        def error(self, message: str):  # argparse exits 2 already; keep the message short
-            raise UsageError(message)
-
-    p = _Parser(prog="gradlint", description="Lint PyTorch training loops.")
-    p.add_argument("paths", nargs="*", default=["."], help="files or directories; - reads standard input")
+    p = _parser("gradlint check", CHECK_DESCRIPTION, CHECK_EPILOG)
+    p.add_argument(
+        "paths", nargs="*", default=["."], metavar="PATH",
+        help="files or directories to check; `-` reads standard input (default: the current directory)",
+    )
     rules = p.add_argument_group("rule selection (overrides [tool.gradlint])")
-    rules.add_argument("--select", type=_codes, action="extend", help="rule codes or prefixes to enable (replaces defaults)")
-    rules.add_argument("--extend-select", type=_codes, action="extend", default=[], help="codes to enable on top")
-    rules.add_argument("--ignore", type=_codes, action="extend", default=[], help="codes or prefixes to disable")
+    rules.add_argument(
+        "--select", type=_codes, action="extend", metavar="CODES",
+        help="comma-separated rule codes or prefixes to enable, replacing the defaults and the"
+        " configuration's select/ignore (default: every rule that is on in `gradlint rules`)",
+    )
+    rules.add_argument(
+        "--extend-select", type=_codes, action="extend", default=[], metavar="CODES",
+        help="codes or prefixes to enable on top of the selection (default: none)",
+    )
+    rules.add_argument(
+        "--ignore", type=_codes, action="extend", default=[], metavar="CODES",
+        help="codes or prefixes to disable (default: none)",
+    )
     files = p.add_argument_group("files")
-    files.add_argument("--exclude", type=_codes, action="extend", help="globs to skip (replaces the config's exclude)")
-    files.add_argument("--extend-exclude", type=_codes, action="extend", default=[], help="globs to skip on top")
+    files.add_argument(
+        "--exclude", type=_codes, action="extend", metavar="GLOBS",
+        help="comma-separated globs to skip when walking directories, replacing the configuration's"
+        " exclude (default: the configuration's; built-in skips such as .git and venv always apply)",
+    )
+    files.add_argument(
+        "--extend-exclude", type=_codes, action="extend", default=[], metavar="GLOBS",
+        help="globs to skip on top of exclude (default: none)",
+    )
     files.add_argument(
         "--force-exclude", action="store_true",
         help="apply excludes to files named on the command line too (for pre-commit)",
     )
-    files.add_argument("--stdin-filename", help="name to report for standard input")
+    files.add_argument(
+        "--stdin-filename", metavar="PATH",
+        help="the path to report, and to pick configuration by, for `-` (default: `-`)",
+    )
     config = p.add_argument_group("configuration")
-    config.add_argument("--config", metavar="PATH", help="use this pyproject.toml (or gradlint.toml) for every file")
+    config.add_argument(
+        "--config", metavar="PATH",
+        help="use this pyproject.toml (its [tool.gradlint]) or gradlint.toml for every file"
+        " (default: the nearest pyproject.toml with a [tool.gradlint] table)",
+    )
     config.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     out = p.add_argument_group("output")
-    out.add_argument("--output-format", default="text", help=f"one of {', '.join(FORMATS)} (default: text)")
-    out.add_argument("--output-file", "-o", metavar="PATH", help="write the report to PATH (atomically) instead of stdout")
-    out.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
-    out.add_argument("--show-suppressed", action="store_true", help="also list findings silenced by noqa comments")
+    out.add_argument(
+        "--output-format", default="text", metavar="FORMAT",
+        help=f"one of {', '.join(FORMATS)} (default: text)",
+    )
+    out.add_argument(
+        "--output-file", "-o", metavar="PATH",
+        help="write the report to PATH (atomically) instead of standard output",
+    )
+    out.add_argument(
+        "--statistics", action="store_true",
+        help="print the number of findings per code instead of the findings (text or json)",
+    )
+    out.add_argument(
+        "--show-suppressed", action="store_true",
+        help="also list the findings that `# noqa` comments silenced (they never change the exit code)",
+    )
     out.add_argument(
         "--report-unused-noqa", action="store_true",
         help="report noqa / gradlint: ignore comments that silence nothing (GL900)",
     )
+    out.add_argument(
+        "--add-noqa", action="store_true",
+        help="write `# noqa: GLxxx` on each line that has a finding today, so that only new"
+        " findings fail from now on (for adopting gradlint in an existing codebase)",
+    )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
     run = p.add_argument_group("speed")
-    run.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: core count)")
+    run.add_argument(
+        "--jobs", "-j", type=int, default=None, metavar="N",
+        help="worker processes (default: the number of cores; one process below 8 files)",
+    )
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
-    run.add_argument("--cache-dir", help="where the result cache lives (default: .gradlint_cache)")
+    run.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="where the result cache lives (default: .gradlint_cache in the project root)",
+    )
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["-h"], ["--help"]):  # before anything else is imported
+        print(TOP_HELP, end="")
+        return EXIT_CLEAN
+    if args[:1] in (["-V"], ["--version"]):
+        print(f"gradlint {installed_version()}")
+        return EXIT_CLEAN
     if args[:1] not in (["rules"], ["explain"], ["verify"], ["lsp"]) and _clean_without_analysis(args):
         return EXIT_CLEAN
     from gradlint.config import ConfigError
 
     try:
-        if args and args[0] in ("-h", "--help"):
-            print(__doc__.strip())
-            return EXIT_CLEAN
-        if args and args[0] in ("-V", "--version"):
-            from gradlint import __version__
-
-            print(f"gradlint {__version__}")
-            return EXIT_CLEAN
         command = args[0] if args and args[0] in SUBCOMMANDS else "check"
         if args and args[0] == command:
             args = args[1:]
         return _COMMANDS[command](args)
+    except _HelpShown as shown:
+        return shown.status
     except (UsageError, ConfigError) as exc:
         print(f"gradlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -113,6 +227,54 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def installed_version() -> str:
+    """The version in the installed metadata (what pip installed), or the
+    source tree's when gradlint runs from a checkout that is not installed.
+
+    The `*.dist-info` directory on sys.path is read directly: importing
+    importlib.metadata (email, zipfile, csv, pathlib) would cost `--version`
+    several times the interpreter's own start-up.  importlib.metadata is
+    asked only when no such directory is found (an egg, a zip, an import hook).
+    """
+    import os
+
+    from gradlint import DISTRIBUTION, __version__
+
+    prefix = DISTRIBUTION.replace("-", "_").lower() + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.lower().startswith(prefix) and name.endswith(".dist-info"):
+                version = _metadata_version(os.path.join(entry or ".", name, "METADATA"))
+                if version:
+                    return version
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return __version__
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return __version__
+
+
+def _metadata_version(path: str) -> Optional[str]:
+    """`Version:` from a METADATA file's header (the first blank line ends it)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return None
 
 
 def _clean_without_analysis(args: list[str]) -> bool:
@@ -166,6 +328,8 @@ def run_check(argv: list[str]) -> int:
 
     if args.fix and "-" in args.paths:
         raise UsageError("--fix works on files, not on standard input")
+    if args.add_noqa and ("-" in args.paths or args.fix or args.report_unused_noqa):
+        raise UsageError("--add-noqa works on files, alone (not with standard input, --fix or --report-unused-noqa)")
     if args.paths == ["-"]:
         run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
@@ -174,6 +338,8 @@ def run_check(argv: list[str]) -> int:
         run, sources = _check_paths(args, resolver)
         if args.fix:
             run = _fix(run, resolver)
+        if args.add_noqa:
+            run = _add_noqa(run, resolver)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     text = _render(args, run)
@@ -193,6 +359,24 @@ def _fix(run, resolver):
         total += applied
     if total:
         print(f"Fixed {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+    run.results = results
+    return run
+
+
+def _add_noqa(run, resolver):
+    """Mark today's findings in the files; what could not be marked stays reported."""
+    from gradlint.add_noqa import add_noqa_to_file
+
+    total, files, results = 0, 0, []
+    for result in run.results:
+        marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path))
+        results.append(marked_result)
+        total, files = total + marked, files + (marked > 0)
+    if total:
+        print(
+            f"Added {total} noqa directive{'s' if total != 1 else ''} to {files} file{'s' if files != 1 else ''}.",
+            file=sys.stderr,
+        )
     run.results = results
     return run
 
@@ -328,8 +512,12 @@ def _write(text: str, output_file: Optional[str]) -> None:
 def run_rules(argv: list[str]) -> int:
     from gradlint.rules.registry import all_rules
 
-    if argv:
-        raise UsageError("`gradlint rules` takes no arguments")
+    _parser(
+        "gradlint rules",
+        "List every rule: its code, its name, whether it is on by default, and what it finds.\n"
+        "Rules that are off are enabled with --select or --extend-select (or select in\n"
+        "[tool.gradlint]). `gradlint explain CODE` tells more about one.",
+    ).parse_args(argv)
     width = max(len(rule.name) for rule in all_rules())
     for rule in all_rules():
         state = "on " if rule.default else "off"
@@ -338,21 +526,20 @@ def run_rules(argv: list[str]) -> int:
 
 
 def run_explain(argv: list[str]) -> int:
-    from gradlint.rules.registry import rules_by_code
+    from gradlint.explain import explainable_codes
 
-    if len(argv) != 1:
-        raise UsageError("usage: gradlint explain CODE")
-    rule = rules_by_code().get(argv[0].strip().upper())
-    if rule is None:
-        raise UsageError(f"unknown rule code: {argv[0]!r} (see `gradlint rules`)")
-    default = "on by default" if rule.default else "off by default (enable with --select or extend-select)"
-    print(f"{rule.code} {rule.name} ({default})\n")
-    print(rule.summary + "\n")
-    print(rule.rationale + "\n")
-    print("Wrong:\n")
-    print("\n".join("    " + line for line in rule.wrong.rstrip().splitlines()) + "\n")
-    print("Right:\n")
-    print("\n".join("    " + line for line in rule.right.rstrip().splitlines()))
+    parser = _parser(
+        "gradlint explain",
+        "Explain a code that gradlint prints: why it is a bug, with a wrong and a right\n"
+        "example for a rule; what it means and what to do for GL900 and for the kinds of\n"
+        "files that could not be checked (syntax-error, read-error, internal-error).",
+    )
+    parser.add_argument("code", metavar="CODE", help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error")
+    args = parser.parse_args(argv)
+    entry = explainable_codes().get(args.code.strip().upper())
+    if entry is None:
+        raise UsageError(f"unknown code: {args.code!r} (see `gradlint rules`)")
+    print(entry.explanation(), end="")
     return EXIT_CLEAN
 
 
@@ -369,7 +556,7 @@ def run_lsp(argv: list[str]) -> int:
         from gradlint.lsp import main as lsp_main
     except ImportError as exc:
         print(
-            f"gradlint lsp needs the `lsp` extra: pip install 'gradlint[lsp]' ({exc})",
+            f"gradlint lsp needs the `lsp` extra: pip install 'torch-gradlint[lsp]' ({exc})",
             file=sys.stderr,
         )
         return EXIT_ERROR

@@ -170,12 +170,18 @@ def parse_table(table: Any, path: str, root: str) -> FileConfig:
     )
 
 
-def _read_toml(path: str) -> dict:
+def _read_toml(path: str) -> tuple[dict, str]:
+    """The parsed table and the text (to place a bad key's message on its line)."""
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:  # its message ends with "(at line N, column M)"
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+            text = handle.read().decode("utf-8")
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        from gradlint.config_position import toml_error_position
+
+        line, col, reason = toml_error_position(exc)
+        where = f"{path}:{line}:{col}" if line else path
+        raise ConfigError(f"{where}: invalid TOML: {reason}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 ({exc.reason})") from None
     except OSError as exc:
@@ -203,15 +209,21 @@ def load_file(path: str, explicit: bool = False) -> Optional[FileConfig]:
     cached = _FILE_CACHE.get((path, explicit))
     if cached is not None and cached[0] == key:
         return cached[1]
-    data = _read_toml(path)
+    data, text = _read_toml(path)
     root = os.path.dirname(path)
-    if explicit and os.path.basename(path) != "pyproject.toml":
+    top_level = explicit and os.path.basename(path) != "pyproject.toml"
+    if top_level:
         table = data
     else:
         table = _gradlint_table(data, path)
         if table is None:
             table = {} if explicit else None
-    config = None if table is None else parse_table(table, path, root)
+    try:
+        config = None if table is None else parse_table(table, path, root)
+    except ConfigError as exc:  # name the line and column of the bad key, as for invalid TOML
+        from gradlint.config_position import with_key_position
+
+        raise ConfigError(with_key_position(str(exc), path, text, top_level)) from None
     _FILE_CACHE[(path, explicit)] = (key, config)
     return config
 

@@ -199,21 +199,29 @@ class RunResult:
         return sorted(errors, key=lambda e: (e.path, e.line, e.col))
 
     @property
+    def files_not_checked(self) -> int:
+        """Paths with an error (missing, unreadable, not Python, syntax or internal error)."""
+        return len({e.path for e in self.errors()})
+
+    @property
     def files_checked(self) -> int:
-        return len(self.results)
+        """Files analysed to the end; with files_not_checked, every path the run met once."""
+        unchecked = {e.path for e in self.errors()}
+        return len({r.path for r in self.results} - unchecked)
 
     def summary(self) -> str:
         findings, errors = self.findings(), self.errors()
         if not findings and not errors:
             return ""
         files = len({f.path for f in findings})
+        checked = self.files_checked
         text = (
             f"Found {len(findings)} problem{'s' if len(findings) != 1 else ''} in {files} "
-            f"file{'s' if files != 1 else ''} ({self.files_checked} file{'s' if self.files_checked != 1 else ''} checked)."
+            f"file{'s' if files != 1 else ''} ({checked} file{'s' if checked != 1 else ''} checked"
         )
         if errors:
-            text += f" {len(errors)} could not be checked."
-        return text
+            text += f", {self.files_not_checked} could not be checked"
+        return text + ")."
 
     def exit_code(self) -> int:
         """0 clean, 1 findings or unreadable/unparsable input, 2 an internal error."""

@@ -43,6 +43,7 @@ from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
     EVENT_WORDS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
+    ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
     STEP_HOOK_METHODS,
     TRAINING_STEP,
@@ -160,6 +161,14 @@ _STEP_HOOK_CALL = re.compile(
 )
 
 
+def _handler(node: ast.stmt) -> bool:
+    """`@trainer.on(Events.EPOCH_COMPLETED)`: a function a framework may run once per iteration."""
+    return any(
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in ITERATION_HANDLER_DECORATORS
+        for d in node.decorator_list
+    )
+
+
 def _start(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", None)
     return min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
@@ -210,7 +219,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     candidates += [
         (unit.start, unit.end, unit.top, node)
         for name, unit, node, _ in walk.functions
-        if name in run and _contains(marked, unit.start, unit.end)
+        if (name in run or _handler(node)) and _contains(marked, unit.start, unit.end)
     ]
     if not candidates and not walk.training_step_tops:
         return None

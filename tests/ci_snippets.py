@@ -79,3 +79,65 @@ def codes_by_file(out: str) -> set[tuple[str, int, str]]:
             code = parts[3].strip().split(" ", 1)[0]
             found.add((parts[0].replace(os.sep, "/"), int(parts[1]), code))
     return found
+
+
+# --- the README's command lines, checked against the real parsers --------------------------
+
+README_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+
+
+def readme_blocks(language: str) -> list[str]:
+    """The README's fenced code blocks of one language, in order."""
+    import re
+
+    with open(README_PATH, encoding="utf-8") as handle:
+        readme = handle.read()
+    return re.findall(r"^```" + re.escape(language) + r"\n(.*?)^```", readme, re.S | re.M)
+
+
+def gradlint_argv(command_line: str) -> list[str] | None:
+    """The arguments after `gradlint` in a shell line (comments, pipes and `$(...)` dropped), or None."""
+    import re
+    import shlex
+
+    line = re.sub(r"\$\([^)]*\)", "FILES.py", command_line)
+    for part in re.split(r"\|\||&&|\||;", line):
+        words = shlex.split(part, comments=True)
+        if words and words[0] == "gradlint":
+            return words[1:]
+    return None
+
+
+def validate_gradlint_argv(argv: list[str]) -> None:
+    """Raise if `gradlint argv` would be a usage error (unknown flag, format, rule code...).
+
+    The same parsers and checks as the CLI, without running anything."""
+    from gradlint.cli import SUBCOMMANDS, UsageError, _overrides, check_parser
+
+    if argv in (["--version"], ["-V"], ["--help"], ["-h"]):
+        return
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else "check"
+    args = argv[1:] if argv and argv[0] == command else argv
+    if command == "check":
+        from gradlint.report import FORMATS
+
+        parsed = check_parser().parse_args(args)
+        if parsed.output_format not in FORMATS:
+            raise UsageError(f"unknown --output-format {parsed.output_format!r}")
+        _overrides(parsed)  # rule codes
+    elif command == "explain":
+        from gradlint.explain import explainable_codes
+
+        if len(args) != 1 or args[0].upper() not in explainable_codes():
+            raise UsageError(f"explain {args}")
+    elif command == "rules":
+        if args:
+            raise UsageError("rules takes no arguments")
+    elif command == "verify":
+        from gradlint.verify.command import parser
+
+        script_args = args.index("--") if "--" in args else len(args)
+        parser().parse_args(args[:script_args])
+    elif command == "lsp":
+        if args not in ([], ["--stdio"]) and not (len(args) == 2 and args[0] == "--tcp" and ":" in args[1]):
+            raise UsageError(f"lsp {args}")

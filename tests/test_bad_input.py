@@ -44,7 +44,9 @@ def test_each_bad_file_gets_one_line_and_the_rest_is_checked(tree):
     assert "Traceback" not in out + proc.stderr
     assert proc.returncode == 1
     assert "good.py:6:5: GL002" in out
+    # a syntax error has a place (`syntax.py:2:5: error: ...`); the others concern the path (`error: binary.py: ...`)
     lines = {line.split(":", 1)[0]: line for line in out.splitlines() if ": error: " in line}
+    lines.update({line.split(": ", 2)[1]: line for line in out.splitlines() if line.startswith("error: ")})
     assert set(lines) == {"syntax.py", "latin1.py", "binary.py"}
     assert "binary" in lines["binary.py"]
     assert "UTF-8" in lines["latin1.py"]

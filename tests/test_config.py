@@ -207,7 +207,30 @@ def test_invalid_toml_names_path_and_line(project, capsys):
     write(project, "a.py", snippet(GL002_LOOP))
     code, out, err = run_cli(capsys, "a.py")
     assert code == 2 and out == ""
-    assert path in err and "invalid TOML" in err and "line 5" in err
+    assert f"{path}:5:1: invalid TOML: " in err and "(at line" not in err
+
+
+@pytest.mark.parametrize(
+    "text, position",
+    [
+        ('[project]\nname = "x"\n\n[tool.gradlint]\nignore = ["GL002"]\n  select = "GL001"\n', "6:3"),
+        ('[tool.gradlint]\nselect = ["GL001"]\nselct = ["GL001"]\n', "3:1"),
+        ('[tool.gradlint]\n[tool.gradlint.per-file-ignores]\n"t/*" = "GL001"\n', "2:1"),
+        ('[tool.other]\nselect = 1\n[tool.gradlint]\n"select" = 1\n', "4:1"),
+    ],
+)
+def test_bad_key_is_reported_with_line_and_column(project, capsys, text, position):
+    path = write(project, "pyproject.toml", text)
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, _, err = run_cli(capsys, "a.py")
+    assert code == 2 and err.startswith(f"gradlint: error: {path}:{position}: [tool.gradlint]"), err
+
+
+def test_bad_key_in_a_config_file_of_its_own(project, capsys):
+    path = write(project, "ci/gradlint.toml", '# shared\nexclude = ["a"]\nignore = 7\n')
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, _, err = run_cli(capsys, "--config", path, "a.py")
+    assert code == 2 and f"{os.path.abspath(path)}:3:1: [tool.gradlint] ignore: expected a list" in err, err
 
 
 def test_broken_pyproject_above_a_configured_one_is_not_read(project, capsys):

@@ -115,3 +115,34 @@ def test_an_imported_clip_gradients_helper_does_not_unscale_for_you():
     )
     assert [f.code for f in findings(source)] == ["GL006"]
     assert [f.code for f in findings(source.replace("utils.clip_gradients", "fabric.clip_gradients"))] == []
+
+
+def test_accelerate_deepspeed_placeholders_are_an_optimizer_and_a_scheduler():
+    source = (
+        "from accelerate.utils import DummyOptim, DummyScheduler\n"
+        "optimizer = DummyOptim(model.parameters(), lr=1e-3)\n"
+        "if use_ds:\n"
+        "    lr_scheduler = DummyScheduler(optimizer, total_num_steps=100)\n"
+        "else:\n"
+        "    lr_scheduler = get_linear_schedule_with_warmup(optimizer, 10, 100)\n"
+        "for batch in loader:\n"
+        "    accelerator.backward(model(batch).loss)\n"
+        "    lr_scheduler.step()\n"
+        "    optimizer.step()\n"
+        "    optimizer.zero_grad()\n"
+    )
+    assert [(f.code, f.span.line) for f in findings(source)] == [("GL008", 9)]
+
+
+def test_a_tensor_named_like_an_optimizer_is_not_one():
+    # `torch.randn_like(w_opt)` hands no optimizer to anything: it is no clear
+    source = (
+        "import torch\n"
+        "w_opt = torch.zeros(1, 4, requires_grad=True)\n"
+        "optimizer = torch.optim.Adam([w_opt])\n"
+        "for step in range(5):\n"
+        "    noise = torch.randn_like(w_opt)\n"
+        "    loss(w_opt + noise).backward()\n"
+        "    optimizer.step()\n"
+    )
+    assert [f.code for f in findings(source)] == ["GL001"]

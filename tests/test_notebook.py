@@ -58,7 +58,7 @@ def test_broken_notebook_is_a_file_error(tmp_path, monkeypatch, capsys):
     write(tmp_path, "syntax.ipynb", notebook(("code", "x = 1\n"), ("code", "for x in :\n    pass\n")))
     code, out, err = run_cli(capsys, "bad.ipynb", "syntax.ipynb")
     assert code == 1 and "Traceback" not in err
-    assert "bad.ipynb:1:1: error: not a Jupyter notebook (invalid JSON" in out
+    assert "error: bad.ipynb: not a Jupyter notebook (invalid JSON" in out
     assert "syntax.ipynb:" in out and "[cell 2, line" in out
 
 

@@ -229,7 +229,7 @@ def test_without_torch_says_how_to_install_and_never_imports_it():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "rc 2 False" in result.stdout
-    assert "pip install 'gradlint[verify]'" in result.stderr
+    assert "pip install 'torch-gradlint[verify]'" in result.stderr
 
 
 def test_the_gradlint_process_never_imports_torch():

@@ -31,10 +31,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = _Parser(prog="gradlint lsp", description="The gradlint language server.")
+    parser = _Parser(
+        prog="gradlint lsp",
+        description="The gradlint language server: editors start it and get gradlint's findings as\n"
+        "diagnostics while you type, with quick fixes and hover. It speaks LSP over\n"
+        "stdin/stdout unless --tcp is given. Configuration is the nearest [tool.gradlint].\n"
+        "Needs the `lsp` extra: pip install 'torch-gradlint[lsp]'. Set-ups for Neovim,\n"
+        "Helix, Emacs and VS Code are in the README's Editors section.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="speak LSP over stdin/stdout (the default)")
-    mode.add_argument("--tcp", type=_address, metavar="HOST:PORT", help="listen on a TCP socket")
+    mode.add_argument("--tcp", type=_address, metavar="HOST:PORT", help="listen on a TCP socket instead, for debugging (default: stdio)")
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:

@@ -21,6 +21,7 @@ from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
 OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
+VALUE = "value"  # a tensor or other plain value made by a torch function
 ALL_OPTIMIZERS = "*"  # a global step hook: it runs after the step of every optimizer
 _MAX_DEPTH = 6
 
@@ -60,6 +61,7 @@ class Bindings(Numbering):
         self.engines: set[str] = set()  # receivers of `X.backward(loss)` and X.step()
         # `update` of `Engine(update)` (ignite), `self.update` of `Engine(self.update)`: loop bodies
         self.iteration_functions: list[str] = []
+        self._handlers: list[tuple[Optional[str], str]] = []  # (`trainer`, `update`) of `@trainer.on(...)`
         # optimizers with a step hook that clears (ALL_OPTIMIZERS: a global hook)
         self.cleared_by_step_hook: set[str] = set()
         self._step_hooks: list[tuple[str, cst.BaseExpression]] = []
@@ -89,6 +91,14 @@ class Bindings(Numbering):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.number(node)
+        for decorator in node.decorators:
+            call = decorator.decorator
+            if (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in api.ITERATION_HANDLER_DECORATORS
+            ):
+                self._handlers.append((dotted(call.func.value), node.name.value))
         self.all_functions.setdefault(node.name.value, []).append(node)
         if not (self._class_stack and self._function_depth == 0):
             self.plain_functions.setdefault(node.name.value, []).append(node)
@@ -180,6 +190,9 @@ class Bindings(Numbering):
             elif node.func.attr.value == "step" and not node.args:
                 self._step_receivers.add(receiver)
 
+    def _built_by_runner(self, value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.Call) and api.iteration_runner(self.imports.qualify(dotted(value.func)))
+
     def _step_hook(self, node: cst.Call) -> None:
         """`opt.register_step_post_hook(lambda o, a, k: o.zero_grad())`: every step of opt clears."""
         func = node.func
@@ -204,6 +217,11 @@ class Bindings(Numbering):
         return bool(hooked) and (ALL_OPTIMIZERS in hooked or any(self.same(optimizer or "", h) for h in hooked))
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        for runner, function in self._handlers:
+            # a handler of an object built by an iteration runner (`trainer = Engine(step)`)
+            if runner and any(self._built_by_runner(v) for v in self.assigns.get(runner, ())):
+                if function not in self.iteration_functions:
+                    self.iteration_functions.append(function)
         for target, hook in self._step_hooks:
             if _clears(hook if isinstance(hook, cst.Lambda) else self._function_named(hook)):
                 self.cleared_by_step_hook.add(target)
@@ -356,6 +374,8 @@ class Bindings(Numbering):
         source = self._alias_source(value)
         if source is not None:
             return self.kind(source, depth + 1)
+        if callee.startswith("torch.") and name[:1].islower():
+            return VALUE  # `w_opt = torch.tensor(...)`: a tensor, whatever its name says
         return MODULE if name[:1].isupper() else None
 
     def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
@@ -477,6 +497,8 @@ class Bindings(Numbering):
             return None
         if isinstance(node, (cst.Name, cst.Attribute)):
             name = dotted(node) or ""
+            if self.kind(name) == VALUE:
+                return {name}  # `Adam([log_alpha])`: that tensor, apart from every module
             cache = self.__dict__.setdefault("_resolved", {})
             if name not in cache:
                 values = self.assigns.get(name, [])

@@ -19,7 +19,7 @@ OPTIMIZER_CLASSES = frozenset(
     SparseAdam Adafactor Lion LAMB Lamb LARS Novograd AdaBelief Lookahead SophiaG Muon
     FusedAdam FusedLAMB FusedSGD FusedNovoGrad Adam8bit AdamW8bit PagedAdamW PagedAdamW8bit
     Lion8bit SGD8bit DeepSpeedCPUAdam ZeroRedundancyOptimizer DistributedFusedAdam
-    AdamWScheduleFree SGDScheduleFree""".split()
+    AdamWScheduleFree SGDScheduleFree DummyOptim MegatronLMDummyOptimizer""".split()
 )
 OPTIMIZER_FACTORIES = frozenset(
     "create_optimizer create_optimizer_v2 build_optimizer make_optimizer get_optimizer configure_optimizer".split()
@@ -30,7 +30,8 @@ SCHEDULER_MODULE_PREFIXES = ("torch.optim.lr_scheduler", "transformers.optimizat
 SCHEDULER_CLASSES = frozenset(
     """LambdaLR MultiplicativeLR StepLR MultiStepLR ConstantLR LinearLR ExponentialLR
     SequentialLR CosineAnnealingLR ChainedScheduler ReduceLROnPlateau CyclicLR OneCycleLR
-    CosineAnnealingWarmRestarts PolynomialLR LRScheduler _LRScheduler""".split()
+    CosineAnnealingWarmRestarts PolynomialLR LRScheduler _LRScheduler
+    DummyScheduler MegatronLMDummyScheduler""".split()
 )
 SCHEDULER_FACTORY = re.compile(r"^get_\w*schedule\w*$")
 GRAD_SCALERS = frozenset({"GradScaler", "ShardedGradScaler"})
@@ -97,6 +98,8 @@ TRAINING_STEP = "training_step"  # the LightningModule method run once per batch
 # Framework objects built from a function that they run once per iteration, with the
 # package they must come from: `Engine(update_fn)` (ignite) makes update_fn a loop body.
 ITERATION_RUNNERS = {"Engine": "ignite."}
+# `@trainer.on(Events.EPOCH_COMPLETED)` on such an object: the handler runs again and again.
+ITERATION_HANDLER_DECORATORS = frozenset({"on"})
 # `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`:
 # a hook whose body clears acts as a clear right after every step (of `opt`, or of any optimizer).
 STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})

@@ -147,9 +147,10 @@ class Context:
 
     # making events
     def text(self, node: cst.CSTNode) -> str:
-        code = self.builder.code(node).strip()
-        code = " ".join(code.split())
-        return code if len(code) <= 60 else code[:57] + "..."
+        from gradlint.model.call_text import message_text
+
+        func = self.builder.code(node.func) if isinstance(node, cst.Call) else None
+        return message_text(self.builder.code(node), func)
 
     def span(self, node: cst.CSTNode) -> Span:
         return self.builder.span(node)

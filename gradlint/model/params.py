@@ -24,7 +24,7 @@ def stepped_optimizers(loop: LoopModel) -> list[str]:
     return list(seen)
 
 
-def _clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Optional[bool]:
+def clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Optional[bool]:
     """Does `z` clear the parameters of module `target`, one of those `optimizer` steps?"""
     b = file.bindings
     if z.unknown_target:
@@ -65,7 +65,7 @@ def coverage(file: FileModel, clears: Iterable[Event], optimizer: str) -> Option
         return None
     answer: Optional[bool] = True
     for target in stepped:
-        verdicts = [_clears_module(file, z, optimizer, target) for z in clears]
+        verdicts = [clears_module(file, z, optimizer, target) for z in clears]
         if any(v is True for v in verdicts):
             continue
         if all(v is False for v in verdicts):
@@ -89,3 +89,12 @@ def touches(file: FileModel, z: Event, optimizer: Optional[str], only_optimizer:
     if stepped is None:
         return only_optimizer  # one optimizer, one model: the clear is surely of its parameters
     return any(is_under(t, module) or is_under(module, t) for t in stepped)
+
+
+def steps_module(file: FileModel, optimizer: Optional[str], module: Optional[str]) -> Optional[bool]:
+    """Does `optimizer` step (some of) `module`'s parameters?  None when either is unknown."""
+    held = file.bindings.optimizer_params(optimizer) if optimizer else None
+    if not held or not module:
+        return None
+    module = file.bindings.canonical(module)
+    return any(is_under(module, m) or is_under(m, module) for m in held)

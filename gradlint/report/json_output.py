@@ -53,6 +53,7 @@ def render(run, show_suppressed: bool = False) -> str:
     data = {
         "version": FORMAT_VERSION,
         "files_checked": run.files_checked,
+        "files_not_checked": run.files_not_checked,  # the paths in "errors"
         "findings": [finding_dict(f) for f in run.findings()],
         "errors": [error_dict(e) for e in run.errors()],
     }

@@ -122,9 +122,10 @@ def build(run, show_suppressed: bool = False) -> dict:
 
     infos = all_infos()
     index = {meta.code: number for number, meta in enumerate(infos)}
-    results = [_result(f, index) for f in run.findings()]
-    if show_suppressed:
-        results += [_result(f, index, suppressed=True) for f in run.suppressed()]
+    rows = [(f, False) for f in run.findings()]
+    if show_suppressed:  # in file and line order with the others, not after them
+        rows = sorted(rows + [(f, True) for f in run.suppressed()], key=lambda row: row[0].sort_key())
+    results = [_result(f, index, suppressed=hidden) for f, hidden in rows]
     errors = run.errors()
     return {
         "$schema": SCHEMA_URI,

@@ -31,5 +31,5 @@ def render(run, fmt: str = "text") -> str:
         lines.append(f"{count:>{width}}  {code}  {info(code).name}")
     errors = run.errors()
     if errors:
-        lines.append(f"{len(errors):>{width}}  files that could not be checked")
+        lines.append(f"{run.files_not_checked:>{width}}  files that could not be checked")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -27,6 +27,22 @@ def at(event: Event) -> str:
     return f"{event.text} (line {event.span.line})"
 
 
+def at_later(event: Event, reference: Event, other_iteration: bool) -> str:
+    """`at(event)` for an event that runs after `reference`, saying so when it
+    belongs to a later iteration: its line may be above the reference's (the
+    next iteration's backward sits above the clip that runs before it).
+    `other_iteration` comes from the walk; in the same function, a line above
+    means another iteration of an inner loop too."""
+    above = event.via == reference.via and event.span.line < reference.span.line
+    return f"the next iteration's {at(event)}" if other_iteration or above else at(event)
+
+
+def at_earlier(event: Event, reference: Event, other_iteration: bool) -> str:
+    """`at(event)` for an event that ran before `reference`, in an earlier iteration if so."""
+    below = event.via == reference.via and event.span.line > reference.span.line
+    return f"the previous iteration's {at(event)}" if other_iteration or below else at(event)
+
+
 def later_in_iteration(walk, index: int, kind: str) -> Optional[Event]:
     """The first event of `kind` after `index` in the same iteration of the walk."""
     it = walk.iteration[index]

@@ -4,7 +4,7 @@ from gradlint.fix import move
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.registry import Rule
 
 
@@ -44,19 +44,24 @@ def _pending(file, events, z_index, optimizer, only_one) -> list[int]:
     return start, [k for k in range(start + 1, z_index) if events[k].kind == B]
 
 
-def _lost_here(walk, start, fresh, z_index):
+def _lost_here(walk, start, fresh, z_index, step_index):
     """The last backward of the clear's own iteration whose gradients it surely throws away.
 
     A backward that another optimizer's step followed counts only when this optimizer
-    was cleared earlier in the same iteration (`Z_b; B_a; B_b; S_a; Z_b; S_b`): without
-    that clear it may well have been the other optimizer's (`Z_d; B_d; S_d; Z_g; S_g`).
+    was cleared earlier in the same iteration (`Z_b; B_a; B_b; S_a; Z_b; S_b`), or when
+    no backward follows this optimizer's step in the iteration (`Z_a; B; S_a; Z_c; S_c`:
+    the one backward was for both).  Otherwise it may well have been the other
+    optimizer's (`Z_d; B_d; S_d; Z_g; S_g; B_g` is GL007's).
     """
     events, iteration = walk.events, walk.iteration
     cleared_here = start >= 0 and events[start].kind == Z and iteration[start] == iteration[z_index]
+    backward_after = any(
+        events[m].kind == B and iteration[m] == iteration[step_index] for m in range(step_index + 1, len(events))
+    )
     for k in reversed(fresh):
         if iteration[k] != iteration[z_index]:
             return None
-        if cleared_here or not any(events[m].kind == S for m in range(k + 1, z_index)):
+        if cleared_here or not backward_after or not any(events[m].kind == S for m in range(k + 1, z_index)):
             return k
     return None
 
@@ -81,23 +86,31 @@ def _judge(file, loop, walk, z_index, only_one):
                 return None
             # Deliberate accumulation: the backward ran in an iteration that skipped this
             # optimizer's step on an accumulation condition, so this step was meant to use it.
-            accumulated = [i for i in fresh if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)]
+            # (A backward that some step has consumed since, such as another optimizer's, was not.)
+            accumulated = [
+                i
+                for i in fresh
+                if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)
+                and not any(events[m].kind == S for m in range(i + 1, z_index))
+            ]
             if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own:
                 # A clear at the top of each epoch, before the inner loop that accumulates: it
                 # only drops the previous epoch's last, partial window (not this rule's question).
                 accumulated = []
-            here = _lost_here(walk, start, fresh, z_index) if walk.iteration[j] == walk.iteration[z_index] else None
+            here = _lost_here(walk, start, fresh, z_index, j) if walk.iteration[j] == walk.iteration[z_index] else None
             fix = None
             if not backward_between and here is not None:
                 lost = events[here]
+                lost_when = at(lost)
                 fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
             elif accumulated and not z.accumulation_guarded:
                 lost = events[accumulated[-1]]
+                lost_when = at_earlier(lost, z, walk.iteration[accumulated[-1]] != walk.iteration[z_index])
             else:
                 return None
             return RawFinding(
                 "GL002",
-                f"{z.text} discards the gradients of {at(lost)} before {at(later)}",
+                f"{z.text} discards the gradients of {lost_when} before {at(later)}",
                 z,
                 ((lost, "the backward whose gradients are lost"), (later, "the step that should use them")),
                 loop,

@@ -1,9 +1,13 @@
 """GL003: the loop clears, but not the parameters an optimizer steps."""
 
-from gradlint.model.events import S, Z
-from gradlint.model.params import coverage, stepped_optimizers
-from gradlint.rules.base import RawFinding
+from gradlint.model.events import B, S, Z
+from gradlint.model.flow import walks
+from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
+from gradlint.rules.base import RawFinding, at
 from gradlint.rules.registry import Rule
+
+
+CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 
 
 def check(file):
@@ -14,6 +18,7 @@ def check(file):
         optimizers = stepped_optimizers(loop)
         for optimizer in optimizers:
             if coverage(file, clears, optimizer) is not False:
+                yield from _uncleared_between_steps(file, loop, clears, optimizer)
                 continue
             step = next(e for e in loop.events if e.kind == S and e.optimizer == optimizer)
             # The clear to blame is one that serves no stepped optimizer; else blame the step.
@@ -43,6 +48,64 @@ def check(file):
                     tuple((z, "a clear of other parameters") for z in clears[:3]),
                     loop,
                 )
+
+
+def _uncleared_between_steps(file, loop, clears, optimizer):
+    """The loop's clears cover `optimizer` somewhere, but not where it matters: a module it
+    steps was stepped before (by it or another optimizer), got a new backward, and is
+    stepped again with no clear of it in between, so the step re-applies used gradients.
+
+    (`opt_D.zero_grad(); d_loss.backward(); opt_D.step(); generator.zero_grad();
+    info_loss.backward(); opt_info.step()` where opt_info holds both networks: the
+    discriminator's gradients from d_loss reach opt_info's step.)
+    """
+    modules = file.bindings.optimizer_params(optimizer)
+    if not modules or any(e.accumulation_guarded for e in loop.events if e.kind in (S, Z)):
+        # Accumulation windows clear and step under two conditions the paths cannot
+        # correlate (`if i % k == 0: clear` ... `if (i + 1) % k == 0: step`): GL001/GL002's.
+        return
+    for walk in walks(loop):
+        for module in sorted(modules):
+            found = _follow_module(file, walk.events, optimizer, module)
+            if found is not None:
+                step, consumer = found
+                misplaced = [z for z in clears if _next_step(loop, z) == optimizer and not _clears(file, z, optimizer, module)]
+                blamed = misplaced[0] if misplaced else step
+                yield RawFinding(
+                    "GL003",
+                    f"{blamed.text} does not clear {module}, whose gradients {at(consumer)} already used: "
+                    f"{at(step)} applies them again" if misplaced else
+                    f"{step.text} steps {module} with gradients that {at(consumer)} already used: "
+                    f"no clear of {module} runs between them",
+                    blamed,
+                    ((step, f"the step of {optimizer}"), (consumer, "the step that used them first")),
+                    loop,
+                )
+                return
+
+
+def _clears(file, z, optimizer, module) -> bool:
+    """Does `z` reset `module`'s gradients?  Unknown counts as yes (precision first)."""
+    return clears_module(file, z, optimizer, module) is not False
+
+
+def _follow_module(file, events, optimizer, module):
+    """(step of `optimizer`, earlier step) when `module`'s used gradients reach that step."""
+    b = file.bindings
+    state, consumer = CLEAN, None
+    for event in events:
+        if event.kind == Z and _clears(file, event, optimizer, module):
+            state = CLEAN
+        elif event.kind == S and event.clears:
+            state = CLEAN
+        elif event.kind == B:
+            state = FRESH if state == CLEAN else STALE if state == CONSUMED else state
+        elif event.kind == S and steps_module(file, event.optimizer, module):
+            if state == STALE and b.same(event.optimizer, optimizer):
+                return event, consumer
+            if state != CLEAN:
+                state, consumer = CONSUMED, event
+    return None
 
 
 def _next_step(loop, clear):

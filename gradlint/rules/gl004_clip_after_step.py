@@ -2,6 +2,7 @@
 
 from gradlint.fix import move
 from gradlint.model.events import B, S
+from gradlint.model.params import steps_module
 from gradlint.rules.base import RawFinding, at
 from gradlint.rules.clip_placement import clips_with_walks, next_of, step_before
 from gradlint.rules.registry import Rule
@@ -13,9 +14,9 @@ def check(file):
         if step is None:
             continue
         following = next_of(walk, i, B + S)
-        if following is not None and following.kind == S:
-            continue  # it clips for a later step (another optimizer's)
         clip = walk.events[i]
+        if following is not None and following.kind == S and not _clips_for_the_step_before(file, clip, step, following):
+            continue  # it clips for a later step (another optimizer's)
         yield RawFinding(
             "GL004",
             f"{clip.text} runs after {at(step)}: the update already happened, the clip changes nothing",
@@ -24,6 +25,14 @@ def check(file):
             loop,
             move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}"),
         )
+
+
+def _clips_for_the_step_before(file, clip, step, following) -> bool:
+    """The clipped parameters surely belong to the step before and not to the one after
+    (`actor_opt.step(); clip(actor.parameters()); critic_opt.step()`)."""
+    return steps_module(file, step.optimizer, clip.module) is True and steps_module(
+        file, following.optimizer, clip.module
+    ) is False
 
 
 RULE = Rule(

@@ -2,7 +2,7 @@
 
 from gradlint.fix import move
 from gradlint.model.events import B, S, Z
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_with_walks, next_of, step_before
 from gradlint.rules.registry import Rule
 
@@ -15,13 +15,14 @@ def check(file):
         if following is None or following.kind != B:
             continue
         clip = walk.events[i]
+        later_iteration = walk.iteration[walk.events.index(following, i)] != walk.iteration[i]
         step = next_of(walk, walk.events.index(following, i), S)
         fix = None
         if step is not None and walk.iteration[walk.events.index(step, i)] == walk.iteration[i]:
             fix = move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}")
         yield RawFinding(
             "GL005",
-            f"{clip.text} runs before {at(following)}: it clips stale or partial gradients, "
+            f"{clip.text} runs before {at_later(following, clip, later_iteration)}: it clips stale or partial gradients, "
             "not the ones the next step uses",
             clip,
             ((following, "the backward that adds gradients after the clip"),),

@@ -18,7 +18,7 @@ import re
 import sys
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-INSTALL_HINT = "gradlint verify needs torch: pip install 'gradlint[verify]' (or install torch first, then gradlint)"
+INSTALL_HINT = "gradlint verify needs torch: pip install 'torch-gradlint[verify]' (or install torch first, then torch-gradlint)"
 _ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 

@@ -1,0 +1,98 @@
+"""`gradlint --add-noqa`: mark every finding of today with `# noqa: GLxxx`.
+
+A team adopting gradlint on an existing codebase runs it once: the old
+findings are silenced where they are, and CI fails only on new ones.
+`--report-unused-noqa` later shows the comments whose bug was fixed.
+
+A finding is silenced by a directive on its own line (suppress.py), which
+for a call spread over several lines is the call's first line, so that is
+where the comment goes.  An existing `# noqa: E501` or
+`# gradlint: ignore[...]` list gets the code added (the same edit as the
+editor's "Suppress" quick fix); other comments stay as they are.  A line
+that cannot take a comment (it ends in a backslash continuation or inside
+a multi-line string) is left alone and its finding stays reported.
+Running it twice changes nothing: the second run has no finding to mark.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+
+from gradlint.findings import FileResult, Finding
+
+
+def lines_that_cannot_take_a_comment(source: str) -> set[int]:
+    """1-based lines whose end lies inside a string token (a multi-line string)."""
+    inside: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0], token.end[0]))
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the check after the edit refuses a file the edit broke
+    return inside
+
+
+def with_noqa(source: str, findings: list[Finding]) -> tuple[str, list[Finding]]:
+    """The source with a directive for each finding, and the findings that got one."""
+    from gradlint.lsp.actions import suppression_edit  # pure text edits, no pygls
+
+    lines = source.splitlines(keepends=True)
+    blocked = lines_that_cannot_take_a_comment(source)
+    marked = []
+    done: set[tuple[int, str]] = set()
+    for finding in sorted(findings, key=Finding.sort_key):
+        number = finding.span.line
+        if (number, finding.code) in done:  # two findings of one code on one line: one directive
+            marked.append(finding)
+            continue
+        if number in blocked or not 1 <= number <= len(lines):
+            continue
+        line = lines[number - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        edit = suppression_edit(body, number - 1, finding.code)
+        if edit is None:
+            continue  # a backslash continuation: a comment would break it
+        start, end = edit["range"]["start"]["character"], edit["range"]["end"]["character"]
+        lines[number - 1] = body[:start] + edit["newText"] + body[end:] + ending
+        done.add((number, finding.code))
+        marked.append(finding)
+    return "".join(lines), marked
+
+
+def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
+    """Write the directives into the file; the result re-checked and how many findings were marked.
+
+    Only plain UTF-8 files are edited (a file in another declared encoding is
+    left as it is), and the file is re-checked before it is written: it must
+    still parse and the marked findings must be gone.
+    """
+    import os
+
+    from gradlint.atomic import write_atomically
+    from gradlint.engine import check_source, read_source
+
+    if not result.findings or result.errors or result.path.lower().endswith(".ipynb"):
+        return result, 0
+    data, error = read_source(result.path)
+    if error is not None:
+        return result, 0
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return result, 0
+    bom = source.startswith("\ufeff")
+    edited, marked = with_noqa(source[1:] if bom else source, result.findings)
+    if not marked:
+        return result, 0
+    edited = "\ufeff" + edited if bom else edited
+    after = check_source(edited.encode("utf-8"), result.path, settings)  # decoded as a run would
+    if after.errors:
+        return result, 0
+    left = {(f.span.line, f.code) for f in after.findings}
+    if any((f.span.line, f.code) in left for f in marked):
+        return result, 0  # a directive that does not silence: write nothing rather than a half-truth
+    write_atomically(result.path, edited, mode=os.stat(result.path).st_mode & 0o7777)
+    return after, len(marked)

@@ -1,0 +1,61 @@
+"""Where in a TOML file a configuration error is: `path:line:col:`.
+
+tomllib reports where a syntax error is, but a valid file with a bad value
+(`select = "GL001"`) comes back as plain data without positions.  The key's
+line is found again in the text: a line `KEY = ...` inside the gradlint
+table (or a `[tool.gradlint.KEY]` header).  A key that cannot be found
+(written as a dotted key, say) keeps the message without a position.
+"""
+
+from __future__ import annotations
+
+import re
+
+_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
+# parse_table's messages: "PATH: [tool.gradlint] KEY: ..." or "PATH: [tool.gradlint]: unknown key 'KEY' ..."
+_KEY_IN_MESSAGE = re.compile(r"^\[tool\.gradlint\](?: ([\w-]+)|: unknown key '([^']+)')")
+
+
+def toml_error_position(exc) -> tuple[int, int, str]:
+    """(line, column, the reason without its position) of a TOMLDecodeError; line 0 when unknown."""
+    message = str(exc)
+    line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)  # Python 3.14+
+    if getattr(exc, "msg", None) and line:
+        return line, col or 1, exc.msg
+    found = _AT.search(message)
+    if found:
+        return int(found.group(1)), int(found.group(2)), message[: found.start()]
+    return 0, 0, message
+
+
+def with_key_position(message: str, path: str, text: str, top_level: bool) -> str:
+    """`PATH: [tool.gradlint] select: ...` -> `PATH:LINE:COL: [tool.gradlint] select: ...`."""
+    prefix = f"{path}: "
+    if not message.startswith(prefix):
+        return message
+    rest = message[len(prefix):]
+    named = _KEY_IN_MESSAGE.match(rest)
+    if not named:
+        return message
+    found = key_position(text, named.group(1) or named.group(2), top_level)
+    return f"{path}:{found[0]}:{found[1]}: {rest}" if found else message
+
+
+def key_position(text: str, key: str, top_level: bool):
+    """(line, column) of `key` in the gradlint table of `text`, or None."""
+    table = "" if top_level else "tool.gradlint"
+    current = ""
+    assignment = re.compile(r"^(\s*)(?:" + re.escape(key) + r"|\"" + re.escape(key) + r"\"|'" + re.escape(key) + r"')\s*=")
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header and not line.lstrip().startswith("[["):
+            current = header.group(1).replace('"', "").replace(" ", "")
+            if current == f"{table}.{key}".lstrip("."):
+                return number, len(line) - len(line.lstrip()) + 1
+            continue
+        if current == table:
+            found = assignment.match(line)
+            if found:
+                return number, len(found.group(1)) + 1
+    return None

@@ -1,0 +1,89 @@
+"""`gradlint explain CODE`: the text for every code gradlint can print.
+
+The rules come from the registry; GL900 (an unused suppression) and the
+kinds of files that could not be checked (`syntax-error`, `read-error`,
+`internal-error`: the `code` of those diagnostics in the json, sarif,
+github and lsp formats) are not rules, and are explained here so that
+every code a user meets in output has an answer.
+"""
+
+from __future__ import annotations
+
+from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
+from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
+
+_NOT_RULES = {
+    UNUSED_CODE: f"""\
+{UNUSED_CODE} {UNUSED_NAME} (reported only with --report-unused-noqa)
+
+{UNUSED_SUMMARY}
+
+A `# noqa: GLxxx` or `# gradlint: ignore[GLxxx]` comment names a gradlint
+code that no finding on its line needs, or a code gradlint does not know.
+A suppression that silences nothing hides the next real finding on that
+line: remove the code from the comment (or the whole comment), or correct
+it. Codes of rules that are not enabled for the file, and a bare `# noqa`,
+are never reported (they may serve another run or another linter).
+GL900 findings count as findings (exit 1).
+
+Example (the line has no GL002 finding):
+
+    opt.step()  # noqa: GL002
+""",
+    SYNTAX_ERROR: f"""\
+{SYNTAX_ERROR} (a file that could not be checked)
+
+Python's parser stopped at the line and column shown, with its message.
+Nothing in the file was checked; the other files were. The run exits 1.
+Fix the syntax (or exclude the file) and run again.
+""",
+    READ_ERROR: f"""\
+{READ_ERROR} (a file that could not be checked)
+
+The file could not be read as Python source: it does not exist, is not
+readable, is binary (contains NUL bytes), is not valid UTF-8 nor in its
+declared encoding, is a broken symbolic link, or is too large. Nothing in
+it was checked; the other files were. The run exits 1.
+""",
+    INTERNAL_ERROR: f"""\
+{INTERNAL_ERROR} (gradlint's own failure on a file)
+
+gradlint failed while checking this file: a bug in gradlint, not in your
+code. The other files were checked; the run exits 2. Please report it with
+the file (or a small piece of it that still fails) and `gradlint --version`.
+""",
+}
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines())
+
+
+class _Text:
+    def __init__(self, text: str):
+        self._text = text
+
+    def explanation(self) -> str:
+        return self._text
+
+
+class _RuleText:
+    def __init__(self, rule):
+        self.rule = rule
+
+    def explanation(self) -> str:
+        rule = self.rule
+        default = "on by default" if rule.default else "off by default (enable with --select or extend-select)"
+        return (
+            f"{rule.code} {rule.name} ({default})\n\n{rule.summary}\n\n{rule.rationale}\n\n"
+            f"Wrong:\n\n{_indent(rule.wrong)}\n\nRight:\n\n{_indent(rule.right)}\n"
+        )
+
+
+def explainable_codes() -> dict:
+    """Upper-cased code -> an object with .explanation()."""
+    from gradlint.rules.registry import all_rules
+
+    codes = {rule.code: _RuleText(rule) for rule in all_rules()}
+    codes.update({code.upper(): _Text(text) for code, text in _NOT_RULES.items()})
+    return codes

@@ -1,0 +1,146 @@
+"""The release as a user gets it: `python -m build` makes an sdist and a wheel
+named torch-gradlint, and the wheel works in a fresh venv that holds nothing
+but it and libcst (no torch, no pygls, no checkout on sys.path)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gradlint
+from gradlint.cli import installed_version, main
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTION = "torch-gradlint"
+
+
+def test_distribution_name_and_version_have_one_source():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == gradlint.DISTRIBUTION
+    assert project["dynamic"] == ["version"]  # read from gradlint.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", gradlint.__version__)
+    assert project["scripts"] == {"gradlint": "gradlint.cli:main"}
+
+
+def test_changelog_has_the_current_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert f"\n## {gradlint.__version__} " in changelog or f"\n## [{gradlint.__version__}]" in changelog
+
+
+def test_version_reads_the_installed_metadata(tmp_path, monkeypatch, capsys):
+    dist_info = tmp_path / "torch_gradlint-9.8.7.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch-gradlint\nVersion: 9.8.7\n\nVersion: 1.0 in the text\n")
+    (tmp_path / "gradlint-1.1.7.dist-info").mkdir()  # the other project of that name is not ours
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "nothing"), str(tmp_path)])
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == "gradlint 9.8.7\n"
+
+
+def test_version_asks_importlib_metadata_when_no_dist_info_is_on_the_path(tmp_path, monkeypatch):
+    import importlib.metadata as metadata
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    asked = []
+    monkeypatch.setattr(metadata, "version", lambda name: asked.append(name) or "9.8.6")
+    assert installed_version() == "9.8.6" and asked == [DISTRIBUTION]
+
+
+def test_version_falls_back_to_the_source_tree(tmp_path, monkeypatch):
+    import importlib.metadata as metadata
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    monkeypatch.setattr(metadata, "version", missing)
+    assert installed_version() == gradlint.__version__
+
+
+def test_version_is_answered_without_the_checker(tmp_path):
+    """`gradlint --version` imports neither argparse nor the configuration loader."""
+    code = (
+        "import sys; from gradlint.cli import main; main(['--version']);"
+        "print(sorted(m for m in ('argparse', 'gradlint.config', 'gradlint.engine', 'libcst', 'importlib.metadata')"
+        " if m in sys.modules))"
+    )
+    result = _run(sys.executable, "-c", code, cwd=tmp_path)
+    assert result.stdout.splitlines() == [f"gradlint {installed_version()}", "[]"], result.stderr
+
+
+def _run(*argv, cwd=None, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """sdist and wheel built by `python -m build` from a copy of the project
+    (the build writes build/ and *.egg-info next to the sources)."""
+    src = tmp_path_factory.mktemp("src")
+    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "gradlint", src / "gradlint", ignore=shutil.ignore_patterns("__pycache__"))
+    dist = tmp_path_factory.mktemp("dist")
+    # --no-isolation: the build backend (setuptools) of this venv, no download.
+    result = _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(src))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "deprecated" not in result.stdout + result.stderr  # e.g. the license table setuptools drops in 2027
+    return dist
+
+
+def test_build_makes_an_sdist_and_a_wheel(built):
+    version = gradlint.__version__
+    names = sorted(p.name for p in built.iterdir())
+    assert names == [f"torch_gradlint-{version}-py3-none-any.whl", f"torch_gradlint-{version}.tar.gz"]
+    import zipfile
+
+    with zipfile.ZipFile(built / names[0]) as wheel:
+        listed = wheel.namelist()
+        metadata = wheel.read(f"torch_gradlint-{version}.dist-info/METADATA").decode()
+    assert f"torch_gradlint-{version}.dist-info/licenses/LICENSE" in listed
+    assert "License-Expression: MIT" in metadata and f"Version: {version}" in metadata
+    assert "gradlint/rules/gl001_missing_zero_grad.py" in listed and not any(n.startswith("tests/") for n in listed)
+
+
+def test_wheel_in_a_fresh_venv_checks_the_fixtures(built, tmp_path):
+    venv = tmp_path / "venv"
+    assert _run(sys.executable, "-m", "venv", "--without-pip", str(venv)).returncode == 0
+    python = venv / "bin" / "python"
+    wheel = next(built.glob("*.whl"))
+    # This venv's pip installs into the fresh one (--python): no ensurepip, and
+    # libcst (with its own dependencies) from the registry; torch is not needed.
+    for args in (["--no-deps", str(wheel)], ["libcst"]):
+        result = _run(sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args)
+        assert result.returncode == 0, result.stderr[-2000:]
+    gradlint_cmd = str(venv / "bin" / "gradlint")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}/usr/bin:/bin"
+
+    version = _run(gradlint_cmd, "--version", cwd=tmp_path, env=env)
+    assert (version.returncode, version.stdout) == (0, f"gradlint {gradlint.__version__}\n")
+
+    # The installed package, not this checkout, does the checking.
+    where = _run(str(python), "-c", "import gradlint; print(gradlint.__file__)", cwd=tmp_path, env=env)
+    assert str(venv) in where.stdout and str(ROOT) not in where.stdout
+
+    fixture = ROOT / "fixtures" / "gl002" / "wrong_zero_grad_between.py"
+    check = _run(gradlint_cmd, "--no-cache", "--isolated", str(fixture), cwd=tmp_path, env=env)
+    assert check.returncode == 1, check.stderr
+    assert ": GL002 " in check.stdout and "1 file checked" in check.stdout
+
+    clean = _run(gradlint_cmd, "--no-cache", "--isolated", str(ROOT / "fixtures" / "gl002"), "--select", "GL004", cwd=tmp_path, env=env)
+    assert clean.returncode == 0 and clean.stdout == ""
+
+    for command in ("rules", "explain"):  # the rule modules are in the wheel
+        assert _run(gradlint_cmd, command, "GL002" if command == "explain" else "--help", cwd=tmp_path, env=env).returncode == 0
