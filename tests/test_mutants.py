@@ -154,3 +154,30 @@ def test_edge_cases_are_left_out(change, left_out):
 def test_an_engine_loop_gets_no_mutant():
     engine = PLAIN.replace("    opt.zero_grad()\n", "").replace("scaler.scale(model(x).sum()).backward()", "opt.backward(loss)")
     assert mutants(engine)[0] == []
+
+
+EPOCHS = """\
+import torch
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+for epoch in range(3):
+    model.train()
+    for x in data:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+    sched.step()
+"""
+
+
+def test_a_per_epoch_scheduler_moves_to_the_top_of_the_epoch_loop():
+    planted = [m for m in mutants(EPOCHS)[0] if m.operator == "epoch-scheduler-at-top"]
+    assert len(planted) == 1 and planted[0].code == "GL008"
+    body = planted[0].source.splitlines()
+    assert body.index("    sched.step()") == body.index("for epoch in range(3):") + 1
+
+
+def test_a_plateau_scheduler_per_epoch_is_left_out():
+    plateau = EPOCHS.replace("StepLR(opt, 1)", "ReduceLROnPlateau(opt)").replace("sched.step()", "sched.step(val_loss)")
+    assert not [m for m in mutants(plateau)[0] if m.operator == "epoch-scheduler-at-top"]

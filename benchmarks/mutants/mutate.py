@@ -525,6 +525,7 @@ class Mutator:
             self.drop_unscale(loop)
             self.step_first(loop)
             self.scheduler_first(loop)
+        self.epoch_scheduler_first()
         return self
 
     def delete_clears(self, loop):
@@ -715,6 +716,59 @@ class Mutator:
             step = before[-1]
             text = self._move(sched.stmt, sched.block, step.stmt, before=True)
             self._add(loop, "GL008", "scheduler-before-step", text, f"moved {_text(sched.stmt)} (line {sched.stmt.lineno}) before line {step.stmt.lineno}")
+
+
+    def epoch_scheduler_first(self):
+        """GL008, per-epoch: a scheduler stepped after the inner training loop moves to the top of the
+        epoch loop (the pre-1.1 convention the contract names)."""
+        trained = [loop for loop in self.loops if not self._engine_loop(loop) and not loop.of("S*")]
+        for outer in ast.walk(self.tree):
+            if not isinstance(outer, (ast.For, ast.AsyncFor, ast.While)) or any(l.node is outer for l in self.loops):
+                continue
+            # where an iteration trains: an inner training loop, or a call of a function of this
+            # file that holds one (`train_one_epoch(...)`, the vision reference scripts' shape)
+            trains_at = [l.node.end_lineno for l in trained if _contains(outer, l.node)]
+            training_defs = {
+                name
+                for name, defs in self.facts.defs.items()
+                for d in defs
+                if any(_contains(d, l.node) for l in trained)
+            }
+            for stmt, _ in _walk_statements(outer.body):
+                if not isinstance(stmt, COMPOUND) and any(_call_name(c) in training_defs for c in _calls(stmt)):
+                    trains_at.append(stmt.end_lineno)
+            if not trains_at:
+                continue
+            first = outer.body[0]
+            for stmt, block in _walk_statements(outer.body):
+                event = _classify(stmt, self.facts)
+                if not event or event.kind != "L" or any(_contains(l.node, stmt) for l in self.loops):
+                    continue
+                if not any(end < stmt.lineno for end in trains_at):
+                    continue  # not after the training
+                call = next(c for c in _calls(stmt) if _call_name(c) == "step")
+                if self.facts.scheduler_kind(event.receiver) != "torch" or call.args or call.keywords:
+                    self._skip("GL008", stmt, "epoch scheduler not a resolved torch LR scheduler, or stepped with an argument")
+                    continue
+                if not self.lines.alone(stmt) or stmt is first:
+                    continue
+                text = self._move(stmt, block, first, before=True)
+                node = outer
+                if text is None:
+                    continue
+                delta = len(text.splitlines()) - len(self.source.splitlines())
+                self.out.append(
+                    Mutant(
+                        "GL008",
+                        "epoch-scheduler-at-top",
+                        text,
+                        node.lineno,
+                        node.end_lineno + delta,
+                        f"moved {_text(stmt)} (line {stmt.lineno}) to the top of the epoch loop (line {first.lineno})",
+                        node.lineno,
+                        node.end_lineno,
+                    )
+                )
 
 
 def _contains(outer, inner) -> bool:
