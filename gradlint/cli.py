@@ -179,6 +179,9 @@ def check_parser() -> argparse.ArgumentParser:
     )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
+    out.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: also apply unsafe fixes")
+    out.add_argument("--diff", action="store_true", help="print the diff --fix would apply, write nothing (exit 1 if any)")
+    out.add_argument("--show-fixes", action="store_true", help="with --fix or --diff: list what was fixed and what was not")
     run = p.add_argument_group("speed")
     run.add_argument(
         "--jobs", "-j", type=int, default=None, metavar="N",
@@ -326,41 +329,74 @@ def run_check(argv: list[str]) -> int:
         raise UsageError("--jobs must be at least 1")
     resolver = Resolver(_overrides(args), config_path=args.config, isolated=args.isolated)
 
-    if args.fix and "-" in args.paths:
-        raise UsageError("--fix works on files, not on standard input")
-    if args.add_noqa and ("-" in args.paths or args.fix or args.report_unused_noqa):
-        raise UsageError("--add-noqa works on files, alone (not with standard input, --fix or --report-unused-noqa)")
+    if (args.fix or args.diff) and "-" in args.paths:
+        raise UsageError("--fix and --diff work on files, not on standard input")
+    if args.add_noqa and ("-" in args.paths or args.fix or args.diff or args.report_unused_noqa):
+        raise UsageError("--add-noqa works on files, alone (not with standard input, --fix, --diff or --report-unused-noqa)")
     if args.paths == ["-"]:
         run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
         run, sources = _check_paths(args, resolver)
+        if args.diff:
+            return _diff(run, resolver, args)
         if args.fix:
-            run = _fix(run, resolver)
+            run = _fix(run, resolver, args)
         if args.add_noqa:
             run = _add_noqa(run, resolver)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
+    if args.output_format in ("json", "sarif") and not args.statistics:
+        _prove_fixes(run, sources, resolver)
     text = _render(args, run)
     _write(text, args.output_file)
     code = run.exit_code()
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
 
 
-def _fix(run, resolver):
+def _fix(run, resolver, args, write=True):
+    """Fix every file; the fresh run and each file's fixing (for --diff)."""
     from gradlint.fix.files import fix_file
 
-    total = 0
-    results = []
+    total, results, fixings = 0, [], []
     for result in run.results:
-        fixed, applied = fix_file(result, resolver.settings_for(result.path))
+        fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
         results.append(fixed)
-        total += applied
+        if fixing is not None:
+            fixings.append((result.path, fixing))
+            total += len(fixing.outcome.fixed)
+    verb = "Fixed" if write else "Would fix"
     if total:
-        print(f"Fixed {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+        print(f"{verb} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+    if args.show_fixes:
+        for path, fixing in fixings:
+            for line in fixing.outcome.fixed:
+                print(f"{path}: fixed {line}", file=sys.stderr)
+            for line in fixing.outcome.not_fixed:
+                print(f"{path}: not fixed: {line}", file=sys.stderr)
     run.results = results
-    return run
+    return run if write else fixings
+
+
+def _diff(run, resolver, args) -> int:
+    """--diff: the unified diff of what --fix would write; exit 1 when there is one."""
+    import difflib
+
+    changed = False
+    for path, fixing in _fix(run, resolver, args, write=False):
+        if fixing.before == fixing.after:
+            continue
+        changed = True
+        before, after = fixing.before.splitlines(keepends=True), fixing.after.splitlines(keepends=True)
+        import os
+
+        old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")  # git's labels when relative
+        for line in difflib.unified_diff(before, after, old, new):
+            # as diff(1) writes a last line without a line end
+            sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    sys.stdout.flush()
+    return EXIT_FINDINGS if changed else EXIT_CLEAN
 
 
 def _add_noqa(run, resolver):
@@ -483,6 +519,29 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             from gradlint.findings import Finding
 
             result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
+    """JSON and SARIF fixes are applied by tools that do not re-check: offer only
+    fixes that leave the file with strictly fewer findings (fix/session.py)."""
+    from gradlint import engine
+    from gradlint.fix.session import proven_fixes
+
+    for index, result in enumerate(run.results):
+        if not any(f.fix for f in result.findings):
+            continue
+        source = sources.get(result.path)
+        if source is None:
+            data, error = engine.read_source(result.path)
+            source, error = (None, error) if error is not None else engine.decode(data, result.path)
+            if error is not None or source is None:
+                continue
+        settings = resolver.settings_for(result.path)
+
+        def check(text, path=result.path, settings=settings):
+            return engine.check_source(text, path, settings)
+
+        run.results[index] = proven_fixes(source, result, check)
 
 
 def _render(args, run) -> str:

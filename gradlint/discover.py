@@ -19,7 +19,7 @@ SKIP_DIRS = frozenset(
         ".ruff_cache", ".gradlint_cache", "site-packages", "__pypackages__", ".ipynb_checkpoints",
     }
 )
-SOURCE_SUFFIXES = (".py", ".pyi")
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks too, as ruff does
 
 
 @dataclass

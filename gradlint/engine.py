@@ -119,6 +119,8 @@ def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
     model = build(module, path, source, settings.wrappers, parsed_text=parsed)
     if not model.loops and not model.lightning_clips:
         return []
+    from gradlint.fix.plan import plan
+
     found: dict[tuple, Finding] = {}
     for rule in all_rules():
         if rule.code not in settings.select:
@@ -132,7 +134,7 @@ def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
                 message=raw.message,
                 span=raw.event.span,
                 related=tuple(Related(e.span, why) for e, why in raw.related),
-                fix=raw.fix,
+                fix=plan(raw, model),
             )
             found.setdefault((finding.code, finding.span), finding)
     return sorted(found.values(), key=Finding.sort_key)

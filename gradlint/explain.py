@@ -76,7 +76,8 @@ class _RuleText:
         default = "on by default" if rule.default else "off by default (enable with --select or extend-select)"
         return (
             f"{rule.code} {rule.name} ({default})\n\n{rule.summary}\n\n{rule.rationale}\n\n"
-            f"Wrong:\n\n{_indent(rule.wrong)}\n\nRight:\n\n{_indent(rule.right)}\n"
+            f"Wrong:\n\n{_indent(rule.wrong)}\n\nRight:\n\n{_indent(rule.right)}\n\n"
+            f"Fix (--fix; unsafe ones with --unsafe-fixes):\n\n{rule.fix or 'None: the repair needs a human decision.'}\n"
         )
 
 

@@ -35,10 +35,33 @@ class Edit:
     new_text: str
 
 
+# How sure a fix is, as ruff says it: a safe fix does exactly what the rule
+# describes (`--fix` applies it); an unsafe one had to choose something (which
+# optimizer to clear) and wants a human look (`--unsafe-fixes`).
+SAFE, UNSAFE = "safe", "unsafe"
+
+
 @dataclass(frozen=True)
 class Fix:
     description: str
     edits: tuple[Edit, ...]
+    applicability: str = SAFE
+    # Other repairs of the same finding, tried in order when this one does not
+    # leave the file with strictly fewer findings (never shown in reports).
+    alternatives: tuple["Fix", ...] = field(default=(), compare=False)
+
+    @property
+    def safe(self) -> bool:
+        return self.applicability == SAFE
+
+    @staticmethod
+    def from_dict(data: dict) -> "Fix":
+        return Fix(
+            data["description"],
+            tuple(Edit(Span(**e["span"]), e["new_text"]) for e in data["edits"]),
+            data.get("applicability", SAFE),
+            tuple(Fix.from_dict(a) for a in data.get("alternatives", ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -75,9 +98,7 @@ class Finding:
             related=tuple(
                 Related(Span(**r["span"]), r["message"]) for r in data.get("related", ())
             ),
-            fix=None
-            if fix is None
-            else Fix(fix["description"], tuple(Edit(Span(**e["span"]), e["new_text"]) for e in fix["edits"])),
+            fix=None if fix is None else Fix.from_dict(fix),
         )
 
 

@@ -2,9 +2,11 @@
 
 The code cells are joined in order (a training loop lives in one cell, but
 the optimizer it steps is usually built in an earlier one), so bindings
-flow across cells.  IPython syntax is blanked out line for line: a `%magic`
-or `!shell` line becomes `pass` at its indentation, a `%%cell` magic blanks
-its whole cell.  Line numbers therefore map back to (cell, line):
+flow across cells.  IPython syntax is blanked out line for line: a `%magic`,
+`!shell`, `x = !shell`, `x = %magic` or `obj?` line becomes `pass` at its
+indentation, the lines it continues with a trailing backslash become
+empty, and a `%%cell` magic blanks its whole cell.  None of them is a
+reason to skip the notebook.  Line numbers therefore map back to (cell, line):
 findings keep the line of the joined code-cell source in their span (the
 same number in every output format) and name the cell in their message,
 `[cell 3, line 2]`, where the cell number counts code cells from 1 (what
@@ -24,6 +26,18 @@ from gradlint.settings import Settings
 
 SUFFIX = ".ipynb"
 _MAGIC = re.compile(r"^(\s*)(%|!|\?)")
+# `files = !ls`, `t = %timeit -o f()`: an assignment from a shell command or a magic
+_ASSIGNED_MAGIC = re.compile(r"^(\s*)[\w.,\s\[\]()*]+=\s*[!%]")
+_HELP = re.compile(r"^(\s*)\??[\w.]+\?\??\s*$")  # `model?`, `model??`, `?model`
+
+
+def _magic_indent(line: str):
+    """The indentation of an IPython line (then it is blanked), or None for Python."""
+    for pattern in (_MAGIC, _ASSIGNED_MAGIC, _HELP):
+        match = pattern.match(line)
+        if match:
+            return match.group(1)
+    return None
 
 
 def is_notebook(path: str) -> bool:
@@ -55,13 +69,16 @@ def notebook_source(data: bytes, path: str) -> tuple[str | None, list[tuple[int,
         number += 1
         cell_lines = _cell_text(cell).splitlines()
         whole_cell_magic = bool(cell_lines) and cell_lines[0].lstrip().startswith("%%")
+        continued = False  # the previous IPython line ended with a backslash
         for index, line in enumerate(cell_lines, start=1):
             if whole_cell_magic:
                 line = ""
+            elif continued:
+                continued, line = line.rstrip().endswith("\\"), ""
             else:
-                magic = _MAGIC.match(line)
-                if magic:
-                    line = magic.group(1) + "pass"
+                indent = _magic_indent(line)
+                if indent is not None:
+                    continued, line = line.rstrip().endswith("\\"), indent + "pass"
             lines.append(line)
             where.append((number, index))
     return "\n".join(lines) + "\n", where, None
@@ -76,18 +93,26 @@ def _locate(where: list[tuple[int, int]], line: int) -> str:
 
 def check_notebook(path: str, settings: Settings) -> tuple[FileResult, str | None]:
     """The notebook's FileResult, and the joined source (for --report-unused-noqa)."""
-    from gradlint.engine import check_source, read_source
+    from gradlint.engine import read_source
 
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error]), None
+    return check_notebook_data(data, path, settings)
+
+
+def check_notebook_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, str | None]:
+    """check_notebook on the notebook's bytes.  Findings carry no fix: their edits count lines
+    in the joined cells, which no tool could apply to the JSON (`--fix` maps them to cells)."""
+    from gradlint.engine import check_source
+
     source, where, error = notebook_source(data, path)
     if error is not None:
         return FileResult(path, errors=[error]), None
     result = check_source(source, path, settings)
 
     def tag(finding):
-        return replace(finding, message=f"{finding.message} {_locate(where, finding.span.line)}".rstrip())
+        return replace(finding, message=f"{finding.message} {_locate(where, finding.span.line)}".rstrip(), fix=None)
 
     result.findings = [tag(f) for f in result.findings]
     result.suppressed = [tag(f) for f in result.suppressed]

@@ -46,7 +46,7 @@ def test_no_fix_when_the_statements_are_in_different_blocks():
 
 
 def test_no_fix_when_the_call_shares_its_line():
-    source = "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    n = opt.zero_grad()\n    opt.step()\n"
+    source = "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    log(opt.zero_grad())\n    opt.step()\n"
     (finding,) = check_source(source, "t.py", EVERYTHING).findings
     assert finding.fix is None
 
@@ -66,3 +66,258 @@ def test_cli_fix_rewrites_the_file_and_exits_clean(tmp_path):
     assert path.read_text().splitlines()[-1] == "    opt.zero_grad()"
     assert path.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # no temp file left
+
+
+# --- issue 14: every rule's repair, whole statements, safe and unsafe -----------------
+
+from gradlint.cli import main  # noqa: E402
+from gradlint.fix.session import fix_source  # noqa: E402
+
+
+def fixed_by_session(source: str, unsafe: bool = True):
+    return fix_source(source, lambda text: check_source(text, "t.py", EVERYTHING), unsafe=unsafe)
+
+
+REPAIRS = {
+    # GL001: a clear inserted before the first backward of the iteration (unsafe)
+    "GL001": (
+        "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.step()\n",
+        "for x, y in loader:\n    loss = f(x, y)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
+    ),
+    # GL001 with accumulation: the clear goes after the guarded step
+    "GL001-accumulation": (
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n        opt.step()\n",
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n        opt.step()\n"
+        "        opt.zero_grad()\n",
+    ),
+    # GL003: the clear's receiver becomes the optimizer that steps
+    "GL003": (
+        "model_a = Net()\nmodel_b = Net()\nopt = torch.optim.SGD(model_b.parameters(), lr=0.1)\n"
+        "for x, y in loader:\n    model_a.zero_grad()  # clear\n    f(model_b(x), y).backward()\n    opt.step()\n",
+        "model_a = Net()\nmodel_b = Net()\nopt = torch.optim.SGD(model_b.parameters(), lr=0.1)\n"
+        "for x, y in loader:\n    opt.zero_grad()  # clear\n    f(model_b(x), y).backward()\n    opt.step()\n",
+    ),
+    # GL003 with two optimizers, one never cleared: its clear goes before its own backward,
+    # after the other optimizer's step
+    "GL003-gan": (
+        "g = Net()\nd = Net()\nopt_g = torch.optim.Adam(g.parameters())\nopt_d = torch.optim.Adam(d.parameters())\n"
+        "for real in loader:\n    opt_d.zero_grad()\n    d_loss(d, g, real).backward()\n    opt_d.step()\n"
+        "    loss = g_loss(d, g)\n    loss.backward()\n    opt_g.step()\n",
+        "g = Net()\nd = Net()\nopt_g = torch.optim.Adam(g.parameters())\nopt_d = torch.optim.Adam(d.parameters())\n"
+        "for real in loader:\n    opt_d.zero_grad()\n    d_loss(d, g, real).backward()\n    opt_d.step()\n"
+        "    loss = g_loss(d, g)\n    opt_g.zero_grad()\n    loss.backward()\n    opt_g.step()\n",
+    ),
+    # GL007: the step goes after the backward and the clip that follows it (not between them: GL004)
+    "GL007-clip": (
+        "for x, y in loader:\n    opt.zero_grad()\n    opt.step()\n    f(x, y).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    opt.step()\n",
+    ),
+    # GL004: a clip written over three lines, with a comment, moves as a unit
+    "GL004-multiline": (
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n    opt.step()\n"
+        "    torch.nn.utils.clip_grad_norm_(\n        model.parameters(),  # every one\n        1.0,\n    )  # clip\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(\n        model.parameters(),  # every one\n        1.0,\n    )  # clip\n"
+        "    opt.step()\n",
+    ),
+    # GL004: the comment lines right above the clip go with it, and it lands above the
+    # comment that leads the step
+    "GL004-leading-comments": (
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n    # apply the update\n    opt.step()\n\n"
+        "    # keep the norm in check\n    # (max 1.0)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n"
+        "    # keep the norm in check\n    # (max 1.0)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    # apply the update\n    opt.step()\n\n",
+    ),
+    # GL004 into an accumulation step's block: re-indented for it
+    "GL004-reindent": (
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n        opt.step()\n"
+        "        opt.zero_grad()\n    torch.nn.utils.clip_grad_norm_(\n        model.parameters(), 1.0\n    )\n",
+        "for i, x in enumerate(loader):\n    f(x).backward()\n    if (i + 1) % 4 == 0:\n"
+        "        torch.nn.utils.clip_grad_norm_(\n            model.parameters(), 1.0\n        )\n"
+        "        opt.step()\n        opt.zero_grad()\n",
+    ),
+    # GL005 (the issue's case): the backward moves up, before the unscale_, not the clip down
+    "GL005-amp": (
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.scale(f(x, y)).backward()\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.scale(f(x, y)).backward()\n"
+        "    scaler.unscale_(opt)\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+    ),
+    # GL005 when the loss is computed after the clip: the clip moves down instead
+    "GL005-loss-after": (
+        "for x, y in loader:\n    opt.zero_grad()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    loss = f(x, y)\n    loss.backward()\n    opt.step()\n",
+        "for x, y in loader:\n    opt.zero_grad()\n    loss = f(x, y)\n    loss.backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    opt.step()\n",
+    ),
+    # GL006: unscale_ inserted right before the clip
+    "GL006": (
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.scale(f(x, y)).backward()\n"
+        "    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    scaler.step(opt)\n    scaler.update()\n",
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.scale(f(x, y)).backward()\n"
+        "    scaler.unscale_(opt)\n    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+    ),
+    # GL008 per epoch: the scheduler moves after the inner loop, never into it
+    "GL008-epoch": (
+        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 3)\nfor epoch in range(3):\n    sched.step()\n"
+        "    for x, y in loader:\n        opt.zero_grad()\n        f(x, y).backward()\n        opt.step()\n",
+        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 3)\nfor epoch in range(3):\n"
+        "    for x, y in loader:\n        opt.zero_grad()\n        f(x, y).backward()\n        opt.step()\n    sched.step()\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPAIRS))
+def test_every_rule_has_its_repair(name):
+    wrong, right = REPAIRS[name]
+    assert check_source(wrong, "t.py", EVERYTHING).findings, "the wrong sample must have a finding"
+    outcome = fixed_by_session(wrong)
+    assert outcome.text == right
+    assert outcome.result.findings == []
+    assert fixed_by_session(outcome.text).text == outcome.text  # a second fix changes nothing
+
+
+def test_inserted_clears_are_unsafe_and_moves_safe():
+    gl001 = check_source(REPAIRS["GL001"][0], "t.py", EVERYTHING).findings[0]
+    assert gl001.fix is not None and gl001.fix.applicability == "unsafe"
+    gl006 = check_source(REPAIRS["GL006"][0], "t.py", EVERYTHING).findings[0]
+    assert gl006.fix is not None and gl006.fix.safe
+    outcome = fixed_by_session(REPAIRS["GL001"][0], unsafe=False)
+    assert not outcome.changed
+    assert outcome.not_fixed == [
+        "GL001 line 3: an unsafe fix is available (Insert opt.zero_grad() before loss.backward()): use --unsafe-fixes"
+    ]
+
+
+def test_a_fix_that_would_add_a_finding_is_dropped_and_said_so():
+    # Moving the clip below the backward would leave it before no unscale_ (GL006), and the
+    # backward cannot move up (it reads the loss computed after the clip): nothing is fixed.
+    source = (
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    loss = f(x, y)\n"
+        "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"
+    )
+    outcome = fixed_by_session(source)
+    assert outcome.text == source
+    (line,) = outcome.not_fixed
+    assert line.startswith("GL005 line 5: Move the clip before scaler.step(opt) was dropped: it would add GL006")
+
+
+def test_a_statement_never_moves_out_of_its_block():
+    source = (
+        "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    if ready:\n"
+        "        opt.zero_grad()\n    opt.step()\n"
+    )
+    assert check_source(source, "t.py", EVERYTHING).findings[0].fix is None
+
+
+def test_an_assignment_is_not_moved_below_a_read_of_its_name():
+    source = (
+        "for x, y in loader:\n    opt.zero_grad()\n    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    log(norm)\n    f(x, y).backward()\n    opt.step()\n"
+    )
+    (finding,) = check_source(source, "t.py", EVERYTHING).findings
+    assert finding.code == "GL005"
+    assert all("Move the clip" not in fix.description for fix in (finding.fix, *finding.fix.alternatives) if fix)
+
+
+def run_cli(capsys, *args):
+    code = main(["--no-cache", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_diff_prints_and_writes_nothing(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(REPAIRS["GL001"][0])
+    code, out, err = run_cli(capsys, "--diff", str(path))
+    assert code == 0 and out == ""  # the only fix is unsafe
+    code, out, err = run_cli(capsys, "--diff", "--unsafe-fixes", "--show-fixes", str(path))
+    assert code == 1
+    assert "+    opt.zero_grad()\n" in out and out.startswith(f"--- {path}\n+++ {path}\n")  # absolute: as is
+    assert path.read_text() == REPAIRS["GL001"][0]
+    assert "Would fix 1 problem." in err
+    assert f"{path}: fixed GL001 line 3: Insert opt.zero_grad() before loss.backward()" in err
+
+
+def test_fix_with_unsafe_fixes_writes_and_shows(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(REPAIRS["GL001"][0])
+    code, out, err = run_cli(capsys, "--fix", "--show-fixes", str(path))
+    assert code == 1 and path.read_text() == REPAIRS["GL001"][0]
+    assert "not fixed: GL001 line 3: an unsafe fix is available" in err
+    code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(path))
+    assert code == 0 and path.read_text() == REPAIRS["GL001"][1]
+
+
+def test_explain_shows_each_rules_fix(capsys):
+    for rule in all_rules():
+        assert main(["explain", rule.code]) == 0
+        out = capsys.readouterr().out
+        assert "Fix (--fix; unsafe ones with --unsafe-fixes):" in out
+        if rule.default:
+            assert rule.fix and rule.fix in out, rule.code
+            assert "Safe" in rule.fix or "Unsafe" in rule.fix, rule.code
+        else:
+            assert "None: the repair needs a human decision." in out
+
+
+def test_crlf_and_a_last_line_without_end_keep_the_files_line_ends():
+    source = "for x, y in loader:\r\n    loss = f(x, y)\r\n    loss.backward()\r\n    opt.zero_grad()\r\n    opt.step()"
+    outcome = fixed_by_session(source)
+    assert outcome.text == "for x, y in loader:\r\n    loss = f(x, y)\r\n    loss.backward()\r\n    opt.step()\r\n    opt.zero_grad()"
+
+
+def test_diff_applies_with_git_apply_to_what_fix_writes(tmp_path, capsys):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "t.py").write_bytes(b"for x, y in loader:\r\n    loss = f(x, y)\r\n    loss.backward()\r\n    opt.step()")
+    (tmp_path / "a" / "u.py").write_text(REPAIRS["GL004-multiline"][0])
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    paths = ["t.py", "u.py"]
+    import os
+
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path / "a")
+        code, out, err = run_cli(capsys, "--diff", "--unsafe-fixes", *paths)
+        assert code == 1
+        assert "\\ No newline at end of file\n" in out
+        (tmp_path / "d.patch").write_text(out)
+        subprocess.run(["git", "apply", "-p1", str(tmp_path / "d.patch")], check=True, cwd=tmp_path / "a")
+        os.chdir(tmp_path / "b")
+        assert run_cli(capsys, "--fix", "--unsafe-fixes", *paths)[0] == 0
+    finally:
+        os.chdir(cwd)
+    for name in paths:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_json_offers_only_fixes_that_help(tmp_path, capsys):
+    import json
+
+    hopeless = tmp_path / "hopeless.py"  # the only move would add GL006 (see the test above)
+    hopeless.write_text(
+        "scaler = torch.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    loss = f(x, y)\n"
+        "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"
+    )
+    (raw,) = check_source(hopeless.read_text(), str(hopeless), EVERYTHING).findings
+    assert raw.fix is not None  # planned, but it would not help
+    good = tmp_path / "good.py"
+    good.write_text(REPAIRS["GL005-amp"][0])
+    code, out, err = run_cli(capsys, "--output-format", "json", str(hopeless), str(good))
+    fixes = {f["path"]: f["fix"] for f in json.loads(out)["findings"]}
+    assert fixes[str(hopeless)] is None
+    assert fixes[str(good)]["description"] == "Move scaler.scale(f(x, y)).backward() before scaler.unscale_(opt)"
+    assert fixes[str(good)]["applicability"] == "safe"

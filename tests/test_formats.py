@@ -62,7 +62,8 @@ def test_json(tree, capsys):
     assert [r["line"] for r in gl002["related"]] == [7, 9]
     assert "opt.zero_grad()" in gl002["message"]
     assert gl002["fix"]["description"] == "Move opt.zero_grad() after opt.step()"
-    assert sorted(e["line"] for e in gl002["fix"]["edits"]) == [8, 10]
+    assert sorted(e["line"] for e in gl002["fix"]["edits"]) == [8, 9]  # delete line 8, insert at the end of 9
+    assert gl002["fix"]["applicability"] == "safe"
     assert [(e["path"], e["kind"]) for e in data["errors"]] == [("broken.py", "syntax-error")]
 
 
@@ -117,6 +118,7 @@ def test_sarif_fix_and_suppression_and_absolute_path(tmp_path):
     assert change["artifactLocation"]["uri"] == (tmp_path / "x.py").as_uri()
     assert [r["insertedContent"]["text"] for r in change["replacements"]] == ["", "opt.zero_grad()\n    "]
     assert change["replacements"][1]["deletedRegion"] == {"startLine": 7, "startColumn": 5, "endLine": 7, "endColumn": 5}
+    assert first["fixes"][0]["properties"] == {"applicability": "safe"}
     assert second["suppressions"] == [{"kind": "inSource"}] and second["level"] == "note"
     # json shows the same fix
     (entry,) = json.loads(render("json", run))["findings"]

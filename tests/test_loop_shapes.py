@@ -146,3 +146,21 @@ def test_a_tensor_named_like_an_optimizer_is_not_one():
         "    optimizer.step()\n"
     )
     assert [f.code for f in findings(source)] == ["GL001"]
+
+
+def test_a_clip_at_the_top_of_the_iteration_before_the_clear_is_after_the_step():
+    source = (
+        "import torch\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x in loader:\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        "    opt.zero_grad()\n"
+        "    model(x).sum().backward()\n"
+        "    opt.step()\n"
+    )
+    (finding,) = findings(source)
+    assert (finding.code, finding.span.line) == ("GL004", 4)
+    assert "previous iteration" in finding.message
+    # with the clear at the end of the body the next event is the backward: GL005's, not both
+    moved = source.replace("    opt.zero_grad()\n", "") + "    opt.zero_grad()\n"
+    assert [f.code for f in findings(moved)] == ["GL005"]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gradlint.findings import Edit, Finding, Fix, Span
+from gradlint.findings import UNSAFE, Edit, Finding, Fix, Span
 from gradlint.lsp import actions
 from gradlint.lsp.documents import check_document, finding_at, findings_on_lines
 from gradlint.settings import Settings
@@ -83,6 +83,15 @@ def test_fix_action_carries_every_edit():
 
     structured = get_converter().structure(action, types.CodeAction)
     assert len(structured.edit.changes[uri]) == 2
+
+
+def test_unsafe_fix_is_offered_marked_and_not_preferred():
+    edit = Edit(Span(3, 5, 3, 5), "opt.zero_grad()\n    ")
+    action = actions.fix_action(fake_finding(Fix("Insert opt.zero_grad()", (edit,), UNSAFE)), "file:///t.py", None)
+    assert action["title"] == "Insert opt.zero_grad() (unsafe fix: review it)"
+    assert action["isPreferred"] is False and action["kind"] == "quickfix"
+    safe = actions.fix_action(fake_finding(Fix("Move it", (edit,))), "file:///t.py", None)
+    assert safe["title"] == "Move it" and safe["isPreferred"] is True
 
 
 def test_no_fix_action_without_a_fix():

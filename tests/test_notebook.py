@@ -46,10 +46,13 @@ def test_noqa_in_a_cell(tmp_path, monkeypatch, capsys):
     assert run_cli(capsys, "n.ipynb") == (0, "", "")
 
 
-def test_directories_do_not_pick_up_notebooks(tmp_path, monkeypatch, capsys):
+def test_directories_pick_up_notebooks(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    write(tmp_path, "n.ipynb", notebook(("code", HEADER + LOOP)))
-    assert run_cli(capsys, ".") == (0, "", "")
+    write(tmp_path, "sub/n.ipynb", notebook(("code", HEADER + LOOP)))
+    write(tmp_path, ".ipynb_checkpoints/n-checkpoint.ipynb", notebook(("code", HEADER + LOOP)))
+    code, out, err = run_cli(capsys, ".")
+    assert code == 1, err
+    assert [l.split(":")[0] for l in out.splitlines() if "GL002" in l] == ["sub/n.ipynb"]
 
 
 def test_broken_notebook_is_a_file_error(tmp_path, monkeypatch, capsys):
@@ -65,3 +68,103 @@ def test_broken_notebook_is_a_file_error(tmp_path, monkeypatch, capsys):
 def test_magics_keep_the_source_valid():
     source, where, error = notebook_source(notebook(("code", "if True:\n    %matplotlib inline\n")).encode(), "n.ipynb")
     assert error is None and source == "if True:\n    pass\n" and where == [(1, 1), (1, 2)]
+
+
+def test_every_ipython_form_is_blanked_and_the_loop_is_still_checked():
+    cell = (
+        "!pip install torch \\\n    torchvision\n"  # a shell line continued with a backslash
+        "files = !ls data\n"  # a shell command assigned
+        "t = %timeit -o f()\n"  # a magic assigned
+        "model?\n"  # help
+        "%matplotlib inline\n" + LOOP
+    )
+    source, where, error = notebook_source(notebook(("code", HEADER), ("code", cell)).encode(), "n.ipynb")
+    assert error is None
+    compile(source, "n.ipynb", "exec")  # valid Python: nothing made the notebook unreadable
+    cell_lines = source.splitlines()[len(HEADER.splitlines()):]
+    assert cell_lines[:6] == ["pass", "", "pass", "pass", "pass", "pass"]
+
+
+def test_a_cell_magic_blanks_only_its_cell(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "n.ipynb", notebook(("code", "%%time\nx = (\n"), ("code", HEADER + "x = !ls \\\n  -l\n" + LOOP)))
+    code, out, err = run_cli(capsys, "--no-cache", ".")
+    assert code == 1 and "GL002" in out and "error" not in out
+
+
+# --- --fix on notebooks (issue 14) -------------------------------------------------
+
+FIXABLE_LOOP = "for x in range(10):\n    loss = model(x).sum()\n    %time y = 1\n    loss.backward()\n    opt.zero_grad()\n    opt.step()"
+
+
+def indented_notebook(*cells):
+    """As Jupyter writes it: indent=1, lists of lines, outputs and metadata we must keep."""
+    data = {
+        "cells": [
+            {
+                "cell_type": kind,
+                "execution_count": 3,
+                "id": f"c{i}",
+                "metadata": {"tags": ["x"], "ü": "é"},
+                "outputs": [{"name": "stdout", "output_type": "stream", "text": ["héllo\n"]}] if kind == "code" else [],
+                "source": source.splitlines(keepends=True),
+            }
+            for i, (kind, source) in enumerate(cells)
+        ],
+        "metadata": {"kernelspec": {"name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def test_fix_rewrites_only_the_changed_cell(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    original = indented_notebook(("markdown", "# T\n"), ("code", "!nvidia-smi\n" + HEADER), ("code", FIXABLE_LOOP))
+    write(tmp_path, "nb.ipynb", original)
+    code, out, err = run_cli(capsys, "--no-cache", "--fix", "--show-fixes", "nb.ipynb")
+    assert code == 0, out + err
+    assert "Fixed 1 problem" in err
+    after = (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
+    expected = json.loads(original)
+    expected["cells"][2]["source"] = (
+        "for x in range(10):\n    loss = model(x).sum()\n    %time y = 1\n    loss.backward()\n    opt.step()\n    opt.zero_grad()"
+    ).splitlines(keepends=True)
+    assert after == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"  # every other byte kept
+
+
+def test_diff_on_a_notebook_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    original = indented_notebook(("code", HEADER), ("code", FIXABLE_LOOP))
+    write(tmp_path, "nb.ipynb", original)
+    code, out, err = run_cli(capsys, "--no-cache", "--diff", "nb.ipynb")
+    assert code == 1
+    assert '-    "    opt.zero_grad()\\n",' in out and '+    "    opt.zero_grad()"' in out
+    assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original
+
+
+def test_a_fix_never_spans_two_cells(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    # Joined, the indented step in cell 3 continues cell 2's loop; moving the clear after
+    # it would move a line from one cell into another: not fixed, and said so.
+    original = indented_notebook(
+        ("code", HEADER),
+        ("code", "for x in range(10):\n    loss = model(x).sum()\n    loss.backward()\n    opt.zero_grad()\n"),
+        ("code", "    opt.step()\n"),
+    )
+    write(tmp_path, "nb.ipynb", original)
+    code, out, err = run_cli(capsys, "--no-cache", "--fix", "--show-fixes", "nb.ipynb")
+    assert code == 1
+    assert "nb.ipynb: not fixed: GL002 cell 2, line 4: the fix would span two notebook cells" in err
+    assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original
+
+
+def test_json_and_sarif_carry_no_notebook_fix(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "nb.ipynb", indented_notebook(("code", HEADER), ("code", FIXABLE_LOOP)))
+    code, out, err = run_cli(capsys, "--no-cache", "--output-format", "json", "nb.ipynb")
+    (finding,) = json.loads(out)["findings"]
+    assert finding["code"] == "GL002" and finding["fix"] is None
+    code, out, err = run_cli(capsys, "--no-cache", "--output-format", "sarif", "nb.ipynb")
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert "fixes" not in result

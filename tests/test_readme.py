@@ -114,3 +114,14 @@ def test_pre_commit_hook_entries_are_valid_command_lines():
         else:
             words.append("a.py")  # pre-commit appends the file names
         validate_gradlint_argv(words[1:])
+
+
+def test_fix_table_lists_every_rule_with_a_fix():
+    rows = {line.split("|")[1].strip(): line for line in README.splitlines() if line.startswith("| GL")}
+    for rule in all_rules():
+        if rule.fix:
+            assert rule.code in rows, rule.code
+            safety = rows[rule.code].rsplit("|", 2)[1]
+            assert safety.strip().startswith("unsafe") == rule.fix.startswith("Unsafe"), rule.code
+        else:
+            assert rule.code not in rows, rule.code

@@ -1,58 +1,137 @@
 """Repairs for findings, as text edits that report formats and editors can apply.
 
-The repairs gradlint offers are all one kind: a statement in the wrong
-place is moved to where it belongs (a clear after the step, a clip before
-the step, a scheduler after the optimizer).  A move is offered only when
-both statements sit alone on their lines at the same indentation, so the
-edit cannot change anything else.
+Two kinds of repair: a statement in the wrong place is moved to where it
+belongs (a clear after the step, a clip before the step, a scheduler after
+the optimizer), or a missing call is inserted (a clear, an unscale).  The
+unit is always a whole statement (statements.py): several lines, comments
+on them and a trailing comment move together, re-indented for the block
+they land in.  A statement never moves out of its block, and never into a
+loop it was not in (that would change how often it runs): it then lands
+before or after the statement of its own block that holds the anchor.
+
+Each Fix says whether it is safe (the behaviour is surely what the rule
+describes) or unsafe (a name had to be chosen; a human should look).
+Edits never cross a line boundary needlessly: an insertion after a
+statement is placed at the end of its last line, so that a notebook can
+map every edit to one cell.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
-from gradlint.findings import Edit, Fix, Span
+from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
+from gradlint.fix.statements import Statement, Statements
 from gradlint.model.event import Event
 
-
-def _lone_statement(lines: list[str], event: Event) -> bool:
-    """The event is a whole single-line statement (a trailing comment is fine)."""
-    span = event.span
-    if span.line != span.end_line or not (1 <= span.line <= len(lines)):
-        return False
-    line = lines[span.line - 1]
-    indent = len(line) - len(line.lstrip())
-    if span.col - 1 != indent:
-        return False
-    rest = line[span.end_col - 1 :].strip()
-    return rest == "" or rest.startswith("#")
+__all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "statements_of"]
 
 
-def _indent(line: str) -> str:
-    return line[: len(line) - len(line.lstrip())]
+@lru_cache(maxsize=4)
+def _statements(source: str) -> Optional[Statements]:
+    try:
+        return Statements(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
-def move(lines: list[str], moved: Event, anchor: Event, after: bool, description: str) -> Optional[Fix]:
-    """Move `moved`'s line to just after (or before) `anchor`'s line, or None when unsafe.
+def statements_of(lines: list[str]) -> Optional[Statements]:
+    return _statements("".join(lines))
+
+
+def _statement(found: Statements, event: Event) -> Optional[Statement]:
+    return found.at(event.span.line, event.span.col)
+
+
+def _target(found: Statements, home: Statement, anchor: Statement) -> Optional[Statement]:
+    """Where a statement of block `home.chain` lands next to `anchor`: the anchor itself when
+    its block is `home`'s or inside it through ifs and withs only; else the statement of
+    `home`'s block that holds the anchor (never into a loop, a def or an except)."""
+    depth = len(home.chain)
+    if anchor.chain[:depth] != home.chain:
+        return None  # the anchor is outside the moved statement's block
+    if all(kind == "block" for _, _, kind in anchor.chain[depth:]):
+        return anchor
+    return found.in_block(anchor, home.chain)
+
+
+def _reindent(text: str, old: str, new: str) -> Optional[str]:
+    if old == new:
+        return text
+    if '"""' in text or "'''" in text:
+        return None  # a string spanning lines would change
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not line.startswith(old):
+            return None
+        out.append(new + line[len(old) :] if line.strip() else line)
+    return "".join(out)
+
+
+def _insertion(found: Statements, target: Statement, text: str, after: bool) -> Edit:
+    """Insert whole lines `text` (ending in a newline) before or after the target statement."""
+    if not after:
+        return Edit(Span(target.lead, 1, target.lead, 1), text)  # above the comments that lead it
+    last = found.lines[target.last - 1]
+    content = last.rstrip("\r\n")
+    end = len(content) + 1
+    return Edit(Span(target.last, end, target.last, end), _eol(found.lines, target.last) + text.rstrip("\r\n"))
+
+
+def _eol(lines: list[str], number: int) -> str:
+    """The line end of line `number`; for a last line without one, the first line's."""
+    for line in (lines[number - 1], lines[0]):
+        content = line.rstrip("\r\n")
+        if line[len(content) :]:
+            return line[len(content) :]
+    return "\n"
+
+
+def move(
+    lines: list[str], moved: Event, anchor: Event, after: bool, description: str, applicability: str = SAFE
+) -> Optional[Fix]:
+    """Move `moved`'s statement to just after (or before) `anchor`'s, or None when unsafe.
 
     `lines` is the file's source split with line ends kept (FileModel.lines)."""
-    if moved.via or anchor.via:  # inside a helper: the two may not share a block
+    if moved.via != anchor.via:  # one inside a helper the other calls: not one block
         return None
-    if not (_lone_statement(lines, moved) and _lone_statement(lines, anchor)):
+    found = statements_of(lines)
+    if found is None:
         return None
-    m, a = moved.span.line, anchor.span.line
-    if m == a or _indent(lines[m - 1]) != _indent(lines[a - 1]):
+    home, there = _statement(found, moved), _statement(found, anchor)
+    if home is None or there is None or home.node is there.node:
         return None
-    low, high = sorted((m, a))
-    if any(_indent(lines[i - 1]) != _indent(lines[m - 1]) and lines[i - 1].strip() for i in range(low + 1, high)):
-        return None  # something in between opens or closes a block
-    text = lines[m - 1] if lines[m - 1].endswith("\n") else lines[m - 1] + "\n"
-    delete = Edit(Span(m, 1, m + 1, 1), "")
-    target = a + 1 if after else a
-    insert = Edit(Span(target, 1, target, 1), text)
-    if target in (m, m + 1):
+    target = _target(found, home, there)
+    if target is None or target.node is home.node:
+        return None
+    if after and home.lead == target.last + 1 and target.indent == home.indent:
         return None  # already there
-    return Fix(description, (delete, insert) if m > target else (insert, delete))
+    if not after and target.lead == home.last + 1 and target.indent == home.indent:
+        return None
+    if target.first > home.last and found.read_between(
+        home.last + 1, target.last if after else target.first - 1, found.assigned(home)
+    ):
+        return None  # `norm = clip(...)` moved below a line that reads norm
+    text = _reindent(found.text(home), home.indent, target.indent)
+    if text is None:
+        return None
+    delete = Edit(Span(home.lead, 1, home.last + 1, 1), "")
+    return Fix(description, (delete, _insertion(found, target, text, after)), applicability)
+
+
+def insert(
+    lines: list[str], call: str, anchor: Event, after: bool, description: str, applicability: str
+) -> Optional[Fix]:
+    """Insert the statement `call` on its own line before or after `anchor`'s statement."""
+    found = statements_of(lines)
+    if found is None:
+        return None
+    there = _statement(found, anchor)
+    if there is None:
+        return None
+    line = f"{there.indent}{call}{_eol(found.lines, there.first)}"
+    return Fix(description, (_insertion(found, there, line, after),), applicability)
 
 
 def apply(source: str, fix: Fix) -> str:

@@ -3,39 +3,50 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 from gradlint.atomic import write_atomically
 from gradlint.findings import FileResult
-from gradlint.fix import apply
-
-MAX_ROUNDS = 20  # each round applies one fix and re-checks: fixes never overlap
+from gradlint.fix.session import Outcome
 
 
-def fix_file(result: FileResult, settings) -> tuple[FileResult, int]:
-    """Fix what can be fixed in one file; the fresh result and how many fixes were applied."""
+@dataclass
+class FileFix:
+    """One file's fixing: its text before and after (what --diff shows), and what was done."""
+
+    before: str
+    after: str
+    outcome: Outcome
+
+
+def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = True) -> tuple[FileResult, Optional[FileFix]]:
+    """Fix what can be fixed in one file: its fresh result, and the fixing (None: nothing to try)."""
     from gradlint.engine import check_source, decode, read_source
+    from gradlint.fix.session import fix_source
+    from gradlint.notebook import is_notebook
 
-    if not any(f.fix for f in result.findings):
-        return result, 0
+    if result.errors or not result.findings:
+        return result, None
     data, error = read_source(result.path)
     if error is not None:
-        return result, 0
-    source, error = decode(data, result.path)
-    if error is not None or source is None:
-        return result, 0
-    fixed, applied, current = source, 0, result
-    for _ in range(MAX_ROUNDS):
-        fixable = next((f for f in current.findings if f.fix is not None), None)
-        if fixable is None:
-            break
-        candidate = apply(fixed, fixable.fix)
-        after = check_source(candidate, result.path, settings)
-        if after.errors:
-            break  # never write a file the fix made unparsable
-        fixed, current, applied = candidate, after, applied + 1
-    if applied:
-        _replace(result.path, fixed)
-    return current, applied
+        return result, None
+    if is_notebook(result.path):
+        from gradlint.fix.notebook import fix_notebook
+
+        fixing = fix_notebook(data, result, settings, unsafe)
+    else:
+        source, error = decode(data, result.path)
+        if error is not None or source is None:
+            return result, None
+        outcome = fix_source(source, lambda text: check_source(text, result.path, settings), unsafe, initial=result)
+        fixing = FileFix(source, outcome.text, outcome)
+    if fixing is None:
+        return result, None
+    if write and fixing.outcome.changed:
+        _replace(result.path, fixing.after)
+    fresh = fixing.outcome.result if fixing.outcome.changed else result
+    return fresh, fixing
 
 
 def _replace(path: str, text: str) -> None:

@@ -87,10 +87,14 @@ def fix_edits(fix: Fix) -> list[dict]:
 
 
 def fix_action(finding: Finding, uri: str, diagnostic: dict | None) -> dict | None:
+    """The finding's fix as a quick fix; an unsafe one says so in its title and is never
+    the preferred action (editors apply preferred fixes on a keystroke)."""
     if finding.fix is None or not finding.fix.edits:
         return None
-    action = _action(finding.fix.description, "quickfix", uri, fix_edits(finding.fix), diagnostic)
-    action["isPreferred"] = True
+    fix = finding.fix
+    title = fix.description if fix.safe else f"{fix.description} (unsafe fix: review it)"
+    action = _action(title, "quickfix", uri, fix_edits(fix), diagnostic)
+    action["isPreferred"] = fix.safe
     return action
 
 

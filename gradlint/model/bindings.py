@@ -543,7 +543,29 @@ class Bindings(Numbering):
             return False
         if "." in ca and "." in cb and ca.rsplit(".", 1)[0] == cb.rsplit(".", 1)[0]:
             return True  # siblings: model.backbone and model.head are different submodules
-        return self.constructed_here(a) and self.constructed_here(b)
+        # Objects built separately, or parts of such objects (`agent` and `rnd_model.predictor`),
+        # unless one was built from the other (`model = Wrapper(backbone)` holds backbone).
+        ra, rb = (ca, cb) if self.constructed_here(a) and self.constructed_here(b) else (root(ca), root(cb))
+        if ra == rb or not (self.constructed_here(ra) and self.constructed_here(rb)):
+            return False
+        return not (self._built_from(ra, rb) or self._built_from(rb, ra))
+
+    def _built_from(self, name: str, other: str) -> bool:
+        """Is `other` named in the construction of `name` (`name = Wrapper(other.encoder)`)?"""
+        for value in self.assigns.get(name, ()):
+            words = _Words()
+            walk(value, words)
+            if root(other) in words.names:
+                return True
+        return False
+
+
+class _Words(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
 
 
 class _ClearCall(cst.CSTVisitor):

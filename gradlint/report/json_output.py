@@ -3,12 +3,15 @@
     {"version": 1, "files_checked": N,
      "findings": [{path, line, column, end_line, end_column, code, name, message,
                    severity, url, related: [{line, column, end_line, end_column, message}],
-                   fix: null | {description, edits: [{line, column, end_line, end_column, new_text}]}}],
+                   fix: null | {description, applicability: "safe"|"unsafe",
+                                edits: [{line, column, end_line, end_column, new_text}]}}],
      "errors": [{path, kind, message, line, column}],
      "suppressed": [...]}          (only with --show-suppressed)
 
 Lines and columns are 1-based (as in the text format); end_column is the
-column just after the last character.
+column just after the last character.  A notebook's findings carry no fix
+(`fix: null`): their lines count in the joined code cells, which no tool
+could apply to the .ipynb JSON; `gradlint --fix nb.ipynb` edits the cells.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def finding_dict(finding) -> dict:
     if finding.fix is not None:
         out["fix"] = {
             "description": finding.fix.description,
+            "applicability": finding.fix.applicability,
             "edits": [{**_span(e.span), "new_text": e.new_text} for e in finding.fix.edits],
         }
     return out

@@ -74,6 +74,7 @@ def _fix(finding) -> dict:
         )
     return {
         "description": {"text": fix.description},
+        "properties": {"applicability": fix.applicability},
         "artifactChanges": [
             {"artifactLocation": _artifact(path), "replacements": replacements} for path, replacements in changes.items()
         ],

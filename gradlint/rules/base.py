@@ -20,6 +20,8 @@ class RawFinding:
     related: tuple[tuple[Event, str], ...] = ()
     loop: Optional[LoopModel] = None  # the loop it was found in (None: file-level)
     fix: Optional[Fix] = None
+    # Names a fix needs that the events alone do not give (GL006: the optimizer to unscale).
+    optimizer: Optional[str] = None
 
 
 def at(event: Event) -> str:

@@ -25,11 +25,12 @@ def clips_with_walks(file) -> Iterator[tuple[object, Walk, int]]:
                     yield loop, walk, i
 
 
-def step_before(walk: Walk, index: int) -> Optional[Event]:
-    """The step that precedes this clip in its iteration with no backward in between."""
+def step_before(walk: Walk, index: int, across_back_edge: bool = False) -> Optional[Event]:
+    """The step that precedes this clip in its iteration (or, `across_back_edge`, in the
+    iteration before) with no backward in between."""
     it = walk.iteration[index]
     for j in range(index - 1, -1, -1):
-        if walk.iteration[j] != it:
+        if walk.iteration[j] != it and not across_back_edge:
             return None
         kind = walk.events[j].kind
         if kind == B:

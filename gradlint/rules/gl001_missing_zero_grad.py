@@ -68,6 +68,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    fix='Unsafe: inserts `<optimizer>.zero_grad()` before the first backward() of the iteration (with accumulation: right after the step), for the optimizer the finding names.',
     valid=(
         """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -136,6 +136,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    fix="Safe: moves the clear after the step it came before (with accumulation: into the step's block, right after the step). Unsafe: inside `accelerator.accumulate`, `model.zero_grad()` becomes the prepared optimizer's `zero_grad()`.",
     valid=(
         """
 opt = torch.optim.AdamW(model.parameters())

@@ -132,6 +132,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fix="Unsafe: replaces the clear's receiver with the optimizer that steps those parameters (`model_a.zero_grad()` becomes `opt.zero_grad()`), or inserts that optimizer's clear before its backward() when every clear serves another optimizer.",
     valid=(
         """
 model = Net()

@@ -56,6 +56,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fix='Safe: moves the clip right before the step, or moves the backward() up before the clip (and the unscale_ that goes with it), whichever leaves no other finding.',
     valid=(
         """
 for i, (x, y) in enumerate(loader):

@@ -1,8 +1,8 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
-from gradlint.model.events import B, C, U
+from gradlint.model.events import B, C, S, U
 from gradlint.model.flow import walks
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.registry import Rule
 
 
@@ -24,6 +24,7 @@ def check(file):
                     clip,
                     ((backward, "the scaled backward"),),
                     loop,
+                    optimizer=getattr(later_in_iteration(walk, i, S), "optimizer", None),  # for the fix
                 )
 
 
@@ -54,6 +55,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fix="Inserts `<scaler>.unscale_(<optimizer>)` right before the clip, or moves an unscale_ written after the clip up before it. Safe when the loop's own step names that optimizer, unsafe otherwise.",
     valid=(
         """
 scaler = torch.amp.GradScaler()

@@ -61,6 +61,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n    opt.step()\n",
     default=True,
     check=check,
+    fix='Safe: moves the step after the backward() and the unscale_/clip that follow it, or moves the backward() up before the step, whichever leaves no other finding.',
     valid=(
         """
 opt = torch.optim.LBFGS(model.parameters())

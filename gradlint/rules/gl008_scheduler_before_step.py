@@ -51,6 +51,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fix='Safe: moves the scheduler step after the optimizer step (a per-epoch scheduler: after the inner loop, never into it).',
     valid=(
         """
 sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)

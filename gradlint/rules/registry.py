@@ -43,6 +43,8 @@ class Rule:
     # offending lines with `# expect: GLxxx`; VALID samples must be clean.
     valid: tuple[str, ...] = ()
     invalid: tuple[str, ...] = ()
+    # What `--fix` does for it and whether that is safe (`gradlint explain`, README); "" if nothing.
+    fix: str = ""
 
     @property
     def docs_url(self) -> str:

@@ -1,0 +1,159 @@
+"""Where a call's whole statement sits, and in which block: the unit a fix moves.
+
+An event's span covers only its call (`opt.step()`); a fix moves or anchors
+on the statement around it, whatever its shape: several lines, comments on
+them, a trailing comment.  `ast` (the C parser) gives statement extents and
+their blocks cheaply; it runs only for files that have a fixable finding.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+@dataclass(frozen=True)
+class Statement:
+    first: int  # first physical line (1-based)
+    last: int  # last physical line, its trailing comment included
+    indent: str  # the whitespace before it on its first line
+    chain: tuple  # the blocks around it, outermost first: (owner node id, field, kind)
+    node: ast.stmt
+    # first line of the comment lines right above it at its indentation (no blank line
+    # between): they describe it and move with it; `first` when there are none
+    lead: int = 0
+
+
+class Statements:
+    """The simple statements of one source that a fix may move or anchor on."""
+
+    def __init__(self, source: str):
+        self.lines = source.splitlines(keepends=True)
+        self.tree = ast.parse(source)
+        self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
+        self._index(self.tree, ())
+
+    def _index(self, node: ast.AST, chain: tuple) -> None:
+        for name, value in ast.iter_fields(node):
+            if not (isinstance(value, list) and value and isinstance(value[0], ast.stmt)):
+                continue
+            inner = chain + ((id(node), name, _kind(node, name)),)
+            for stmt in value:
+                for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1):
+                    self._by_line.setdefault(line, []).append((stmt, inner))
+                self._index(stmt, inner)
+        if isinstance(node, (ast.If, ast.Try)) or hasattr(node, "handlers"):
+            for handler in getattr(node, "handlers", ()):
+                self._index(handler, chain + ((id(node), "handlers", "except"),))
+
+    def at(self, line: int, col: int) -> Optional[Statement]:
+        """The innermost simple statement containing (line, col), if it owns its lines alone."""
+        candidates = [
+            (stmt, chain)
+            for stmt, chain in self._by_line.get(line, ())
+            if not _compound(stmt) and _contains(stmt, line, col)
+        ]
+        if not candidates:
+            return None
+        stmt, chain = max(candidates, key=lambda pair: len(pair[1]))
+        if not self._is_the_value(stmt, line, col):
+            return None  # the call is part of a larger expression: moving it moves more
+        return self.whole(stmt, chain)
+
+    def _is_the_value(self, stmt: ast.stmt, line: int, col: int) -> bool:
+        """The event at (line, col) is the statement's whole expression (`x = call` counts)."""
+        if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            return False
+        value = stmt.value
+        if isinstance(value, ast.Await):
+            value = value.value
+        return value.lineno == line and _byte_to_char(self.lines[line - 1], value.col_offset) == col - 1
+
+    def assigned(self, stmt: "Statement") -> set[str]:
+        """Names the statement binds (`norm = clip_grad_norm_(...)`)."""
+        targets = stmt.node.targets if isinstance(stmt.node, ast.Assign) else [getattr(stmt.node, "target", None)]
+        return {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+    def read_between(self, first: int, last: int, names: set[str]) -> bool:
+        """Is any of `names` read on lines first..last?"""
+        if not names:
+            return False
+        return any(
+            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names and first <= n.lineno <= last
+            for n in ast.walk(self.tree)
+        )
+
+    def whole(self, stmt: ast.stmt, chain: tuple) -> Optional[Statement]:
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        # Alone on its lines: nothing before it on the first line, nothing but a
+        # comment after it on the last, no other statement (`a; b`) on any of them.
+        head = self.lines[first - 1][: _byte_to_char(self.lines[first - 1], stmt.col_offset)]
+        if head.strip():
+            return None
+        tail_line = self.lines[last - 1]
+        tail = tail_line[_byte_to_char(tail_line, stmt.end_col_offset or 0) :].strip()
+        if tail and not tail.startswith("#"):
+            return None
+        for line in range(first, last + 1):
+            if any(other is not stmt and not _compound(other) for other, _ in self._by_line.get(line, ())):
+                return None
+        return Statement(first, last, head, chain, stmt, self._lead(first, head))
+
+    def _lead(self, first: int, indent: str) -> int:
+        lead = first
+        while lead > 1:
+            line = self.lines[lead - 2]
+            if not (line.startswith(indent + "#") and line[: len(indent)].strip() == ""):
+                break
+            if any(not _compound(other) for other, _ in self._by_line.get(lead - 1, ())):
+                break  # a comment inside another statement's brackets
+            lead -= 1
+        return lead
+
+    def in_block(self, inner: Statement, chain: tuple) -> Optional[Statement]:
+        """The statement of the block `chain` that holds `inner` (itself, or a compound around it)."""
+        for node, node_chain in self._by_line.get(inner.first, ()):
+            if node_chain == chain and (node is inner.node or _encloses(node, inner.node)):
+                first, last = node.lineno, node.end_lineno or node.lineno
+                head = self.lines[first - 1][: _byte_to_char(self.lines[first - 1], node.col_offset)]
+                return None if head.strip() else Statement(first, last, head, chain, node, self._lead(first, head))
+        return None
+
+    def text(self, stmt: Statement) -> str:
+        """The statement's lines with the comment lines that lead it."""
+        text = "".join(self.lines[stmt.lead - 1 : stmt.last])
+        return text if text.endswith("\n") else text + "\n"
+
+
+def _kind(node: ast.AST, field: str) -> str:
+    if isinstance(node, _SCOPES):
+        return "scope"
+    if isinstance(node, _LOOPS) and field == "body":
+        return "loop"
+    if isinstance(node, ast.Module):
+        return "module"
+    return "block"  # if/else, with, try bodies, a loop's else
+
+
+def _compound(stmt: ast.stmt) -> bool:
+    return any(
+        isinstance(value, list) and value and isinstance(value[0], ast.stmt) for _, value in ast.iter_fields(stmt)
+    ) or isinstance(stmt, ast.Try)
+
+
+def _contains(stmt: ast.stmt, line: int, col: int) -> bool:
+    end = stmt.end_lineno or stmt.lineno
+    return stmt.lineno <= line <= end
+
+
+def _encloses(outer: ast.stmt, inner: ast.stmt) -> bool:
+    return outer is not inner and any(node is inner for node in ast.walk(outer))
+
+
+def _byte_to_char(line: str, offset: int) -> int:
+    """ast columns are UTF-8 byte offsets."""
+    return len(line.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
