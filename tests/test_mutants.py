@@ -181,3 +181,8 @@ def test_a_per_epoch_scheduler_moves_to_the_top_of_the_epoch_loop():
 def test_a_plateau_scheduler_per_epoch_is_left_out():
     plateau = EPOCHS.replace("StepLR(opt, 1)", "ReduceLROnPlateau(opt)").replace("sched.step()", "sched.step(val_loss)")
     assert not [m for m in mutants(plateau)[0] if m.operator == "epoch-scheduler-at-top"]
+
+
+@pytest.mark.parametrize("source", ["x = (", "\x00", "", "for x in y: loss.backward(); opt.step()\n"])
+def test_bad_or_odd_input_gives_no_mutant_and_no_crash(source):
+    assert mutants(source)[0] == []

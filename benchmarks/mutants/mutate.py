@@ -794,8 +794,10 @@ def mutants(source: str) -> tuple[list[Mutant], list[Skip]]:
     """All labelled mutants of a source file, and the mutations left out with why."""
     try:
         mutator = Mutator(source).run()
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return [], [Skip("*", 0, "does not parse")]
+    except (LookupError, RecursionError) as error:  # one odd file must not stop a study of hundreds
+        return [], [Skip("*", 0, f"mutator failed: {error!r}")]
     seen, unique = set(), []
     for m in mutator.out:
         if m.source not in seen and m.source != source:
