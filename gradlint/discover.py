@@ -99,5 +99,10 @@ def _walk(top: str, excluded, add, errors: list[FileError]) -> None:
                 if is_link and not os.path.exists(path):
                     errors.append(FileError(path, READ_ERROR, "broken symbolic link"))
                     continue
-                add(path)
+                try:
+                    regular = entry.is_file()  # follows links; FIFOs, sockets, devices: skipped
+                except OSError:
+                    regular = False
+                if regular:
+                    add(path)
         stack.extend(reversed(subdirs))

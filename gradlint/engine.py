@@ -94,6 +94,16 @@ def _screen(source: str, settings: Settings):
     return screen(source, settings.wrappers)
 
 
+def _guard(source: str, path: str) -> None:
+    """gradlint/parse_guard.py: input that would crash or stall libcst's native parser (deep
+    nesting) becomes a one-line error here, before libcst sees it."""
+    from gradlint import parse_guard
+
+    refused = parse_guard.check(source, path)
+    if refused is not None:
+        raise _ParseFailure(refused)
+
+
 def _parse_screened(text: str, source: str, path: str):
     """Parse the screened text; if libcst rejects it, the whole source decides (same error as unscreened).
 
@@ -109,6 +119,25 @@ def _parse_screened(text: str, source: str, path: str):
 def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
     if not source.strip():
         return []
+    import gc
+
+    from gradlint import python_ast
+
+    # The analysis allocates a libcst tree and a model of the file, hundreds of thousands of
+    # objects and no reference cycles; the cyclic collector would walk them again and again
+    # while they are built (a quarter of the time on loop-dense files).  Paused for one file.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _analyse_parsed(source, path, settings)
+    finally:
+        python_ast.forget()  # the guard's ast (shared with the screen and positions) dies with the check
+        if collecting:
+            gc.enable()
+
+
+def _analyse_parsed(source: str, path: str, settings: Settings) -> list[Finding]:
+    _guard(source, path)
     text = _screen(source, settings)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
@@ -149,14 +178,47 @@ MAX_FILE_BYTES = 8 * 1024 * 1024  # a generated or vendored monster: say so, do 
 
 
 def read_source(path: str) -> tuple[bytes | None, FileError | None]:
+    """The bytes of a regular file.  A FIFO, socket or device is refused without reading it:
+    opening non-blocking and asking the open descriptor (not the path, which could be
+    swapped meanwhile) means a FIFO without a writer cannot hang the run."""
+    import stat
+
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            return None, FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")
-        with open(path, "rb") as handle:
-            return handle.read(), None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
+        try:  # a socket cannot be opened at all: name what it is
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            return None, FileError(path, READ_ERROR, f"not a regular file ({_file_kind(mode)})")
         return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+    try:
+        info = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        return None, FileError(path, READ_ERROR, f"not a regular file ({_file_kind(info.st_mode)})")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if info.st_size > MAX_FILE_BYTES:
+                size = info.st_size
+                return None, FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")
+            return handle.read(), None
+        except OSError as exc:
+            return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+
+
+def _file_kind(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def check_file(path: str, settings: Settings) -> FileResult:

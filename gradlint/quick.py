@@ -73,14 +73,10 @@ def _paths(args: list[str]) -> list[str]:
 
 
 def _clean_file(path: str) -> bool:
-    if path.lower().endswith(".ipynb") or not os.path.isfile(path):
+    if path.lower().endswith(".ipynb"):
         return False
-    try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return False
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    data = _regular_file_bytes(path)
+    if data is None:
         return False
     if b"\x00" in data or data.startswith(b"\xef\xbb\xbf"):
         return False
@@ -94,6 +90,30 @@ def _clean_file(path: str) -> bool:
     from gradlint.prefilter import may_hold_events
 
     return not may_hold_events(text)
+
+
+def _regular_file_bytes(path: str):
+    """The bytes of a regular file of at most MAX_FILE_BYTES, else None.  Opened non-blocking and
+    tested on the descriptor: a FIFO named on the command line must not hang this path either."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            os.close(fd)
+            return None
+    except OSError:
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return handle.read()
+        except OSError:
+            return None
 
 
 def _no_configuration(directory: str, seen: set[str]) -> bool:

@@ -35,10 +35,10 @@ from __future__ import annotations
 import ast
 import heapq
 import re
-import warnings
 from bisect import bisect_left
 from typing import Optional
 
+from gradlint import python_ast
 from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
     EVENT_WORDS,
@@ -184,9 +184,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes etc.: the user's business, not ours
-            tree = ast.parse(source)
+        tree = python_ast.parse(source)  # the parse guard's tree, not parsed again
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return source
     walk = _Walk(tree)

@@ -1,4 +1,11 @@
-"""`gradlint --fix`: apply the fixes of a run's findings to the files, atomically."""
+"""`gradlint --fix`: apply the fixes of a run's findings to the files, atomically.
+
+A fix changes lines, nothing else about the file: the bytes are written back
+in the encoding they were read in (a UTF-8 BOM and a PEP 263 coding kept),
+with the file's line ending on every inserted line, the same mode bits, and
+through a symbolic link into its target (the link stays a link).  A file
+that changed on disk after it was read is left alone (an error says so).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-from gradlint.atomic import write_atomically
-from gradlint.findings import FileResult
+from gradlint.atomic import ChangedOnDisk, write_atomically
+from gradlint.findings import READ_ERROR, FileError, FileResult
 from gradlint.fix.session import Outcome
 
 
@@ -44,10 +51,56 @@ def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = T
     if fixing is None:
         return result, None
     if write and fixing.outcome.changed:
-        _replace(result.path, fixing.after)
+        try:
+            _replace(result.path, encode_like(fixing.after, fixing.before, data), data)
+        except ChangedOnDisk:
+            message = "changed on disk while being fixed: not written (run --fix again)"
+            return _unwritten(result, message), None
+        except (OSError, UnicodeEncodeError) as exc:
+            return _unwritten(result, f"cannot write the fixed file: {getattr(exc, 'strerror', None) or exc}"), None
     fresh = fixing.outcome.result if fixing.outcome.changed else result
     return fresh, fixing
 
 
-def _replace(path: str, text: str) -> None:
-    write_atomically(path, text, mode=os.stat(path).st_mode & 0o7777)
+def _unwritten(result: FileResult, message: str) -> FileResult:
+    return FileResult(result.path, findings=result.findings, errors=[FileError(result.path, READ_ERROR, message)])
+
+
+def encode_like(fixed: str, source: str, data: bytes) -> bytes:
+    """`fixed` as bytes the way `source` was stored in `data`: its encoding (BOM included)
+    and, when every line of it ends in CRLF (or CR), that ending on the lines a fix inserted."""
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # "utf-8-sig" writes the BOM back
+    ending = _line_ending(source)
+    if ending != "\n":
+        fixed = fixed.replace("\r\n", "\n").replace("\r", "\n").replace("\n", ending)
+    return fixed.encode(encoding)
+
+
+def _line_ending(source: str) -> str:
+    """The file's one line ending; "\\n" when it has none or mixes them (then nothing is rewritten)."""
+    crlf = source.count("\r\n")
+    lone_cr = source.count("\r") - crlf
+    lone_lf = source.count("\n") - crlf
+    if crlf and not lone_cr and not lone_lf:
+        return "\r\n"
+    if lone_cr and not crlf and not lone_lf:
+        return "\r"
+    return "\n"
+
+
+def _replace(path: str, data: bytes, expected: bytes) -> None:
+    """Write through a symbolic link (to the file it names), keeping the mode bits and,
+    where allowed, the owner."""
+    target = os.path.realpath(path)
+    info = os.stat(target)
+    write_atomically(target, data, mode=info.st_mode & 0o7777, expected=expected)
+    if hasattr(os, "chown"):
+        try:
+            current = os.stat(target)
+            if (current.st_uid, current.st_gid) != (info.st_uid, info.st_gid):
+                os.chown(target, info.st_uid, info.st_gid)
+        except OSError:
+            pass  # not ours to give away: the new file keeps the writer's owner

@@ -22,6 +22,8 @@ def _address(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    if int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
     return host or "127.0.0.1", int(port)
 
 
@@ -48,11 +50,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
 
-    from gradlint.lsp.server import make_server
+    try:
+        from gradlint.lsp.server import make_server
+    except ImportError as exc:  # pygls or lsprotocol missing: the `lsp` extra is not installed
+        print(f"gradlint lsp needs the `lsp` extra: pip install 'gradlint[lsp]' ({exc})", file=sys.stderr)
+        return 2
 
     server = make_server()
     if args.tcp is not None:
         _quiet_exit_in_tcp_mode()
+        _disconnect_ends_the_session()
         server.start_tcp(*args.tcp)
     else:
         server.start_io()
@@ -68,3 +75,24 @@ def _quiet_exit_in_tcp_mode() -> None:
         return not (record.exc_info and isinstance(record.exc_info[1], SystemExit))
 
     logging.getLogger("asyncio").addFilter(not_a_clean_exit)
+
+
+def _disconnect_ends_the_session() -> None:
+    """A TCP client that goes away mid-message (a reset, a half-sent request) ends the
+    session as the end of its input does: pygls would let the read error escape into
+    asyncio, which prints a traceback and keeps a server with no client running."""
+    import asyncio
+
+    import pygls.server
+
+    read_messages = getattr(pygls.server, "run_async", None)
+    if read_messages is None:  # another pygls layout: keep its own behaviour
+        return
+
+    async def until_disconnect(*args, **kwargs):
+        try:
+            return await read_messages(*args, **kwargs)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            logging.getLogger(__name__).info("the client disconnected")
+
+    pygls.server.run_async = until_disconnect

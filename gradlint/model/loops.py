@@ -18,6 +18,7 @@ from gradlint.findings import Span
 from gradlint.model import classify
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
+from gradlint.model.call_text import message_text
 from gradlint.model.event import Event
 from gradlint.model.names import dotted, root
 from gradlint.model.positions import Positions
@@ -147,8 +148,6 @@ class Context:
 
     # making events
     def text(self, node: cst.CSTNode) -> str:
-        from gradlint.model.call_text import message_text
-
         func = self.builder.code(node.func) if isinstance(node, cst.Call) else None
         return message_text(self.builder.code(node), func)
 
@@ -420,14 +419,10 @@ class Builder:
         return out
 
     def call(self, call: cst.Call, ctx: Context) -> list[Node]:
-        if _is_self_call(call):
-            # A method the file defines (even one named `backward` or `step`) is followed,
-            # not taken for the API call of the same name.
-            helper = self.helper_for(call, ctx)
-            if helper is not None:
-                definition, class_name, label = helper
-                return [Helper(self.inline(definition, call, class_name, label, ctx))]
-        event = classify.classify_call(call, ctx)
+        # A method the file defines (even one named `backward` or `step`) is followed,
+        # not taken for the API call of the same name.
+        helper = self.helper_for(call, ctx) if _is_self_call(call) else None
+        event = classify.classify_call(call, ctx) if helper is None else None
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
@@ -442,7 +437,7 @@ class Builder:
                 key = f"{ctx.accumulate}.sync_gradients"
                 return [Branch(key, True, False, [marked], [])]
             return [event]
-        helper = self.helper_for(call, ctx)
+        helper = helper or self.helper_for(call, ctx)
         if helper is None:
             opaque = classify.opaque_call(call, ctx)
             return [opaque] if opaque is not None else []

@@ -1,0 +1,109 @@
+"""Keep libcst's native parser away from input that would crash or stall it.
+
+libcst parses in Rust and recurses once per level of nesting: a few thousand
+levels overflow the thread's stack and kill the whole process with SIGSEGV
+(Instagram/LibCST #619, #980, #1000), and long trailer chains
+(`f()()()...`, `a[0][0]...`) cost it cubic time.  CPython's own parser
+rejects the worst of this ("too many nested parentheses", a RecursionError
+while building the tree), so before libcst sees a file:
+
+1. ``ast.parse`` it.  A rejection for nesting or size is final: a one-line
+   error.  Any other syntax error is left to libcst (it reads grammar newer
+   than the running Python, and the engine words its error from CPython's
+   anyway), unless a plain bracket count says the text nests deeper than
+   CPython would ever accept.
+2. Bound the depth libcst would recurse to: the depth of the ast, counting
+   each extra operand of ``a and b and ...`` as a level (flat in `ast`,
+   nested in libcst, which crashes near 7,000 of them).  Only subtrees
+   whose source span could hold more levels than are left are walked: a
+   level of nesting costs at least one character of source, so the walk
+   stays near the top of ordinary code and costs little.
+
+``check`` returns the error, or None; its ast is shared with the screen and
+the position table through gradlint/python_ast.py.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from gradlint.findings import SYNTAX_ERROR, FileError
+
+# libcst's native parser handles 6,000 levels on an 8 MiB stack and trailer chains of
+# 1,000 in a few seconds; no real file is refused (benchmarks/zero_crashes.py: 8,400 files).
+MAX_DEPTH = 1000
+# CPython's tokenizer refuses more than 200 open brackets (MAXLEVEL).
+MAX_BRACKETS = 200
+
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def check(source: str, path: str) -> Optional[FileError]:
+    """Why libcst must not see `source`, or None (also when CPython rejects it for other reasons:
+    libcst decides then)."""
+    from gradlint import python_ast
+
+    try:
+        tree = python_ast.parse(source)
+    except SyntaxError as exc:
+        if "too many nested" in str(exc.msg) or _bracket_depth(source) > MAX_BRACKETS:
+            return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
+        return None
+    except (RecursionError, MemoryError, OverflowError):
+        return too_deep(path, 1)
+    except ValueError:  # source with NUL bytes and the like: libcst words it
+        return None
+    deep = deepest_line(tree, source)
+    return too_deep(path, deep) if deep is not None else None
+
+
+def too_deep(path: str, line: int) -> FileError:
+    return FileError(path, SYNTAX_ERROR, f"too deeply nested to check (more than {MAX_DEPTH} levels)", line, 1)
+
+
+def _bracket_depth(source: str) -> int:
+    """The deepest run of open brackets, strings and comments included (an over-count is harmless:
+    it only decides between two wordings of a syntax error CPython already found)."""
+    depth = deepest = 0
+    for char in source:
+        if char in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif char in ")]}" and depth:
+            depth -= 1
+    return deepest
+
+
+def deepest_line(tree: ast.Module, source: str) -> Optional[int]:
+    """The line of a node nested deeper than MAX_DEPTH in libcst's terms, None when none is."""
+    starts = [0]
+    # ast counts "\r\n", "\r" and "\n" as line ends; dropping the "\r"s only shortens spans
+    # by characters that hold no level of nesting.
+    for line in source.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    last = len(starts) - 1
+
+    def span(node) -> int:
+        lineno = getattr(node, "lineno", None)
+        end = getattr(node, "end_lineno", None)
+        if lineno is None or end is None:
+            return MAX_DEPTH  # arguments, comprehension, withitem...: hold expressions, always look in
+        # col_offset counts UTF-8 bytes: an over-estimate of characters, which only walks more
+        return starts[min(end, last) - 1] + node.end_col_offset - starts[min(lineno, last) - 1] - node.col_offset
+
+    stack = [(child, 1, child.lineno) for child in tree.body]
+    while stack:
+        node, depth, line = stack.pop()
+        line = getattr(node, "lineno", line)
+        if isinstance(node, ast.BoolOp):
+            depth += len(node.values) - 1
+        if depth > MAX_DEPTH:
+            return line
+        # Every level below costs at least one character of this node's span (plus a
+        # context or operator leaf): a node shorter than what is left cannot reach the bound.
+        if isinstance(node, _LEAVES) or span(node) + 2 < MAX_DEPTH - depth:
+            continue
+        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    return None
