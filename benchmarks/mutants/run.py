@@ -1,0 +1,234 @@
+"""Mutation study: does each rule fire on the bugs it names, and stay quiet on clean code?
+
+    python benchmarks/mutants/run.py                       # the project's clean fixtures only
+    python benchmarks/mutants/run.py --corpus /work/study/mutsrc --report /work/study/MUTANTS.md
+
+For every clean file (fixtures/gl00N/right_*.py, fixtures/idioms/*.py, and
+with --corpus every .py under that directory), mutate.py makes single-bug
+variants labelled with the rule that must fire.  gradlint (the installed
+CLI, `--isolated --output-format json`) checks the originals and the
+mutants.  A mutant is *detected* when a finding with the expected code lies
+inside the mutated loop.  A mutant whose original already has that code in
+that loop proves nothing and is counted apart.  Prints the per-rule table
+and the clean files with findings; --report appends the table and every
+undetected mutant's diff to a Markdown file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+from mutate import Mutant, mutants  # noqa: E402
+
+RULES = [f"GL00{n}" for n in range(1, 9)]
+BATCH = 400  # files per gradlint call: long enough argv, short enough to see progress
+
+
+def clean_fixtures(root: Path = ROOT) -> list[Path]:
+    fixtures = root / "fixtures"
+    return sorted(fixtures.glob("gl00*/right_*.py")) + sorted((fixtures / "idioms").glob("*.py"))
+
+
+@dataclass
+class Case:
+    source_path: Path
+    mutant: Mutant
+    file: Path  # where the mutant was written
+    status: str = ""  # detected, missed, preexisting
+
+
+def gradlint_findings(paths: list[Path]) -> dict[str, list[dict]]:
+    """Findings per absolute path, from the installed CLI."""
+    by_path: dict[str, list[dict]] = defaultdict(list)
+    for start in range(0, len(paths), BATCH):
+        chunk = [str(p) for p in paths[start : start + BATCH]]
+        proc = subprocess.run(
+            ["gradlint", "--isolated", "--output-format", "json", *chunk], capture_output=True, text=True
+        )
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"gradlint failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        report = json.loads(proc.stdout)
+        for finding in report["findings"]:
+            by_path[str(Path(finding["path"]).resolve())].append(finding)
+        for error in report.get("errors", []):
+            by_path[str(Path(error.get("path", "?")).resolve())].append({"code": "error", "line": 0, **error})
+    return by_path
+
+
+def _in_loop(findings, code, start, end):
+    """Findings of `code` pointing into the loop: their own line or a related one (a rule may
+    report on a helper the loop calls, with the loop's event as the related location)."""
+    return [
+        f
+        for f in findings
+        if f["code"] == code
+        and any(start <= line <= end for line in [f["line"], *(r["line"] for r in f.get("related", []))])
+    ]
+
+
+def judge(mutant: Mutant, clean_findings: list[dict], mutant_findings: list[dict]) -> str:
+    """detected, missed, or preexisting (the original already has that code in that loop).
+
+    Findings are dicts with at least "code" and "line" (the JSON output's shape).
+    """
+    if _in_loop(clean_findings, mutant.code, mutant.original_loop_start, mutant.original_loop_end):
+        return "preexisting"
+    if _in_loop(mutant_findings, mutant.code, mutant.loop_start, mutant.loop_end):
+        return "detected"
+    return "missed"
+
+
+def study(sources: list[Path], workdir: Path, label_root: Path):
+    cases: list[Case] = []
+    skips = []
+    originals = {}
+    for number, path in enumerate(sources):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        originals[path] = text
+        found, skipped = mutants(text)
+        skips.extend((path, s) for s in skipped)
+        for index, mutant in enumerate(found):
+            out = workdir / f"{number:04d}_{index:03d}_{mutant.code}_{path.name}"
+            out.write_text(mutant.source, encoding="utf-8")
+            cases.append(Case(path, mutant, out))
+    clean = gradlint_findings([p.resolve() for p in originals])
+    mutated = gradlint_findings([c.file.resolve() for c in cases])
+    for case in cases:
+        m = case.mutant
+        case.status = judge(m, clean.get(str(case.source_path.resolve()), []), mutated.get(str(case.file.resolve()), []))
+    return cases, skips, clean, originals
+
+
+def table(cases: list[Case]) -> tuple[str, dict]:
+    counts = {rule: defaultdict(int) for rule in RULES}
+    for case in cases:
+        counts[case.mutant.code][case.status] += 1
+    rows = ["| rule | mutants | detected | rate | missed | original already fired |", "|---|---|---|---|---|---|"]
+    rates = {}
+    for rule in RULES:
+        c = counts[rule]
+        total = c["detected"] + c["missed"]
+        rate = c["detected"] / total if total else None
+        rates[rule] = rate
+        shown = f"{100 * rate:.1f}%" if rate is not None else "-"
+        rows.append(f"| {rule} | {total} | {c['detected']} | {shown} | {c['missed']} | {c['preexisting']} |")
+    return "\n".join(rows), rates
+
+
+def _short(path: Path, label_root: Path) -> str:
+    for root in (label_root, ROOT):
+        try:
+            return str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            continue
+    return str(path)
+
+
+def report(cases, skips, clean, originals, label_root: Path, title: str) -> str:
+    text, _ = table(cases)
+    out = [f"## {title}", "", f"{len(originals)} clean files, {len(cases)} mutants.", "", text, ""]
+    flagged = {p: clean.get(str(p.resolve()), []) for p in originals}
+    flagged = {p: f for p, f in flagged.items() if f}
+    out.append(f"### Clean files with findings ({len(flagged)})\n")
+    for path, findings in sorted(flagged.items()):
+        for f in findings:
+            out.append(f"- `{_short(path, label_root)}:{f.get('line')}` {f['code']} {f.get('message', '')}")
+    out.append("")
+    missed = [c for c in cases if c.status == "missed"]
+    out.append(f"### Undetected mutants ({len(missed)})\n")
+    for case in missed:
+        original = originals[case.source_path]
+        diff = difflib.unified_diff(original.splitlines(), case.mutant.source.splitlines(), lineterm="", n=2)
+        got = sorted({f["code"] for f in gradlint_cache.get(case.file, [])})
+        out.append(f"#### {case.mutant.code} `{_short(case.source_path, label_root)}`: {case.mutant.description}")
+        out.append(f"(loop lines {case.mutant.loop_start}-{case.mutant.loop_end}; gradlint gave: {', '.join(got) or 'nothing'})\n")
+        out.append("```diff")
+        out.extend(list(diff)[2:])
+        out.append("```\n")
+    reasons = defaultdict(int)
+    for _, s in skips:
+        reasons[(s.code, s.reason.split(" (")[0] if s.code == "GL008" else s.reason)] += 1
+    out.append("### Mutations left out (edge cases)\n")
+    out.append("| rule | reason | count |\n|---|---|---|")
+    for (code, reason), n in sorted(reasons.items()):
+        out.append(f"| {code} | {reason} | {n} |")
+    out.append("")
+    return "\n".join(out)
+
+
+gradlint_cache: dict[Path, list[dict]] = {}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, help="also mutate every .py file under this directory")
+    parser.add_argument("--no-fixtures", action="store_true", help="only the corpus")
+    parser.add_argument("--report", type=Path, help="append the results (Markdown) to this file")
+    parser.add_argument("--json", type=Path, help="write per-mutant results here")
+    args = parser.parse_args(argv)
+
+    runs = []
+    if not args.no_fixtures:
+        runs.append(("project fixtures", clean_fixtures(), ROOT))
+    if args.corpus:
+        runs.append((f"public training files ({args.corpus})", sorted(args.corpus.rglob("*.py")), args.corpus))
+    all_cases = []
+    results = []
+    for title, sources, label_root in runs:
+        started = time.time()
+        workdir = Path(tempfile.mkdtemp(prefix="gradlint-mutants-"))
+        try:
+            cases, skips, clean, originals = study(sources, workdir, label_root)
+            # keep the mutants' findings for the report, keyed by file, before the files go
+            for case in cases:
+                gradlint_cache[case.file] = []
+            found = gradlint_findings([c.file.resolve() for c in cases if c.status == "missed"])
+            for case in cases:
+                gradlint_cache[case.file] = found.get(str(case.file.resolve()), [])
+            stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            text = report(cases, skips, clean, originals, label_root, f"{title}, {stamp}")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        rows, _ = table(cases)
+        flagged = sum(1 for p in originals if clean.get(str(p.resolve())))
+        print(f"# {title}: {len(originals)} clean files, {len(cases)} mutants, {time.time() - started:.0f} s")
+        print(rows)
+        print(f"clean files with findings: {flagged}\n")
+        if args.report:
+            with args.report.open("a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+        all_cases.extend(cases)
+        results.extend(
+            {
+                "source": _short(c.source_path, label_root),
+                "code": c.mutant.code,
+                "operator": c.mutant.operator,
+                "description": c.mutant.description,
+                "status": c.status,
+            }
+            for c in cases
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
