@@ -84,7 +84,7 @@ def _code_text(line: str) -> str:
     return line.strip()
 
 
-def _state(param):
+def _state(param, sums=True):
     grad = _GRAD.__get__(param)
     if grad is None:
         return None
@@ -93,21 +93,57 @@ def _state(param):
         if values.is_sparse:
             values = values.to_dense()
         norm = float(values.norm())
-        total = float(values.sum())
+        total = float(values.sum()) if sums else None
     except Exception:  # an exotic gradient layout: record presence only
         return {"norm": None, "sum": None, "zero": False}
     return {"norm": norm, "sum": total, "zero": norm == 0.0}
+
+
+def _fingerprints(tensors) -> list:
+    """One norm per tensor from one fused call (torch._foreach_norm), as Python floats.
+
+    A fingerprint, not a snapshot: enough to tell None, zero, changed and
+    unchanged apart, at a fraction of the cost of copying or reducing each
+    tensor on its own.  Falls back to one norm per tensor for layouts the
+    fused kernel refuses (sparse, mixed devices).
+    """
+    if not tensors:
+        return []
+    try:
+        return torch.stack([n.to(torch.float64) for n in torch._foreach_norm(tensors)]).tolist()
+    except Exception:
+        out = []
+        for t in tensors:
+            try:
+                values = t.detach()
+                out.append(float((values.to_dense() if values.is_sparse else values).double().norm()))
+            except Exception:
+                out.append(None)
+        return out
 
 
 def _has(state) -> bool:
     return state is not None and not state.get("zero")
 
 
+MANUAL_OID = 0  # the pseudo-optimizer of parameters updated by hand (`p -= lr * p.grad`)
+# With several optimizers, the run ends once every optimizer that stepped made --steps steps,
+# but never after more than this many steps per optimizer in all (one that steps rarely).
+_BUDGET_SPREAD = 5
+
+
 class Recorder:
-    def __init__(self, log_path: str, max_steps: int):
+    def __init__(self, log_path: str, max_steps: int, sums: bool = False):
         self.log = open(log_path, "w", encoding="utf-8")
         self.max_steps = max_steps
+        self.sums = sums  # gradient sums too (for --trace); otherwise one fused norm per event
         self.steps = 0
+        self.steps_by: dict[int, int] = {}  # oid -> steps taken (skipped by a GradScaler included)
+        self.refs: list = []  # (pid, param) in pid order, for the fused snapshot
+        self.unhooked: dict[int, object] = {}  # pid -> param whose hook could not be registered yet (frozen)
+        self.manual: dict[int, object] = {}  # pid -> param no optimizer holds (updated by hand, if at all)
+        self.manual_values: dict[int, float] = {}  # pid -> fingerprint of its values at the last look
+        self.manual_round: set = set()  # pids updated by hand in the current manual step
         self.stopped = False  # after the budget: record nothing, refuse further steps
         self.stop_reason = None  # why the budget ended the run, even if the script swallowed the exception
         self.inside = 0  # depth inside a probed call: nested probe hits are torch's own work
@@ -137,7 +173,10 @@ class Recorder:
 
     def close(self, end: dict):
         self.flush_pending()
-        self.write({"type": "names", "optimizers": {str(o["oid"]): self._name(o) for o in self.optimizers.values()}})
+        names = {str(o["oid"]): self._name(o) for o in self.optimizers.values()}
+        if self.manual:
+            names[str(MANUAL_OID)] = "manual update"
+        self.write({"type": "names", "optimizers": names})
         self.write(dict(end, type="end", steps=self.steps))
         self.log.close()
 
@@ -208,32 +247,117 @@ class Recorder:
                         continue
         return found
 
-    def track(self, opt, params):
-        info = self.optimizer(opt)
+    def track(self, opt, params, frames=None):
+        """Follow these parameters by identity from now on, whoever steps or clears them.
+
+        opt None: parameters a backward wrote that no optimizer holds (a manual update loop).
+        A parameter already followed (a SAM-style wrapper whose base optimizer shares the
+        parameter groups) is not followed twice: events name parameters, not optimizers.
+        """
+        info = self.optimizer(opt) if opt is not None else None
         new = [p for p in params if isinstance(p, torch.Tensor) and id(p) not in self.params]
         if not new:
             return
-        frames = user_frames(2)
+        frames = user_frames(2) if frames is None else frames
         names = self._module_names(frames)
         for index, p in enumerate(new):
             pid = len(self.params) + 1
-            name = names.get(id(p), f"{info['cls']}#{info['oid']}.param{index}")
+            fallback = f"{info['cls']}#{info['oid']}.param{index}" if info else f"param{pid}"
+            name = names.get(id(p), fallback)
             self.params[id(p)] = {"pid": pid, "ref": p, "name": name}
-            try:
-                p.register_post_accumulate_grad_hook(self._accumulated)
-            except RuntimeError:
-                pass  # a parameter that does not require grad never gets one
-            self.last[pid] = _state(p)
-            self.write({"type": "param", "pid": pid, "name": name, "shape": list(p.shape), "oid": info["oid"]})
+            self.refs.append((pid, p))
+            self._hook(pid, p)
+            if info is None:
+                self.manual[pid] = p
+                self.manual_values.update(zip([pid], _fingerprints([p.detach()])))
+            self.last[pid] = _state(p, self.sums)
+            oid = info["oid"] if info else MANUAL_OID
+            self.write({"type": "param", "pid": pid, "name": name, "shape": list(p.shape), "oid": oid})
+
+    def _hook(self, pid, p):
+        """A post-accumulate-grad hook says which backward wrote this parameter.  torch refuses it on a
+        parameter that does not require grad (a frozen backbone): retried once it does."""
+        try:
+            p.register_post_accumulate_grad_hook(self._accumulated)
+            self.unhooked.pop(pid, None)
+        except RuntimeError:
+            self.unhooked[pid] = p
+
+    def hook_unfrozen(self):
+        for pid, p in list(self.unhooked.items()):
+            if p.requires_grad:
+                self._hook(pid, p)
+
+    def track_graph(self, tensors, frames):
+        """Parameters a backward will write when no optimizer exists: walk the autograd graph to
+        its leaves (AccumulateGrad nodes) so that a hand-written update loop is followed too."""
+        found, seen = [], set()
+        stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        while stack and len(seen) < 100_000:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            leaf = getattr(node, "variable", None)
+            if leaf is not None and id(leaf) not in self.params:
+                found.append(leaf)
+            stack.extend(next_node for next_node, _ in node.next_functions)
+        if found:
+            self.track(None, found, frames)
 
     # --- events -----------------------------------------------------------------
 
     def snapshot(self) -> dict[int, object]:
-        return {info["pid"]: _state(info["ref"]) for info in self.params.values()}
+        if self.sums:
+            return {pid: _state(p) for pid, p in self.refs}
+        state: dict[int, object] = {}
+        present, tensors = [], []
+        for pid, p in self.refs:
+            grad = _GRAD.__get__(p)
+            if grad is None:
+                state[pid] = None
+            else:
+                present.append(pid)
+                tensors.append(grad.detach())
+        for pid, norm in zip(present, _fingerprints(tensors)):
+            state[pid] = {"norm": norm, "sum": None, "zero": norm == 0.0} if norm is not None else {
+                "norm": None, "sum": None, "zero": False}
+        return state
+
+    def check_manual_updates(self, frames):
+        """Parameters no optimizer holds whose values changed since the last look, while they
+        had a gradient: a hand-written update (`p -= lr * p.grad`, `p.data.add_(...)`), an S."""
+        pids = list(self.manual)
+        values = _fingerprints([self.manual[pid].detach() for pid in pids])
+        changed = []
+        for pid, value in zip(pids, values):
+            if value != self.manual_values.get(pid):
+                self.manual_values[pid] = value
+                if _GRAD.__get__(self.manual[pid]) is not None:
+                    changed.append(pid)
+        if not changed:
+            return
+        new_round = not self.manual_round or bool(self.manual_round & set(changed))
+        if new_round:
+            self.manual_round = set()
+            if self.steps_by.get(MANUAL_OID, 0) >= self.max_steps and self._budget_spent(MANUAL_OID):
+                self.stopped, self.stop_reason = True, "steps"
+                raise BudgetReached("steps")
+            self.steps_by[MANUAL_OID] = self.steps_by.get(MANUAL_OID, 0) + 1
+            self.steps += 1
+        self.manual_round |= set(changed)
+        self._finish(self._event(
+            "S", frames, api="manual update", oid=MANUAL_OID, params=changed, inferred=True, manual=True,
+            continued=not new_round,
+        ))
 
     def before(self, frames):
-        """Flush what came before and report clears that no probe saw."""
+        """Flush what came before and report clears and manual updates that no probe saw."""
         self.flush_pending()
+        if self.unhooked:
+            self.hook_unfrozen()
+        if self.manual:
+            self.check_manual_updates(frames)
         now = self.snapshot()
         cleared = [pid for pid, state in now.items() if _has(self.last.get(pid)) and not _has(state)]
         if cleared:
@@ -278,6 +402,8 @@ class Recorder:
 
     def run_backward(self, call, tensors, api):
         frames = user_frames(3)
+        if not self.optimizers:
+            self.track_graph(tensors, frames)
         self.before(frames)
         scaled = [t for t in tensors if isinstance(t, torch.Tensor) and getattr(t, "_gradlint_scale", None)]
         event = self._event("B", frames, api=api, params=[], scaled=bool(scaled))
@@ -299,7 +425,8 @@ class Recorder:
         frames = user_frames(3)
         pid = self.params[id(param)]["pid"]
         same_line = (
-            self.pending is not None
+            pid not in self.manual
+            and self.pending is not None
             and self.pending.get("api") == api
             and self.pending["sites"][:1] == _sites(frames[:1])
         )
@@ -310,6 +437,9 @@ class Recorder:
         self.before(frames)
         _GRAD.__set__(param, value)
         kind = "Z" if value is None else "B"
+        if pid in self.manual:  # each clear on its own, so that updates between them stay in order
+            self._finish(self._event(kind, frames, api=api, params=[pid], overwrites=value is not None))
+            return
         self.emit(self._event(kind, frames, api=api, params=[pid], overwrites=value is not None), mergeable=True)
 
     def zero_grad_tensor(self, tensor, original):
@@ -317,13 +447,14 @@ class Recorder:
         if pid is None:
             return original(tensor)
         frames = user_frames(3)
-        if self.pending is not None and self.pending.get("api") == "grad.zero_()" and self.pending["sites"][:1] == _sites(frames[:1]):
+        if (self.pending is not None and self.pending.get("api") == "grad.zero_()" and pid not in self.manual
+                and self.pending["sites"][:1] == _sites(frames[:1])):
             out = original(tensor)
             self.pending["params"].append(pid)
             return out
         self.before(frames)
         out = original(tensor)
-        self.emit(self._event("Z", frames, api="grad.zero_()", params=[pid]), mergeable=True)
+        self.emit(self._event("Z", frames, api="grad.zero_()", params=[pid]), mergeable=pid not in self.manual)
         return out
 
     def _grad_owner(self, tensor):
@@ -357,18 +488,41 @@ class Recorder:
         self._finish(event)
         return result
 
-    def step_pre(self, opt):
+    def _budget_spent(self, oid) -> bool:
+        """This optimizer made its --steps steps; so did every other one that stepped (a WGAN's
+        generator, stepped once per five critic steps, gets its own), or the run is long enough."""
+        if self.steps_by.get(oid, 0) < self.max_steps:
+            return False
+        stepped = [n for n in self.steps_by.values() if n]
+        if all(n >= self.max_steps for n in stepped):
+            return True
+        return self.steps >= self.max_steps * _BUDGET_SPREAD * max(1, len(stepped))
+
+    def check_budget(self, opt, skip=3):
+        """Refuse a step past the budget.  It is recorded (it shows what the update would have used)
+        but never runs."""
         if self.stopped:
             raise BudgetReached("steps")
-        if self.steps >= self.max_steps:
-            # The step that would exceed the budget is recorded (it shows what the update would
-            # have used) but never runs.
-            frames = user_frames(3)
-            info = self.optimizer(opt, frames)
-            self.before(frames)
-            self._finish(self._event("S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), prevented=True))
-            self.stopped, self.stop_reason = True, "steps"
-            raise BudgetReached("steps")
+        info = self.optimizer(opt)
+        if not self._budget_spent(info["oid"]):
+            return
+        frames = user_frames(skip + 1)
+        self.optimizer(opt, frames)
+        self.before(frames)
+        self._finish(self._event("S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), prevented=True))
+        self.stopped, self.stop_reason = True, "steps"
+        raise BudgetReached("steps")
+
+    def count_step(self, oid):
+        self.steps += 1
+        self.steps_by[oid] = self.steps_by.get(oid, 0) + 1
+
+    def frozen(self, pids) -> list[int]:
+        by_pid = dict(self.refs)
+        return [pid for pid in pids if pid in by_pid and not by_pid[pid].requires_grad]
+
+    def step_pre(self, opt):
+        self.check_budget(opt)
         frames = user_frames(3)
         self.optimizer(opt, frames)
         self.before(frames)
@@ -383,11 +537,12 @@ class Recorder:
         self.flush_pending()
         # torch passes the step's own arguments with the optimizer first: (opt, closure?)
         closure = (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
+        pids = self.opt_pids(opt)
         event = self._event(
-            "S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), closure=closure,
-            via="scaler" if self.scaler_step else None,
+            "S", frames, api="step", oid=info["oid"], params=pids, closure=closure,
+            via="scaler" if self.scaler_step else None, frozen=self.frozen(pids),
         )
-        self.steps += 1
+        self.count_step(info["oid"])
         self.stepped_in_scaler = True
         self._finish(event)
 
@@ -412,6 +567,68 @@ def install(recorder: Recorder):
     _patch_clips()
     _patch_scalers()
     _patch_schedulers()
+    _patch_subprocesses()
+
+
+def _patch_subprocesses():
+    """Training started in another process (torch.multiprocessing.spawn, multiprocessing.Process)
+    runs in an interpreter without probes: record that it happened, so that verdicts can say
+    "not probed" instead of "never ran".  DataLoader workers are not training."""
+    import multiprocessing.process as mp_process
+
+    import torch.multiprocessing as torch_mp
+
+    def record(api, target):
+        rec = RECORDER
+        if rec is None or rec.stopped:
+            return
+        frames = user_frames(3)
+        name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or type(target).__name__
+        rec.write({"type": "subprocess", "api": api, "target": name, "sites": _sites(frames)})
+
+    original_start_processes = torch_mp.start_processes
+
+    def start_processes(fn, *args, **kwargs):
+        record("torch.multiprocessing.spawn", fn)
+        rec = RECORDER
+        if rec is not None:
+            rec.inside += 1  # its Process.start calls are this one spawn
+        try:
+            return original_start_processes(fn, *args, **kwargs)
+        finally:
+            if rec is not None:
+                rec.inside -= 1
+
+    original_spawn = torch_mp.spawn
+
+    def spawn(fn, *args, **kwargs):
+        record("torch.multiprocessing.spawn", fn)
+        rec = RECORDER
+        if rec is not None:
+            rec.inside += 1
+        try:
+            return original_spawn(fn, *args, **kwargs)
+        finally:
+            if rec is not None:
+                rec.inside -= 1
+
+    torch_mp.start_processes = start_processes
+    torch_mp.spawn = spawn
+    spawn_module = sys.modules.get("torch.multiprocessing.spawn")
+    if spawn_module is not None:
+        spawn_module.spawn = spawn
+        spawn_module.start_processes = start_processes
+
+    original_start = mp_process.BaseProcess.start
+
+    def start(self):
+        target = getattr(self, "_target", None)
+        module = getattr(target, "__module__", "") or ""
+        if _active() is not None and not module.startswith(("torch.utils.data", "torch.multiprocessing")):
+            record("multiprocessing.Process.start", target)
+        return original_start(self)
+
+    mp_process.BaseProcess.start = start
 
 
 def _patch_optimizer():
@@ -610,6 +827,7 @@ def _patch_scalers():
         rec = _active()
         if rec is None:
             return original_step(self, optimizer, *args, **kwargs)
+        rec.check_budget(optimizer, skip=1)  # a step the scaler skips still counts toward the budget
         rec.scaler_step += 1
         rec.stepped_in_scaler = False
         try:
@@ -621,7 +839,7 @@ def _patch_scalers():
             info = rec.optimizer(optimizer, frames)
             rec.before(frames)
             rec.emit(rec._event("S", frames, api="scaler.step", oid=info["oid"], params=rec.opt_pids(optimizer), skipped=True, via="scaler"))
-            rec.steps += 1
+            rec.count_step(info["oid"])
         return result
 
     GradScaler.scale = scale
