@@ -177,7 +177,7 @@ class Recorder:
         if self.manual:
             names[str(MANUAL_OID)] = "manual update"
         self.write({"type": "names", "optimizers": names})
-        self.write(dict(end, type="end", steps=self.steps))
+        self.write(dict(end, type="end", steps=self.steps, budget=self.max_steps))
         self.log.close()
 
     # --- identities --------------------------------------------------------------

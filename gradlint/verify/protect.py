@@ -46,7 +46,10 @@ class Guard:
         self.busy = False  # reporting writes to the (already open) log: never re-enter
 
     def permitted(self, path: str) -> bool:
-        return path.startswith(self.scratch) or path.startswith(_ALWAYS_ALLOWED) or path == os.devnull
+        return (
+            path.startswith(self.scratch) or path == self.scratch[:-1] or path.startswith(_ALWAYS_ALLOWED)
+            or path == os.devnull
+        )
 
     def check(self, action: str, target) -> None:
         if isinstance(target, int) or target is None:

@@ -96,11 +96,11 @@ class Child:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env.setdefault("PYTHONWARNINGS", "ignore")  # torch's import-time warnings are not the script's output
-        if not allow_writes:
-            # Libraries' own caches and temp files go to the scratch directory, not the user's.
-            env["PYTHONDONTWRITEBYTECODE"] = "1"
-            for name in ("TMPDIR", "TEMP", "TMP", "MPLCONFIGDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
-                env[name] = self.scratch
+        # Temp files and libraries' caches go to the scratch directory (removed afterwards), also
+        # with --allow-writes: they are verify's side effects, not the script's results.
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        for name in ("TMPDIR", "TEMP", "TMP", "MPLCONFIGDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+            env[name] = self.scratch
         self._handle = open(self.out, "wb")
         self.process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=self._handle, stderr=subprocess.STDOUT, env=env,

@@ -186,9 +186,11 @@ class Analysis:
         path, line = event.site
         if path is None:
             return "an unknown line"
+        # A hand-written update is seen by its effect, at the next probed call.
+        before = "a hand-written update seen before " if event.raw.get("manual") else ""
         if self.home and path == self.home:
-            return f"line {line}"
-        return f"{os.path.basename(path)}:{line}"
+            return f"{before}line {line}"
+        return f"{before}{os.path.basename(path)}:{line}"
 
     def call(self, event: Event) -> str:
         text = event.raw.get("text") or event.raw.get("api", "")
@@ -489,7 +491,8 @@ class Verdict:
 
 
 def _ran(run: Run, path: str, line: int) -> int:
-    return sum(1 for event in run.events if (path, line) in event.sites)
+    """How many probed calls ran at this line (an inferred event only borrows the line where it was noticed)."""
+    return sum(1 for event in run.events if (path, line) in event.sites and not event.raw.get("inferred"))
 
 
 def end_reason(run: Run, home: Optional[str] = None) -> str:
@@ -502,6 +505,9 @@ def end_reason(run: Run, home: Optional[str] = None) -> str:
     if reason == "completed":
         return "the script finished"
     if reason == "steps":
+        budget = end.get("budget")
+        if budget is not None and len(run.steps_by_optimizer()) > 1:
+            return f"the step budget ({budget} steps per optimizer) was used up"
         return f"the step budget ({end.get('steps', run.steps)} optimizer steps) was used up"
     if reason == "timeout":
         seconds = end.get("seconds")
@@ -560,7 +566,7 @@ def _path_ran(finding, run: Run, home: str) -> Optional[str]:
     """None when the finding's path ran in the order that would show the bug and the probes saw
     the parameters involved; otherwise why it did not (for "not reached")."""
     line = finding.span.line
-    at_line = [(i, e) for i, e in enumerate(run.events) if (home, line) in e.sites]
+    at_line = [(i, e) for i, e in enumerate(run.events) if (home, line) in e.sites and not e.raw.get("inferred")]
     if not at_line:
         return f"line {line} never ran: {end_reason(run, home)}"
     if len(at_line) < 2:
