@@ -276,3 +276,13 @@ def test_not_reproduced_only_when_the_bugs_path_ran_and_the_parameters_were_seen
     (verdict,) = report["verdicts"]
     assert (verdict["code"], verdict["line"], verdict["verdict"]) == ("GL001", 17, "not reproduced")
     assert "line 17 ran 4 times over 4 optimizer steps" in verdict["evidence"]
+
+
+def test_the_compact_state_in_the_log_round_trips_in_pid_order():
+    from gradlint.verify.probes import _encode
+    from gradlint.verify.verdicts import _expand
+
+    # filled out of order, as the fingerprint cache does (unchanged first, measured last)
+    state = {3: None, 1: {"norm": 2.0, "sum": None, "zero": False}, 4: {"norm": None, "sum": None, "zero": False},
+             2: {"norm": 0.0, "sum": None, "zero": True}, 5: {"norm": 1.0, "sum": -0.5, "zero": False}}
+    assert _expand(json.loads(json.dumps(_encode(state)))) == {str(pid): value for pid, value in state.items()}

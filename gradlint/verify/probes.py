@@ -19,6 +19,7 @@ import json
 import linecache
 import os
 import sys
+import weakref
 
 import torch
 import torch.nn.utils.clip_grad as _clip_module
@@ -110,7 +111,11 @@ def _fingerprints(tensors) -> list:
     if not tensors:
         return []
     try:
-        return torch.stack([n.to(torch.float64) for n in torch._foreach_norm(tensors)]).tolist()
+        norms = torch._foreach_norm(tensors)
+        try:
+            return torch.stack(norms).tolist()
+        except RuntimeError:  # mixed dtypes
+            return torch.stack([n.to(torch.float64) for n in norms]).tolist()
     except Exception:
         out = []
         for t in tensors:
@@ -120,6 +125,29 @@ def _fingerprints(tensors) -> list:
             except Exception:
                 out.append(None)
         return out
+
+
+# Events whose in-place work on gradients may leave version counters alone (unscale_ does):
+# measured again.  A backward's accumulation bumps the version, which the cache sees.
+_WRITES_GRADS = frozenset("ZUC")
+
+
+def _encode(state: dict) -> list:
+    """The log's compact state, one item per parameter in pid order (pids are 1, 2, ...):
+    null for no gradient, its norm, "?" when it has one that cannot be measured, or
+    [norm, sum] when sums are recorded (--trace).  verdicts.Run expands it again."""
+    out = []
+    for pid in range(1, len(state) + 1):  # pid order, whatever order the dict was filled in
+        value = state.get(pid)
+        if value is None:
+            out.append(None)
+        elif value["norm"] is None:
+            out.append("?")
+        elif value["sum"] is None:
+            out.append(value["norm"])
+        else:
+            out.append([value["norm"], value["sum"]])
+    return out
 
 
 def _has(state) -> bool:
@@ -139,11 +167,17 @@ class Recorder:
         self.sums = sums  # gradient sums too (for --trace); otherwise one fused norm per event
         self.steps = 0
         self.steps_by: dict[int, int] = {}  # oid -> steps taken (skipped by a GradScaler included)
+        self.pid_steps: dict[int, int] = {}  # pid -> steps that updated it, by any optimizer
         self.refs: list = []  # (pid, param) in pid order, for the fused snapshot
         self.unhooked: dict[int, object] = {}  # pid -> param whose hook could not be registered yet (frozen)
         self.manual: dict[int, object] = {}  # pid -> param no optimizer holds (updated by hand, if at all)
         self.manual_values: dict[int, float] = {}  # pid -> fingerprint of its values at the last look
         self.manual_round: set = set()  # pids updated by hand in the current manual step
+        self.pre_step = None  # (event count, state) at the start of the running step
+        self.quiet_hooks = False  # inside a probed backward whose writes the snapshot finds
+        self.changed: list[int] = []  # pids whose gradient the last snapshot had to measure again
+        self.pid_cache: dict[int, tuple] = {}  # id(opt) -> (shape of its groups, opt, pids)
+        self.cache: dict[int, tuple] = {}  # pid -> (weakref to its grad, grad version, state) at the last look
         self.stopped = False  # after the budget: record nothing, refuse further steps
         self.stop_reason = None  # why the budget ended the run, even if the script swallowed the exception
         self.inside = 0  # depth inside a probed call: nested probe hits are torch's own work
@@ -219,13 +253,25 @@ class Recorder:
         return info
 
     def opt_pids(self, opt) -> list[int]:
+        """The followed parameters an optimizer holds, cached while its groups keep the same lists
+        and no parameter was newly followed."""
+        groups = getattr(opt, "param_groups", ())
+        try:
+            key = (len(self.params), tuple((id(g.get("params")), len(g.get("params", ()))) for g in groups))
+        except Exception:
+            key = None
+        known = self.pid_cache.get(id(opt))
+        if key is not None and known is not None and known[0] == key and known[1] is opt:
+            return list(known[2])
         pids = []
-        for group in getattr(opt, "param_groups", ()):
+        for group in groups:
             for p in group.get("params", ()):
                 info = self.params.get(id(p))
                 if info is not None:
                     pids.append(info["pid"])
-        return pids
+        if key is not None:
+            self.pid_cache[id(opt)] = (key, opt, pids)
+        return list(pids)
 
     def pids_of(self, tensors) -> list[int]:
         return [self.params[id(t)]["pid"] for t in tensors if id(t) in self.params]
@@ -308,20 +354,39 @@ class Recorder:
     # --- events -----------------------------------------------------------------
 
     def snapshot(self) -> dict[int, object]:
+        """The gradient state of every followed parameter, measured only where it may have changed.
+
+        A gradient tensor that is the same object with the same version counter as at the last
+        look was not written since (backward accumulation, `mul_`, `zero_` all bump the version;
+        set_to_none and a fresh backward make a new object), so its last fingerprint still holds.
+        The others get one fused norm for all of them: an optimizer step, or a clear that sets
+        None, costs no arithmetic at all.  The cache holds the gradient itself (not its id, which
+        a new tensor may reuse) and lets go of it as soon as the parameter's .grad is None.
+        """
         if self.sums:
             return {pid: _state(p) for pid, p in self.refs}
         state: dict[int, object] = {}
-        present, tensors = [], []
+        stale, tensors = [], []
+        cache = self.cache
         for pid, p in self.refs:
             grad = _GRAD.__get__(p)
             if grad is None:
                 state[pid] = None
-            else:
-                present.append(pid)
-                tensors.append(grad.detach())
-        for pid, norm in zip(present, _fingerprints(tensors)):
-            state[pid] = {"norm": norm, "sum": None, "zero": norm == 0.0} if norm is not None else {
+                if pid in cache:
+                    del cache[pid]
+                continue
+            known = cache.get(pid)
+            if known is not None and known[0] is grad and known[1] == grad._version:
+                state[pid] = known[2]
+                continue
+            stale.append((pid, grad))
+            tensors.append(grad.detach())
+        self.changed = [pid for pid, _ in stale]
+        for (pid, grad), norm in zip(stale, _fingerprints(tensors)):
+            value = {"norm": norm, "sum": None, "zero": norm == 0.0} if norm is not None else {
                 "norm": None, "sum": None, "zero": False}
+            state[pid] = value
+            cache[pid] = (grad, grad._version, value)
         return state
 
     def check_manual_updates(self, frames):
@@ -343,8 +408,7 @@ class Recorder:
             if self.steps_by.get(MANUAL_OID, 0) >= self.max_steps and self._budget_spent(MANUAL_OID):
                 self.stopped, self.stop_reason = True, "steps"
                 raise BudgetReached("steps")
-            self.steps_by[MANUAL_OID] = self.steps_by.get(MANUAL_OID, 0) + 1
-            self.steps += 1
+            self.count_step(MANUAL_OID)
         self.manual_round |= set(changed)
         self._finish(self._event(
             "S", frames, api="manual update", oid=MANUAL_OID, params=changed, inferred=True, manual=True,
@@ -359,7 +423,10 @@ class Recorder:
         if self.manual:
             self.check_manual_updates(frames)
         now = self.snapshot()
-        cleared = [pid for pid, state in now.items() if _has(self.last.get(pid)) and not _has(state)]
+        last = self.last
+        # an unchanged gradient keeps the very same state object: only the others can be clears
+        cleared = [pid for pid, state in now.items()
+                   if state is not last.get(pid) and _has(last.get(pid)) and not _has(state)]
         if cleared:
             self._finish(self._event("Z", frames, api="inferred clear", params=cleared, inferred=True), now)
         self.last.update(now)
@@ -373,9 +440,14 @@ class Recorder:
         return dict(type="event", i=self.count, kind=kind, sites=sites, text=text, **facts)
 
     def _finish(self, event, state=None):
+        if event["kind"] in _WRITES_GRADS:
+            # In-place work on gradients that may not bump a version counter (fused kernels):
+            # measure again rather than trust the cache.
+            self.cache.clear()
         state = self.snapshot() if state is None else state
         self.last.update(state)
-        event["state"] = {str(pid): value for pid, value in state.items()}
+        event.pop("_seen", None)
+        event["state"] = _encode(state)
         self.write(event)
 
     def emit(self, event, mergeable=False):
@@ -390,6 +462,8 @@ class Recorder:
     # --- probe bodies -------------------------------------------------------------
 
     def _accumulated(self, param):
+        if self.quiet_hooks:  # a probed backward: the snapshot after it says which gradients it wrote
+            return
         info = self.params.get(id(param))
         if info is None or self.stopped:
             return
@@ -397,7 +471,9 @@ class Recorder:
             self.flush_pending()
             self.pending = self._event("B", user_frames(2), api="backward (unprobed path)", params=[], implicit=True)
             self.backward = self.pending
-        if info["pid"] not in self.backward["params"]:
+        seen = self.backward.setdefault("_seen", set())
+        if info["pid"] not in seen:
+            seen.add(info["pid"])
             self.backward["params"].append(info["pid"])
 
     def run_backward(self, call, tensors, api):
@@ -411,6 +487,9 @@ class Recorder:
             event["scale"] = scaled[0]._gradlint_scale
         self.backward = event
         self.inside += 1
+        # Without --trace the fingerprint cache knows which gradients changed: those are the ones
+        # this backward wrote, so the per-parameter hooks need not run Python for it.
+        self.quiet_hooks = not self.sums
         try:
             return call()
         except Exception as exc:
@@ -419,7 +498,13 @@ class Recorder:
         finally:
             self.inside -= 1
             self.backward = None
-            self._finish(event)
+            if self.quiet_hooks:
+                self.quiet_hooks = False
+                state = self.snapshot()
+                event["params"] = sorted(set(event["params"]) | set(self.changed))
+                self._finish(event, state)
+            else:
+                self._finish(event)
 
     def assign_grad(self, param, value, api):
         frames = user_frames(3)
@@ -489,14 +574,24 @@ class Recorder:
         return result
 
     def _budget_spent(self, oid) -> bool:
-        """This optimizer made its --steps steps; so did every other one that stepped (a WGAN's
-        generator, stepped once per five critic steps, gets its own), or the run is long enough."""
-        if self.steps_by.get(oid, 0) < self.max_steps:
+        """This optimizer made its --steps steps, and so did every other optimizer built so far (a
+        WGAN's generator, stepped once per five critic steps, gets its own steps too).  An
+        optimizer whose parameters others stepped that often counts as done (a SAM-style wrapper
+        steps through its base optimizer; a second optimizer over the same model may never step).
+        An optimizer over other parameters that never steps cannot hold the run forever: it
+        ends after --steps x 5 steps per optimizer in all."""
+        budget = self.max_steps
+        if self.steps_by.get(oid, 0) < budget:
             return False
-        stepped = [n for n in self.steps_by.values() if n]
-        if all(n >= self.max_steps for n in stepped):
+        if self.steps >= budget * _BUDGET_SPREAD * max(1, len(self.optimizers)):
             return True
-        return self.steps >= self.max_steps * _BUDGET_SPREAD * max(1, len(stepped))
+        for info in self.optimizers.values():
+            if self.steps_by.get(info["oid"], 0) >= budget:
+                continue
+            pids = self.opt_pids(info["ref"])
+            if not pids or any(self.pid_steps.get(pid, 0) < budget for pid in pids):
+                return False
+        return True
 
     def check_budget(self, opt, skip=3):
         """Refuse a step past the budget.  It is recorded (it shows what the update would have used)
@@ -513,7 +608,9 @@ class Recorder:
         self.stopped, self.stop_reason = True, "steps"
         raise BudgetReached("steps")
 
-    def count_step(self, oid):
+    def count_step(self, oid, pids=()):
+        for pid in pids:
+            self.pid_steps[pid] = self.pid_steps.get(pid, 0) + 1
         self.steps += 1
         self.steps_by[oid] = self.steps_by.get(oid, 0) + 1
 
@@ -526,6 +623,7 @@ class Recorder:
         frames = user_frames(3)
         self.optimizer(opt, frames)
         self.before(frames)
+        self.pre_step = (self.count, dict(self.last))  # a step does not write gradients: reused after it
         self.in_step += 1
 
     def step_post(self, opt, args, kwargs):
@@ -542,9 +640,12 @@ class Recorder:
             "S", frames, api="step", oid=info["oid"], params=pids, closure=closure,
             via="scaler" if self.scaler_step else None, frozen=self.frozen(pids),
         )
-        self.count_step(info["oid"])
+        self.count_step(info["oid"], pids)
         self.stepped_in_scaler = True
-        self._finish(event)
+        count, state = self.pre_step if self.pre_step is not None else (None, None)
+        self.pre_step = None
+        # Nothing probed ran inside the step (no closure doing backward): the state before it holds.
+        self._finish(event, state if count == self.count - 1 else None)
 
 
 RECORDER: Recorder | None = None
@@ -719,9 +820,6 @@ def _patch_backward():
 def _patch_grad_attribute():
     """`p.grad = None` and `p.grad = g` on a parameter become events with their own line."""
 
-    def get(self):
-        return _GRAD.__get__(self)
-
     def set_(self, value):
         rec = _active()
         if rec is None or id(self) not in rec.params:
@@ -731,7 +829,8 @@ def _patch_grad_attribute():
     def delete(self):
         set_(self, None)
 
-    torch.nn.Parameter.grad = property(get, set_, delete, _GRAD.__doc__)
+    # the getter is the C descriptor itself: the optimizer reads p.grad for every parameter
+    torch.nn.Parameter.grad = property(_GRAD.__get__, set_, delete, _GRAD.__doc__)
 
 
 _CLIP_NAMES = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
@@ -839,7 +938,7 @@ def _patch_scalers():
             info = rec.optimizer(optimizer, frames)
             rec.before(frames)
             rec.emit(rec._event("S", frames, api="scaler.step", oid=info["oid"], params=rec.opt_pids(optimizer), skipped=True, via="scaler"))
-            rec.count_step(info["oid"])
+            rec.count_step(info["oid"], rec.opt_pids(optimizer))
         return result
 
     GradScaler.scale = scale

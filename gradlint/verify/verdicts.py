@@ -89,6 +89,8 @@ class Run:
             elif kind == "param":
                 run.params[int(record["pid"])] = record
             elif kind == "event":
+                if isinstance(record.get("state"), list):
+                    record["state"] = _expand(record["state"])
                 run.events.append(Event(record))
             elif kind == "subprocess":
                 run.subprocesses.append({k: v for k, v in record.items() if k != "type"})
@@ -116,6 +118,21 @@ class Run:
             if _counts_as_step(e):
                 counts[e.raw.get("oid")] = counts.get(e.raw.get("oid"), 0) + 1
         return counts
+
+
+def _expand(items: list) -> dict:
+    """The probes' compact state (see probes._encode) as {pid: {"norm", "sum", "zero"} or None}."""
+    state = {}
+    for pid, item in enumerate(items, start=1):
+        if item is None:
+            state[str(pid)] = None
+        elif item == "?":
+            state[str(pid)] = {"norm": None, "sum": None, "zero": False}
+        elif isinstance(item, list):
+            state[str(pid)] = {"norm": item[0], "sum": item[1], "zero": item[0] == 0.0}
+        else:
+            state[str(pid)] = {"norm": item, "sum": None, "zero": item == 0.0}
+    return state
 
 
 def _counts_as_step(event) -> bool:
