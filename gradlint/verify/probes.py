@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import linecache
+import operator
 import os
 import sys
 import weakref
@@ -130,6 +131,7 @@ def _fingerprints(tensors) -> list:
 # Events whose in-place work on gradients may leave version counters alone (unscale_ does):
 # measured again.  A backward's accumulation bumps the version, which the cache sees.
 _WRITES_GRADS = frozenset("ZUC")
+_is = operator.is_
 
 
 def _encode(state: dict) -> list:
@@ -177,7 +179,11 @@ class Recorder:
         self.quiet_hooks = False  # inside a probed backward whose writes the snapshot finds
         self.changed: list[int] = []  # pids whose gradient the last snapshot had to measure again
         self.pid_cache: dict[int, tuple] = {}  # id(opt) -> (shape of its groups, opt, pids)
-        self.cache: dict[int, tuple] = {}  # pid -> (weakref to its grad, grad version, state) at the last look
+        self.cache: dict[int, tuple] = {}
+        self.param_list: list = []  # the followed parameters in pid order
+        self.fast = None  # (grads, their versions, state) of the last snapshot
+        self.last_finished = None  # the state written with the last event, and its encoding
+        self.last_encoded: list = []  # pid -> (weakref to its grad, grad version, state) at the last look
         self.stopped = False  # after the budget: record nothing, refuse further steps
         self.stop_reason = None  # why the budget ended the run, even if the script swallowed the exception
         self.inside = 0  # depth inside a probed call: nested probe hits are torch's own work
@@ -312,6 +318,7 @@ class Recorder:
             name = names.get(id(p), fallback)
             self.params[id(p)] = {"pid": pid, "ref": p, "name": name}
             self.refs.append((pid, p))
+            self.param_list.append(p)
             self._hook(pid, p)
             if info is None:
                 self.manual[pid] = p
@@ -354,6 +361,22 @@ class Recorder:
     # --- events -----------------------------------------------------------------
 
     def snapshot(self) -> dict[int, object]:
+        """The gradient state of every parameter; the same dict object as last time when no
+        gradient is a different tensor or has a new version (two C-speed passes, no arithmetic:
+        the common case before a step, and before a clear that follows one)."""
+        if self.sums:
+            return {pid: _state(p) for pid, p in self.refs}
+        grads = list(map(_GRAD.__get__, self.param_list))
+        last = self.fast
+        if last is not None and len(last[0]) == len(grads) and all(map(_is, grads, last[0])):
+            if [g._version for g in grads if g is not None] == last[1]:
+                self.changed = []
+                return last[2]
+        state = self._measure()
+        self.fast = (grads, [g._version for g in grads if g is not None], state)
+        return state
+
+    def _measure(self) -> dict[int, object]:
         """The gradient state of every followed parameter, measured only where it may have changed.
 
         A gradient tensor that is the same object with the same version counter as at the last
@@ -422,11 +445,13 @@ class Recorder:
             self.hook_unfrozen()
         if self.manual:
             self.check_manual_updates(frames)
+        previous = self.fast[2] if self.fast is not None else None
         now = self.snapshot()
         last = self.last
         # an unchanged gradient keeps the very same state object: only the others can be clears
-        cleared = [pid for pid, state in now.items()
-                   if state is not last.get(pid) and _has(last.get(pid)) and not _has(state)]
+        cleared = [] if now is previous and self.last_finished is now else [
+            pid for pid, state in now.items()
+            if state is not last.get(pid) and _has(last.get(pid)) and not _has(state)]
         if cleared:
             self._finish(self._event("Z", frames, api="inferred clear", params=cleared, inferred=True), now)
         self.last.update(now)
@@ -444,10 +469,14 @@ class Recorder:
             # In-place work on gradients that may not bump a version counter (fused kernels):
             # measure again rather than trust the cache.
             self.cache.clear()
+            self.fast = None
         state = self.snapshot() if state is None else state
-        self.last.update(state)
+        if state is not self.last_finished:
+            self.last.update(state)
+            self.last_encoded = _encode(state)
+            self.last_finished = state
         event.pop("_seen", None)
-        event["state"] = _encode(state)
+        event["state"] = self.last_encoded
         self.write(event)
 
     def emit(self, event, mergeable=False):
@@ -623,7 +652,8 @@ class Recorder:
         frames = user_frames(3)
         self.optimizer(opt, frames)
         self.before(frames)
-        self.pre_step = (self.count, dict(self.last))  # a step does not write gradients: reused after it
+        # a step does not write gradients: the state before it is reused after it
+        self.pre_step = (self.count, self.fast[2] if self.fast is not None else dict(self.last))
         self.in_step += 1
 
     def step_post(self, opt, args, kwargs):
