@@ -81,15 +81,21 @@ def _resolve(target: str, script_args: list[str]):
     return call, spec.origin
 
 
-def _die_with_parent() -> None:
-    """If gradlint itself is killed (SIGKILL gives it no chance to clean up), end this process group."""
+def _die_with_parent(events: str) -> None:
+    """If gradlint itself is killed (SIGKILL gives it no chance to clean up), remove verify's
+    temporary directory and end this process group (the script and whatever it started)."""
     parent = os.getppid()
+    temporary = os.path.dirname(os.path.abspath(events))
 
     def watch():
         while True:
             time.sleep(0.5)
             if os.getppid() != parent:
                 try:
+                    if os.path.basename(temporary).startswith("gradlint-verify-"):
+                        import shutil
+
+                        shutil.rmtree(temporary, ignore_errors=True)
                     os.killpg(os.getpgrp(), signal.SIGKILL)
                 finally:
                     os._exit(1)
@@ -99,7 +105,7 @@ def _die_with_parent() -> None:
 
 def main(argv=None) -> None:
     args, script_args = _parse(list(sys.argv[1:] if argv is None else argv))
-    _die_with_parent()
+    _die_with_parent(args.events)
     from gradlint.verify import probes
 
     recorder = probes.Recorder(args.events, args.steps, sums=args.sums)
