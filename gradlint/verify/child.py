@@ -81,6 +81,9 @@ def _resolve(target: str, script_args: list[str]):
     return call, spec.origin
 
 
+GUARD = None  # the file guard, once installed (the watchdog's own clean-up passes it)
+
+
 def _die_with_parent(events: str) -> None:
     """If gradlint itself is killed (SIGKILL gives it no chance to clean up), remove verify's
     temporary directory and end this process group (the script and whatever it started)."""
@@ -95,7 +98,12 @@ def _die_with_parent(events: str) -> None:
                     if os.path.basename(temporary).startswith("gradlint-verify-"):
                         import shutil
 
+                        if GUARD is not None:  # verify's own clean-up, not the script's write
+                            GUARD.allow, GUARD.report = True, lambda record: None
                         shutil.rmtree(temporary, ignore_errors=True)
+                except BaseException:
+                    pass
+                try:
                     os.killpg(os.getpgrp(), signal.SIGKILL)
                 finally:
                     os._exit(1)
@@ -121,7 +129,8 @@ def main(argv=None) -> None:
     if args.scratch:
         from gradlint.verify import protect
 
-        protect.install(args.scratch, args.allow_writes, recorder.write)
+        global GUARD
+        GUARD = protect.install(args.scratch, args.allow_writes, recorder.write)
     try:
         if hasattr(signal, "setitimer") and args.timeout > 0:
 
