@@ -138,7 +138,8 @@ def test_the_csv_fixture_is_refused():
 # --- processes ------------------------------------------------------------------------------
 
 
-def _processes_running(fragment: str) -> list[tuple[int, str]]:
+def _processes_running(fragment: str) -> list[tuple[int, int, str]]:
+    """(pid, parent pid, command line) of every live process whose command line holds fragment."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -147,12 +148,20 @@ def _processes_running(fragment: str) -> list[tuple[int, str]]:
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
                 cmdline = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
             with open(f"/proc/{entry}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
+                fields = handle.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fragment in cmdline and state != "Z":
-            found.append((int(entry), cmdline))
+        if fragment in cmdline and fields[0] != "Z":
+            found.append((int(entry), int(fields[1]), cmdline))
     return found
+
+
+def _child_and_worker(script: str, verify_pid: int):
+    """The verify child (started by this verify) and the worker it forked, once both run."""
+    running = _processes_running(script)
+    children = [pid for pid, parent, _ in running if parent == verify_pid]
+    workers = [pid for pid, parent, _ in running if parent in children]
+    return (children + workers) if children and workers else None
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
@@ -165,24 +174,27 @@ def test_a_signal_on_verify_stops_the_script_its_workers_and_removes_temp_files(
     )
     try:
         deadline = time.monotonic() + 90
-        while len(_processes_running(script)) < 2:  # the child and the worker it forked
+        while _child_and_worker(script, verify.pid) is None:
             assert verify.poll() is None, verify.communicate()
             assert time.monotonic() < deadline, "the script never started its worker"
             time.sleep(0.2)
-        children = _processes_running(script)
-        events = next(c.split("--events ", 1)[1].split()[0] for _, c in children if "--events" in c)
+        ours = _child_and_worker(script, verify.pid)
+        events = next(c.split("--events ", 1)[1].split()[0] for pid, _, c in _processes_running(script)
+                      if pid == ours[0])
         verify.send_signal(signum)
         out, err = verify.communicate(timeout=30)
     finally:
         if verify.poll() is None:
             verify.kill()
+            verify.wait()
     assert verify.returncode == expected, err
     if signum != signal.SIGKILL:  # SIGKILL: verify says nothing; the child sees its parent gone
         assert "interrupted" in err
+    alive = lambda: [pid for pid, _, _ in _processes_running(script) if pid in ours]  # noqa: E731
     deadline = time.monotonic() + 5
-    while (_processes_running(script) or os.path.exists(os.path.dirname(events))) and time.monotonic() < deadline:
+    while (alive() or os.path.exists(os.path.dirname(events))) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _processes_running(script) == []
+    assert alive() == []
     assert not os.path.exists(os.path.dirname(events))
 
 
