@@ -263,7 +263,7 @@ sys.exit(main(["lsp"]))
 def test_lsp_without_the_extra_gives_an_install_hint():
     proc = subprocess.run([sys.executable, "-c", WITHOUT_LSP_EXTRA], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert "pip install 'gradlint[lsp]'" in proc.stderr
+    assert "pip install 'torch-gradlint[lsp]'" in proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
 
 

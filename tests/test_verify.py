@@ -29,8 +29,10 @@ def gradlint(*args, cwd=ROOT, timeout=120):
 
 def verify_json(*args, cwd=ROOT):
     result = gradlint("verify", "--format", "json", *args, cwd=cwd)
-    assert result.returncode in (0, 1), result.stderr
-    return result.returncode, json.loads(result.stdout)
+    assert result.returncode in (0, 1, 2), result.stderr
+    report = json.loads(result.stdout)
+    assert report["exit_code"] == result.returncode
+    return result.returncode, report
 
 
 # --- the seed example ---------------------------------------------------------------
@@ -69,7 +71,7 @@ def test_seed_trace_reproduces_the_known_gradient_states():
 
 
 def test_seed_trace_json_events_carry_the_same_numbers():
-    code, report = verify_json("fixtures/verify/seed_trace.py")
+    code, report = verify_json("--trace", "fixtures/verify/seed_trace.py")  # sums only when tracing
     assert code == 0
     backward = [e for e in report["events"] if e["kind"] == "B"]
     assert round(backward[0]["state"]["model.weight"]["norm"], 4) == 3.0538
@@ -90,12 +92,14 @@ def test_runtime_only_bug_behind_another_module():
     assert "used gradients accumulated over backward passes at hidden_step.py:8 in iterations 1 and 2" in only["evidence"]
 
 
-def test_flagged_but_correct_at_run_time_is_not_reproduced():
+def test_finding_whose_bug_path_never_ran_is_not_reached_with_the_missing_line():
+    # The clip ran 4 times, but the backward after it (behind a flag that is off) never did: the
+    # bug's path did not run, so the run cannot refute it.
     code, report = verify_json("fixtures/verify/not_reproduced_flag_off.py")
     assert code == 0
     (verdict,) = report["verdicts"]
-    assert (verdict["code"], verdict["line"], verdict["verdict"]) == ("GL005", 18, "not reproduced")
-    assert "ran 4 times" in verdict["evidence"]
+    assert (verdict["code"], verdict["line"], verdict["verdict"]) == ("GL005", 18, "not reached")
+    assert "line 20" in verdict["evidence"] and "never ran" in verdict["evidence"]
     assert report["runtime_only"] == []
 
 
@@ -122,7 +126,7 @@ def test_clip_after_step_evidence_has_the_norms():
 
 def test_exception_before_the_step_is_not_reached_with_the_error_and_line():
     code, report = verify_json("fixtures/verify/raises_before_step.py")
-    assert code == 0
+    assert code == 2  # could not verify
     (verdict,) = report["verdicts"]
     assert verdict["verdict"] == "not reached"
     assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied" in verdict["evidence"]
@@ -132,7 +136,7 @@ def test_exception_before_the_step_is_not_reached_with_the_error_and_line():
 
 def test_sys_exit_is_not_reached_with_the_exit():
     code, report = verify_json("fixtures/verify/exits_before_step.py")
-    assert code == 0
+    assert code == 2
     (verdict,) = report["verdicts"]
     assert verdict["verdict"] == "not reached"
     assert "sys.exit(3) at line 15" in verdict["evidence"]
@@ -140,7 +144,8 @@ def test_sys_exit_is_not_reached_with_the_exit():
 
 def test_hang_is_stopped_by_the_timeout():
     code, report = verify_json("--timeout", "2", "fixtures/verify/hangs_before_step.py")
-    assert code == 0
+    assert code == 2
+    assert "before the first optimizer step" in report["run"]["unverified"]
     (verdict,) = report["verdicts"]
     assert verdict["verdict"] == "not reached"
     assert "timed out after 2 s" in verdict["evidence"]
@@ -166,7 +171,9 @@ def test_script_arguments_after_double_dash():
     assert code == 0
     assert report["run"]["reason"] == "completed" and report["run"]["steps"] == 2
     code, report = verify_json(os.path.join(SCRIPTS, "reads_argv.py"))
+    assert code == 2
     assert report["run"]["reason"] == "exit" and report["run"]["end"]["code"] == 2
+    assert "give the script's arguments after --" in report["run"]["unverified"]
 
 
 def test_script_that_swallows_the_budget_still_stops_stepping():

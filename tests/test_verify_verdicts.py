@@ -72,3 +72,51 @@ def test_step_without_backward_is_gl007():
 def test_scheduler_before_first_step_is_gl008():
     lr = ("L", 12, {"oid": 1, "scheduler": "sched", "state": has(1)})
     assert codes(log(B(10), lr, S(13))) == [("GL008", 12)]
+
+
+# --- issue 12: verdicts that meet the rule contract --------------------------------------------
+
+
+def test_accumulation_with_a_clear_every_iteration_is_still_gl002():
+    # Z; B; Z; B; S: the loop's regular clear (it also ran with nothing to lose) drops micro-batch 1.
+    assert codes(log(Z(9), B(10), Z(9), B(10), S(11))) == [("GL002", 9)]
+
+
+def test_a_clear_that_only_ever_throws_away_is_a_deliberate_skip_not_gl002():
+    # B; Z(skip branch); B; S: the clear at line 12 runs only to drop a bad batch.
+    assert codes(log(B(10), Z(12), B(10), S(13), Z(14))) == []
+
+
+def test_dropping_nan_gradients_is_not_gl002():
+    nan = ("B", 10, {"params": [1], "state": {"1": {"norm": float("nan"), "sum": None, "zero": False}}})
+    # the same clear site also ran quietly, so only the NaN says "nothing was meant to use them"
+    assert codes(log(Z(9), B(10), S(11), Z(9), nan, Z(9), B(10), S(11))) == []
+    assert codes(log(Z(9), B(10), S(11), Z(9), B(10), Z(9), B(10), S(11))) == [("GL002", 9)]
+
+
+def test_clip_with_an_infinite_limit_after_the_step_only_measures():
+    clip = lambda limit: ("C", 12, {"params": [1], "state": has(1), "limit": limit, "norm": 2.0})  # noqa: E731
+    assert codes(log(Z(9), B(10), S(11), clip(float("inf")))) == []
+    assert codes(log(Z(9), B(10), S(11), clip(1.0))) == [("GL004", 12)]
+
+
+def test_parameters_are_followed_by_identity_whoever_steps_them():
+    # SAM: the parameter belongs to the wrapper (oid 1); its base optimizer (oid 2) steps it.
+    base_step = S(13, oid=2)
+    assert codes(log(B(10), Z(11, oid=1), B(12), base_step, Z(14, oid=1))) == []
+    # with no backward since the last step (by anyone), the base optimizer's step is still GL007
+    assert ("GL007", 13) in codes(log(B(10), base_step, base_step))
+
+
+def test_a_step_of_frozen_parameters_is_not_gl007():
+    frozen = ("S", 11, {"oid": 1, "params": [1], "state": NONE, "frozen": [1]})
+    assert codes(log(frozen, frozen, B(10), S(11))) == []
+    unfrozen = ("S", 11, {"oid": 1, "params": [1], "state": NONE, "frozen": []})
+    assert ("GL007", 11) in codes(log(unfrozen, unfrozen))
+
+
+def test_a_manual_update_spread_over_several_clears_is_one_step():
+    first = ("S", 12, {"oid": 0, "params": [1], "state": has(1), "manual": True, "inferred": True})
+    rest = ("S", 12, {"oid": 0, "params": [2], "state": has(2), "manual": True, "inferred": True, "continued": True})
+    run = log(B(10), first, rest, params=((1, 0), (2, 0)))
+    assert run.steps == 1 and run.steps_by_optimizer() == {0: 1}

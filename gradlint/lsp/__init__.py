@@ -53,7 +53,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         from gradlint.lsp.server import make_server
     except ImportError as exc:  # pygls or lsprotocol missing: the `lsp` extra is not installed
-        print(f"gradlint lsp needs the `lsp` extra: pip install 'gradlint[lsp]' ({exc})", file=sys.stderr)
+        print(f"gradlint lsp needs the `lsp` extra: pip install 'torch-gradlint[lsp]' ({exc})", file=sys.stderr)
         return 2
 
     server = make_server()

@@ -13,6 +13,8 @@ import argparse
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 
 
@@ -21,6 +23,9 @@ def _parse(argv):
     parser.add_argument("--events", required=True)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--scratch", default=None)
+    parser.add_argument("--allow-writes", action="store_true")
+    parser.add_argument("--sums", action="store_true")
     parser.add_argument("target")
     if "--" in argv:
         cut = argv.index("--")
@@ -76,11 +81,42 @@ def _resolve(target: str, script_args: list[str]):
     return call, spec.origin
 
 
+GUARD = None  # the file guard, once installed (the watchdog's own clean-up passes it)
+
+
+def _die_with_parent(events: str) -> None:
+    """If gradlint itself is killed (SIGKILL gives it no chance to clean up), remove verify's
+    temporary directory and end this process group (the script and whatever it started)."""
+    parent = os.getppid()
+    temporary = os.path.dirname(os.path.abspath(events))
+
+    def watch():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                try:
+                    if os.path.basename(temporary).startswith("gradlint-verify-"):
+                        import shutil
+
+                        if GUARD is not None:  # verify's own clean-up, not the script's write
+                            GUARD.allow, GUARD.report = True, lambda record: None
+                        shutil.rmtree(temporary, ignore_errors=True)
+                except BaseException:
+                    pass
+                try:
+                    os.killpg(os.getpgrp(), signal.SIGKILL)
+                finally:
+                    os._exit(1)
+
+    threading.Thread(target=watch, name="gradlint-verify-watchdog", daemon=True).start()
+
+
 def main(argv=None) -> None:
     args, script_args = _parse(list(sys.argv[1:] if argv is None else argv))
+    _die_with_parent(args.events)
     from gradlint.verify import probes
 
-    recorder = probes.Recorder(args.events, args.steps)
+    recorder = probes.Recorder(args.events, args.steps, sums=args.sums)
     end: dict = {"reason": "completed"}
     try:
         entry, target_file = _resolve(args.target, script_args)
@@ -90,6 +126,11 @@ def main(argv=None) -> None:
         os._exit(0)
     recorder.write({"type": "start", "ok": True, "file": os.path.realpath(target_file) if target_file else None})
     probes.install(recorder)  # before any of the user's code, so its imports get the probed functions
+    if args.scratch:
+        from gradlint.verify import protect
+
+        global GUARD
+        GUARD = protect.install(args.scratch, args.allow_writes, recorder.write)
     try:
         if hasattr(signal, "setitimer") and args.timeout > 0:
 

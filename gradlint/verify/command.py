@@ -1,11 +1,12 @@
 """`gradlint verify`: arguments, output and exit codes.  Never imports torch.
 
-    gradlint verify SCRIPT.py [--steps N] [--timeout S] [--trace] [--format text|json] [-- ARGS...]
-    gradlint verify package.module:function [...]
-
-Exit codes: 0 no finding confirmed and nothing runtime-only; 1 a finding was
-confirmed or the run found a bug the checker did not flag; 2 usage error, no
-torch, or the script could not be run at all.
+Exit codes (the contract a CI gates on, also in `--help` and the README):
+0 the script ran and no bug was confirmed or seen at run time; 1 a bug was
+confirmed or seen at run time (runtime only); 2 nothing could be verified
+(usage error, no torch, the script crashed, exited or timed out before its
+first optimizer step, training ran only in an unprobed subprocess) or, with
+--strict, a static finding was not reached; 130/143 verify itself was
+interrupted (SIGINT/SIGTERM) and stopped the script.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import sys
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+SCRIPT_SUFFIXES = (".py", ".pyw")
 INSTALL_HINT = "gradlint verify needs torch: pip install 'torch-gradlint[verify]' (or install torch first, then torch-gradlint)"
 _ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -31,13 +34,61 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+DESCRIPTION = """\
+Run a training script for a few optimizer steps in a child process, watch
+what really happens to every parameter's .grad, and give each static finding
+of the file a verdict: confirmed, not reproduced (its path ran and the
+gradients were right), not reached (with the reason) or not probed (training
+ran in a subprocess).  Bugs the run sees that the checker did not flag are
+reported as "runtime only".  The script runs as `python SCRIPT` would, from
+the current directory; it gets no stdin."""
+
+EPILOG = """\
+arguments for the script go after `--`:
+  gradlint verify train.py -- --epochs 1 --data data/small.csv
+  gradlint verify mypkg.train:main -- --lr 0.1   (imports mypkg.train, calls main())
+
+the script's files: writes outside a scratch directory (open() for writing,
+torch.save, os.remove, os.rename, os.mkdir, ...) are refused with
+PermissionError, so a `finally:` that saves final.pt cannot overwrite your
+checkpoint; the report lists every file the script tried to write.  Use
+--allow-writes when the script must write (downloads a data set, say).
+
+exit codes:
+  0  the script ran and no bug was confirmed or seen at run time
+  1  a finding was confirmed, or the run saw a bug the checker did not flag
+  2  nothing could be verified: usage error, torch missing, or the script
+     crashed, exited or timed out before its first optimizer step (the
+     reason and the tail of its output are printed); with --strict, also
+     when a static finding was not reached or not probed
+  130, 143  verify was interrupted (Ctrl-C, SIGTERM); the script and every
+     process it started were stopped and the temporary files removed"""
+
+
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="gradlint verify", description="Run a script under probes and give each static finding a verdict.")
-    p.add_argument("target", help="a script (train.py) or an entry point (package.module:function)")
-    p.add_argument("--steps", type=int, default=5, help="stop after this many optimizer steps (default 5)")
-    p.add_argument("--timeout", type=float, default=60.0, help="stop after this many seconds (default 60)")
-    p.add_argument("--trace", action="store_true", help="print every event and the gradient state after it")
+    p = _Parser(
+        prog="gradlint verify", description=DESCRIPTION, epilog=EPILOG, add_help=False,
+        usage="gradlint verify [options] SCRIPT.py|package.module:function [-- SCRIPT_ARGS...]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", metavar="SCRIPT", help="a Python script (train.py) or an entry point (package.module:function)")
+    p.add_argument("-h", "--help", action="store_true", help="show this help and exit")
+    p.add_argument("--steps", type=int, default=5, metavar="N",
+                   help="stop once every optimizer has made N steps (each optimizer counts on its own; "
+                        "steps a GradScaler skips count too); the script is unwound at the next step (default 5)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="stop the script after this many seconds of its own run time, not counting torch's "
+                        "import; a script that ignores it is killed 15 s later (default 60)")
+    p.add_argument("--trace", action="store_true",
+                   help="also print every gradient event (backward, step, clear, clip, ...) with its line and "
+                        "the gradient of each parameter after it")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 2 when a static finding was not reached or not probed (default: only a "
+                        "confirmed or runtime-only bug fails)")
+    p.add_argument("--allow-writes", action="store_true",
+                   help="let the script write, rename and delete files outside verify's scratch directory "
+                        "(default: refused, and listed in the report)")
     return p
 
 
@@ -64,6 +115,11 @@ def _check_target(target: str) -> None:
     if target.endswith(".py") or os.path.sep in target or not _ENTRY_POINT.match(target):
         if not os.path.isfile(target):
             raise _UsageError(f"no such script: {target} (give a .py file or package.module:function)")
+        if not _is_python_script(target):
+            raise _UsageError(
+                f"{target} is not a Python script: verify runs .py files (or a file whose first line is a "
+                "python #! line) and package.module:function entry points"
+            )
         try:
             with open(target, "rb") as handle:
                 compile(handle.read(), target, "exec", dont_inherit=True)
@@ -73,10 +129,25 @@ def _check_target(target: str) -> None:
             raise _UsageError(f"cannot read {target}: {exc}")
 
 
+def _is_python_script(path: str) -> bool:
+    """A .py file, or an extension-less script with a python #! line.  A CSV whose header
+    happens to parse as Python is data, not a script."""
+    if path.lower().endswith(SCRIPT_SUFFIXES):
+        return True
+    if os.path.splitext(path)[1]:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
 def main(argv) -> int:
     own, script_args = _split(argv)
-    if own and own[0] in ("-h", "--help"):
-        print(__doc__.strip())
+    if any(arg in ("-h", "--help") for arg in own):
+        print(parser().format_help())
         return EXIT_CLEAN
     try:
         args = parser().parse_args(own)
@@ -92,13 +163,21 @@ def main(argv) -> int:
         print(f"gradlint verify: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
-    from gradlint.verify.runner import Child
+    from gradlint.verify.runner import Child, Interrupted
 
-    child = Child(args.target, script_args, steps=args.steps, timeout=args.timeout)
-    early = None
-    if os.path.isfile(args.target):  # check statically while the child imports torch
-        early = (os.path.realpath(args.target), static_findings(args.target))
-    run = child.wait()
+    child = Child(args.target, script_args, steps=args.steps, timeout=args.timeout, allow_writes=args.allow_writes,
+                  trace=args.trace)
+    try:
+        with child.stopped_on_signals():
+            early = None
+            if os.path.isfile(args.target):  # check statically while the child imports torch
+                early = (os.path.realpath(args.target), static_findings(args.target))
+            run = child.wait()
+    except (Interrupted, KeyboardInterrupt) as stop:
+        signum = getattr(stop, "signum", signal.SIGINT)
+        print(f"gradlint verify: interrupted ({signal.Signals(signum).name}): stopped {args.target} and every "
+              "process it started", file=sys.stderr)
+        return 128 + signum
     if not run.started or run.end.get("reason") == "not-started":
         reason = run.start_error or run.end.get("message") or "the child process did not start"
         print(f"gradlint verify: error: cannot run {args.target}: {reason}", file=sys.stderr)
@@ -107,12 +186,26 @@ def main(argv) -> int:
         return EXIT_ERROR
 
     report = build_report(args.target, run, early)
+    code = exit_code(report, args.strict)
+    report["exit_code"] = code
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
         print(render_text(report, run, args.trace))
-    confirmed = any(v["verdict"] == "confirmed" for v in report["verdicts"])
-    return EXIT_FINDINGS if confirmed or report["runtime_only"] else EXIT_CLEAN
+    return code
+
+
+def exit_code(report: dict, strict: bool = False) -> int:
+    """1 for a bug seen, else 2 when nothing could be verified (or, --strict, a finding was not), else 0."""
+    from gradlint.verify.verdicts import CONFIRMED, NOT_PROBED, NOT_REACHED
+
+    if report["runtime_only"] or any(v["verdict"] == CONFIRMED for v in report["verdicts"]):
+        return EXIT_FINDINGS
+    if report["run"]["unverified"]:
+        return EXIT_ERROR
+    if strict and any(v["verdict"] in (NOT_REACHED, NOT_PROBED) for v in report["verdicts"]):
+        return EXIT_ERROR
+    return EXIT_CLEAN
 
 
 def static_findings(path: str):
@@ -124,7 +217,7 @@ def static_findings(path: str):
 
 
 def build_report(target: str, run, early=None) -> dict:
-    from gradlint.verify.verdicts import end_reason, judge
+    from gradlint.verify.verdicts import end_reason, judge, unverified_reason
 
     home = run.target_file or os.path.realpath(target)
     if early is not None and early[0] == home:
@@ -144,7 +237,7 @@ def build_report(target: str, run, early=None) -> dict:
         }
         return data
 
-    counts = {"confirmed": 0, "not reproduced": 0, "not reached": 0}
+    counts = {"confirmed": 0, "not reproduced": 0, "not reached": 0, "not probed": 0}
     for verdict in verdicts:
         counts[verdict.verdict] += 1
     counts["runtime only"] = len(runtime_only)
@@ -154,7 +247,11 @@ def build_report(target: str, run, early=None) -> dict:
         "run": {
             "reason": run.end.get("reason"),
             "summary": end_reason(run, home),
+            "unverified": unverified_reason(run, home),
             "steps": run.steps,
+            "steps_by_optimizer": {run.optimizer(oid): n for oid, n in sorted(run.steps_by_optimizer().items())},
+            "subprocesses": run.subprocesses,
+            "writes": run.writes,
             "end": {k: v for k, v in run.end.items() if k != "type"},
             "output_tail": run.output,
         },
@@ -206,16 +303,37 @@ def render_text(report: dict, run, trace: bool) -> str:
         if message:
             out.append(f"    {message}")
         out.append(f"    evidence: {evidence}")
-    if not entries:
+    if not entries and not report["run"]["unverified"]:
         out.append("No static findings, and the run saw no gradient bug.")
-    if report["run"]["reason"] in ("exception", "crash") and report["run"]["output_tail"]:
+    _render_writes(report["run"]["writes"], out)
+    unverified = report["run"]["unverified"]
+    if unverified:
+        out.append("")
+        out.append(f"could not verify: {unverified}")
+    early = unverified or report["run"]["reason"] in ("exception", "crash")
+    if early and report["run"]["output_tail"]:
         out.append("")
         out.append("script output (last lines):")
         out.extend("    " + line for line in report["run"]["output_tail"].splitlines())
     s = report["summary"]
     out.append("")
+    probed = f", {s['not probed']} not probed" if s["not probed"] else ""
     out.append(
-        f"{s['confirmed']} confirmed, {s['not reproduced']} not reproduced, {s['not reached']} not reached, "
+        f"{s['confirmed']} confirmed, {s['not reproduced']} not reproduced, {s['not reached']} not reached{probed}, "
         f"{s['runtime only']} runtime only."
     )
     return "\n".join(out)
+
+
+def _render_writes(writes: list, out: list) -> None:
+    refused = [w for w in writes if w.get("refused")]
+    allowed = [w for w in writes if not w.get("refused")]
+    if refused:
+        out.append("")
+        out.append(f"the script tried to write {len(refused)} file{'s' if len(refused) != 1 else ''}; "
+                   "verify refused (re-run with --allow-writes to let it):")
+        out.extend(f"    {w['action']} {w['path']}" for w in refused[:20])
+    if allowed:
+        out.append("")
+        out.append(f"the script wrote {len(allowed)} file{'s' if len(allowed) != 1 else ''} (--allow-writes):")
+        out.extend(f"    {w['action']} {w['path']}" for w in allowed[:20])

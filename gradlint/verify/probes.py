@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import json
 import linecache
+import operator
 import os
 import sys
+import weakref
 
 import torch
 import torch.nn.utils.clip_grad as _clip_module
@@ -84,7 +86,7 @@ def _code_text(line: str) -> str:
     return line.strip()
 
 
-def _state(param):
+def _state(param, sums=True):
     grad = _GRAD.__get__(param)
     if grad is None:
         return None
@@ -93,21 +95,95 @@ def _state(param):
         if values.is_sparse:
             values = values.to_dense()
         norm = float(values.norm())
-        total = float(values.sum())
+        total = float(values.sum()) if sums else None
     except Exception:  # an exotic gradient layout: record presence only
         return {"norm": None, "sum": None, "zero": False}
     return {"norm": norm, "sum": total, "zero": norm == 0.0}
+
+
+def _fingerprints(tensors) -> list:
+    """One norm per tensor from one fused call (torch._foreach_norm), as Python floats.
+
+    A fingerprint, not a snapshot: enough to tell None, zero, changed and
+    unchanged apart, at a fraction of the cost of copying or reducing each
+    tensor on its own.  Falls back to one norm per tensor for layouts the
+    fused kernel refuses (sparse, mixed devices).
+    """
+    if not tensors:
+        return []
+    try:
+        norms = torch._foreach_norm(tensors)
+        try:
+            return torch.stack(norms).tolist()
+        except RuntimeError:  # mixed dtypes
+            return torch.stack([n.to(torch.float64) for n in norms]).tolist()
+    except Exception:
+        out = []
+        for t in tensors:
+            try:
+                values = t.detach()
+                out.append(float((values.to_dense() if values.is_sparse else values).double().norm()))
+            except Exception:
+                out.append(None)
+        return out
+
+
+# Events whose in-place work on gradients may leave version counters alone (unscale_ does):
+# measured again.  A backward's accumulation bumps the version, which the cache sees.
+_WRITES_GRADS = frozenset("ZUC")
+_is = operator.is_
+
+
+def _encode(state: dict) -> list:
+    """The log's compact state, one item per parameter in pid order (pids are 1, 2, ...):
+    null for no gradient, its norm, "?" when it has one that cannot be measured, or
+    [norm, sum] when sums are recorded (--trace).  verdicts.Run expands it again."""
+    out = []
+    for pid in range(1, len(state) + 1):  # pid order, whatever order the dict was filled in
+        value = state.get(pid)
+        if value is None:
+            out.append(None)
+        elif value["norm"] is None:
+            out.append("?")
+        elif value["sum"] is None:
+            out.append(value["norm"])
+        else:
+            out.append([value["norm"], value["sum"]])
+    return out
 
 
 def _has(state) -> bool:
     return state is not None and not state.get("zero")
 
 
+MANUAL_OID = 0  # the pseudo-optimizer of parameters updated by hand (`p -= lr * p.grad`)
+# With several optimizers, the run ends once every optimizer that stepped made --steps steps,
+# but never after more than this many steps per optimizer in all (one that steps rarely).
+_BUDGET_SPREAD = 5
+
+
 class Recorder:
-    def __init__(self, log_path: str, max_steps: int):
+    def __init__(self, log_path: str, max_steps: int, sums: bool = False):
         self.log = open(log_path, "w", encoding="utf-8")
         self.max_steps = max_steps
+        self.sums = sums  # gradient sums too (for --trace); otherwise one fused norm per event
         self.steps = 0
+        self.steps_by: dict[int, int] = {}  # oid -> steps taken (skipped by a GradScaler included)
+        self.pid_steps: dict[int, int] = {}  # pid -> steps that updated it, by any optimizer
+        self.refs: list = []  # (pid, param) in pid order, for the fused snapshot
+        self.unhooked: dict[int, object] = {}  # pid -> param whose hook could not be registered yet (frozen)
+        self.manual: dict[int, object] = {}  # pid -> param no optimizer holds (updated by hand, if at all)
+        self.manual_values: dict[int, float] = {}  # pid -> fingerprint of its values at the last look
+        self.manual_round: set = set()  # pids updated by hand in the current manual step
+        self.pre_step = None  # (event count, state) at the start of the running step
+        self.quiet_hooks = False  # inside a probed backward whose writes the snapshot finds
+        self.changed: list[int] = []  # pids whose gradient the last snapshot had to measure again
+        self.pid_cache: dict[int, tuple] = {}  # id(opt) -> (shape of its groups, opt, pids)
+        self.cache: dict[int, tuple] = {}
+        self.param_list: list = []  # the followed parameters in pid order
+        self.fast = None  # (grads, their versions, state) of the last snapshot
+        self.last_finished = None  # the state written with the last event, and its encoding
+        self.last_encoded: list = []  # pid -> (weakref to its grad, grad version, state) at the last look
         self.stopped = False  # after the budget: record nothing, refuse further steps
         self.stop_reason = None  # why the budget ended the run, even if the script swallowed the exception
         self.inside = 0  # depth inside a probed call: nested probe hits are torch's own work
@@ -137,8 +213,11 @@ class Recorder:
 
     def close(self, end: dict):
         self.flush_pending()
-        self.write({"type": "names", "optimizers": {str(o["oid"]): self._name(o) for o in self.optimizers.values()}})
-        self.write(dict(end, type="end", steps=self.steps))
+        names = {str(o["oid"]): self._name(o) for o in self.optimizers.values()}
+        if self.manual:
+            names[str(MANUAL_OID)] = "manual update"
+        self.write({"type": "names", "optimizers": names})
+        self.write(dict(end, type="end", steps=self.steps, budget=self.max_steps))
         self.log.close()
 
     # --- identities --------------------------------------------------------------
@@ -180,13 +259,25 @@ class Recorder:
         return info
 
     def opt_pids(self, opt) -> list[int]:
+        """The followed parameters an optimizer holds, cached while its groups keep the same lists
+        and no parameter was newly followed."""
+        groups = getattr(opt, "param_groups", ())
+        try:
+            key = (len(self.params), tuple((id(g.get("params")), len(g.get("params", ()))) for g in groups))
+        except Exception:
+            key = None
+        known = self.pid_cache.get(id(opt))
+        if key is not None and known is not None and known[0] == key and known[1] is opt:
+            return list(known[2])
         pids = []
-        for group in getattr(opt, "param_groups", ()):
+        for group in groups:
             for p in group.get("params", ()):
                 info = self.params.get(id(p))
                 if info is not None:
                     pids.append(info["pid"])
-        return pids
+        if key is not None:
+            self.pid_cache[id(opt)] = (key, opt, pids)
+        return list(pids)
 
     def pids_of(self, tensors) -> list[int]:
         return [self.params[id(t)]["pid"] for t in tensors if id(t) in self.params]
@@ -208,34 +299,159 @@ class Recorder:
                         continue
         return found
 
-    def track(self, opt, params):
-        info = self.optimizer(opt)
+    def track(self, opt, params, frames=None):
+        """Follow these parameters by identity from now on, whoever steps or clears them.
+
+        opt None: parameters a backward wrote that no optimizer holds (a manual update loop).
+        A parameter already followed (a SAM-style wrapper whose base optimizer shares the
+        parameter groups) is not followed twice: events name parameters, not optimizers.
+        """
+        info = self.optimizer(opt) if opt is not None else None
         new = [p for p in params if isinstance(p, torch.Tensor) and id(p) not in self.params]
         if not new:
             return
-        frames = user_frames(2)
+        frames = user_frames(2) if frames is None else frames
         names = self._module_names(frames)
         for index, p in enumerate(new):
             pid = len(self.params) + 1
-            name = names.get(id(p), f"{info['cls']}#{info['oid']}.param{index}")
+            fallback = f"{info['cls']}#{info['oid']}.param{index}" if info else f"param{pid}"
+            name = names.get(id(p), fallback)
             self.params[id(p)] = {"pid": pid, "ref": p, "name": name}
-            try:
-                p.register_post_accumulate_grad_hook(self._accumulated)
-            except RuntimeError:
-                pass  # a parameter that does not require grad never gets one
-            self.last[pid] = _state(p)
-            self.write({"type": "param", "pid": pid, "name": name, "shape": list(p.shape), "oid": info["oid"]})
+            self.refs.append((pid, p))
+            self.param_list.append(p)
+            self._hook(pid, p)
+            if info is None:
+                self.manual[pid] = p
+                self.manual_values.update(zip([pid], _fingerprints([p.detach()])))
+            self.last[pid] = _state(p, self.sums)
+            oid = info["oid"] if info else MANUAL_OID
+            self.write({"type": "param", "pid": pid, "name": name, "shape": list(p.shape), "oid": oid})
+
+    def _hook(self, pid, p):
+        """A post-accumulate-grad hook says which backward wrote this parameter.  torch refuses it on a
+        parameter that does not require grad (a frozen backbone): retried once it does."""
+        try:
+            p.register_post_accumulate_grad_hook(self._accumulated)
+            self.unhooked.pop(pid, None)
+        except RuntimeError:
+            self.unhooked[pid] = p
+
+    def hook_unfrozen(self):
+        for pid, p in list(self.unhooked.items()):
+            if p.requires_grad:
+                self._hook(pid, p)
+
+    def track_graph(self, tensors, frames):
+        """Parameters a backward will write when no optimizer exists: walk the autograd graph to
+        its leaves (AccumulateGrad nodes) so that a hand-written update loop is followed too."""
+        found, seen = [], set()
+        stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        while stack and len(seen) < 100_000:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            leaf = getattr(node, "variable", None)
+            if leaf is not None and id(leaf) not in self.params:
+                found.append(leaf)
+            stack.extend(next_node for next_node, _ in node.next_functions)
+        if found:
+            self.track(None, found, frames)
 
     # --- events -----------------------------------------------------------------
 
     def snapshot(self) -> dict[int, object]:
-        return {info["pid"]: _state(info["ref"]) for info in self.params.values()}
+        """The gradient state of every parameter; the same dict object as last time when no
+        gradient is a different tensor or has a new version (two C-speed passes, no arithmetic:
+        the common case before a step, and before a clear that follows one)."""
+        if self.sums:
+            return {pid: _state(p) for pid, p in self.refs}
+        grads = list(map(_GRAD.__get__, self.param_list))
+        last = self.fast
+        if last is not None and len(last[0]) == len(grads) and all(map(_is, grads, last[0])):
+            if [g._version for g in grads if g is not None] == last[1]:
+                self.changed = []
+                return last[2]
+        state = self._measure()
+        self.fast = (grads, [g._version for g in grads if g is not None], state)
+        return state
+
+    def _measure(self) -> dict[int, object]:
+        """The gradient state of every followed parameter, measured only where it may have changed.
+
+        A gradient tensor that is the same object with the same version counter as at the last
+        look was not written since (backward accumulation, `mul_`, `zero_` all bump the version;
+        set_to_none and a fresh backward make a new object), so its last fingerprint still holds.
+        The others get one fused norm for all of them: an optimizer step, or a clear that sets
+        None, costs no arithmetic at all.  The cache holds the gradient itself (not its id, which
+        a new tensor may reuse) and lets go of it as soon as the parameter's .grad is None.
+        """
+        if self.sums:
+            return {pid: _state(p) for pid, p in self.refs}
+        state: dict[int, object] = {}
+        stale, tensors = [], []
+        cache = self.cache
+        for pid, p in self.refs:
+            grad = _GRAD.__get__(p)
+            if grad is None:
+                state[pid] = None
+                if pid in cache:
+                    del cache[pid]
+                continue
+            known = cache.get(pid)
+            if known is not None and known[0] is grad and known[1] == grad._version:
+                state[pid] = known[2]
+                continue
+            stale.append((pid, grad))
+            tensors.append(grad.detach())
+        self.changed = [pid for pid, _ in stale]
+        for (pid, grad), norm in zip(stale, _fingerprints(tensors)):
+            value = {"norm": norm, "sum": None, "zero": norm == 0.0} if norm is not None else {
+                "norm": None, "sum": None, "zero": False}
+            state[pid] = value
+            cache[pid] = (grad, grad._version, value)
+        return state
+
+    def check_manual_updates(self, frames):
+        """Parameters no optimizer holds whose values changed since the last look, while they
+        had a gradient: a hand-written update (`p -= lr * p.grad`, `p.data.add_(...)`), an S."""
+        pids = list(self.manual)
+        values = _fingerprints([self.manual[pid].detach() for pid in pids])
+        changed = []
+        for pid, value in zip(pids, values):
+            if value != self.manual_values.get(pid):
+                self.manual_values[pid] = value
+                if _GRAD.__get__(self.manual[pid]) is not None:
+                    changed.append(pid)
+        if not changed:
+            return
+        new_round = not self.manual_round or bool(self.manual_round & set(changed))
+        if new_round:
+            self.manual_round = set()
+            if self.steps_by.get(MANUAL_OID, 0) >= self.max_steps and self._budget_spent(MANUAL_OID):
+                self.stopped, self.stop_reason = True, "steps"
+                raise BudgetReached("steps")
+            self.count_step(MANUAL_OID)
+        self.manual_round |= set(changed)
+        self._finish(self._event(
+            "S", frames, api="manual update", oid=MANUAL_OID, params=changed, inferred=True, manual=True,
+            continued=not new_round,
+        ))
 
     def before(self, frames):
-        """Flush what came before and report clears that no probe saw."""
+        """Flush what came before and report clears and manual updates that no probe saw."""
         self.flush_pending()
+        if self.unhooked:
+            self.hook_unfrozen()
+        if self.manual:
+            self.check_manual_updates(frames)
+        previous = self.fast[2] if self.fast is not None else None
         now = self.snapshot()
-        cleared = [pid for pid, state in now.items() if _has(self.last.get(pid)) and not _has(state)]
+        last = self.last
+        # an unchanged gradient keeps the very same state object: only the others can be clears
+        cleared = [] if now is previous and self.last_finished is now else [
+            pid for pid, state in now.items()
+            if state is not last.get(pid) and _has(last.get(pid)) and not _has(state)]
         if cleared:
             self._finish(self._event("Z", frames, api="inferred clear", params=cleared, inferred=True), now)
         self.last.update(now)
@@ -249,9 +465,18 @@ class Recorder:
         return dict(type="event", i=self.count, kind=kind, sites=sites, text=text, **facts)
 
     def _finish(self, event, state=None):
+        if event["kind"] in _WRITES_GRADS:
+            # In-place work on gradients that may not bump a version counter (fused kernels):
+            # measure again rather than trust the cache.
+            self.cache.clear()
+            self.fast = None
         state = self.snapshot() if state is None else state
-        self.last.update(state)
-        event["state"] = {str(pid): value for pid, value in state.items()}
+        if state is not self.last_finished:
+            self.last.update(state)
+            self.last_encoded = _encode(state)
+            self.last_finished = state
+        event.pop("_seen", None)
+        event["state"] = self.last_encoded
         self.write(event)
 
     def emit(self, event, mergeable=False):
@@ -266,6 +491,8 @@ class Recorder:
     # --- probe bodies -------------------------------------------------------------
 
     def _accumulated(self, param):
+        if self.quiet_hooks:  # a probed backward: the snapshot after it says which gradients it wrote
+            return
         info = self.params.get(id(param))
         if info is None or self.stopped:
             return
@@ -273,11 +500,15 @@ class Recorder:
             self.flush_pending()
             self.pending = self._event("B", user_frames(2), api="backward (unprobed path)", params=[], implicit=True)
             self.backward = self.pending
-        if info["pid"] not in self.backward["params"]:
+        seen = self.backward.setdefault("_seen", set())
+        if info["pid"] not in seen:
+            seen.add(info["pid"])
             self.backward["params"].append(info["pid"])
 
     def run_backward(self, call, tensors, api):
         frames = user_frames(3)
+        if not self.optimizers:
+            self.track_graph(tensors, frames)
         self.before(frames)
         scaled = [t for t in tensors if isinstance(t, torch.Tensor) and getattr(t, "_gradlint_scale", None)]
         event = self._event("B", frames, api=api, params=[], scaled=bool(scaled))
@@ -285,6 +516,9 @@ class Recorder:
             event["scale"] = scaled[0]._gradlint_scale
         self.backward = event
         self.inside += 1
+        # Without --trace the fingerprint cache knows which gradients changed: those are the ones
+        # this backward wrote, so the per-parameter hooks need not run Python for it.
+        self.quiet_hooks = not self.sums
         try:
             return call()
         except Exception as exc:
@@ -293,13 +527,20 @@ class Recorder:
         finally:
             self.inside -= 1
             self.backward = None
-            self._finish(event)
+            if self.quiet_hooks:
+                self.quiet_hooks = False
+                state = self.snapshot()
+                event["params"] = sorted(set(event["params"]) | set(self.changed))
+                self._finish(event, state)
+            else:
+                self._finish(event)
 
     def assign_grad(self, param, value, api):
         frames = user_frames(3)
         pid = self.params[id(param)]["pid"]
         same_line = (
-            self.pending is not None
+            pid not in self.manual
+            and self.pending is not None
             and self.pending.get("api") == api
             and self.pending["sites"][:1] == _sites(frames[:1])
         )
@@ -310,6 +551,9 @@ class Recorder:
         self.before(frames)
         _GRAD.__set__(param, value)
         kind = "Z" if value is None else "B"
+        if pid in self.manual:  # each clear on its own, so that updates between them stay in order
+            self._finish(self._event(kind, frames, api=api, params=[pid], overwrites=value is not None))
+            return
         self.emit(self._event(kind, frames, api=api, params=[pid], overwrites=value is not None), mergeable=True)
 
     def zero_grad_tensor(self, tensor, original):
@@ -317,13 +561,14 @@ class Recorder:
         if pid is None:
             return original(tensor)
         frames = user_frames(3)
-        if self.pending is not None and self.pending.get("api") == "grad.zero_()" and self.pending["sites"][:1] == _sites(frames[:1]):
+        if (self.pending is not None and self.pending.get("api") == "grad.zero_()" and pid not in self.manual
+                and self.pending["sites"][:1] == _sites(frames[:1])):
             out = original(tensor)
             self.pending["params"].append(pid)
             return out
         self.before(frames)
         out = original(tensor)
-        self.emit(self._event("Z", frames, api="grad.zero_()", params=[pid]), mergeable=True)
+        self.emit(self._event("Z", frames, api="grad.zero_()", params=[pid]), mergeable=pid not in self.manual)
         return out
 
     def _grad_owner(self, tensor):
@@ -357,21 +602,58 @@ class Recorder:
         self._finish(event)
         return result
 
-    def step_pre(self, opt):
+    def _budget_spent(self, oid) -> bool:
+        """This optimizer made its --steps steps, and so did every other optimizer built so far (a
+        WGAN's generator, stepped once per five critic steps, gets its own steps too).  An
+        optimizer whose parameters others stepped that often counts as done (a SAM-style wrapper
+        steps through its base optimizer; a second optimizer over the same model may never step).
+        An optimizer over other parameters that never steps cannot hold the run forever: it
+        ends after --steps x 5 steps per optimizer in all."""
+        budget = self.max_steps
+        if self.steps_by.get(oid, 0) < budget:
+            return False
+        if self.steps >= budget * _BUDGET_SPREAD * max(1, len(self.optimizers)):
+            return True
+        for info in self.optimizers.values():
+            if self.steps_by.get(info["oid"], 0) >= budget:
+                continue
+            pids = self.opt_pids(info["ref"])
+            if not pids or any(self.pid_steps.get(pid, 0) < budget for pid in pids):
+                return False
+        return True
+
+    def check_budget(self, opt, skip=3):
+        """Refuse a step past the budget.  It is recorded (it shows what the update would have used)
+        but never runs."""
         if self.stopped:
             raise BudgetReached("steps")
-        if self.steps >= self.max_steps:
-            # The step that would exceed the budget is recorded (it shows what the update would
-            # have used) but never runs.
-            frames = user_frames(3)
-            info = self.optimizer(opt, frames)
-            self.before(frames)
-            self._finish(self._event("S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), prevented=True))
-            self.stopped, self.stop_reason = True, "steps"
-            raise BudgetReached("steps")
+        info = self.optimizer(opt)
+        if not self._budget_spent(info["oid"]):
+            return
+        frames = user_frames(skip + 1)
+        self.optimizer(opt, frames)
+        self.before(frames)
+        self._finish(self._event("S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), prevented=True))
+        self.stopped, self.stop_reason = True, "steps"
+        raise BudgetReached("steps")
+
+    def count_step(self, oid, pids=()):
+        for pid in pids:
+            self.pid_steps[pid] = self.pid_steps.get(pid, 0) + 1
+        self.steps += 1
+        self.steps_by[oid] = self.steps_by.get(oid, 0) + 1
+
+    def frozen(self, pids) -> list[int]:
+        by_pid = dict(self.refs)
+        return [pid for pid in pids if pid in by_pid and not by_pid[pid].requires_grad]
+
+    def step_pre(self, opt):
+        self.check_budget(opt)
         frames = user_frames(3)
         self.optimizer(opt, frames)
         self.before(frames)
+        # a step does not write gradients: the state before it is reused after it
+        self.pre_step = (self.count, self.fast[2] if self.fast is not None else dict(self.last))
         self.in_step += 1
 
     def step_post(self, opt, args, kwargs):
@@ -383,13 +665,17 @@ class Recorder:
         self.flush_pending()
         # torch passes the step's own arguments with the optimizer first: (opt, closure?)
         closure = (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
+        pids = self.opt_pids(opt)
         event = self._event(
-            "S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), closure=closure,
-            via="scaler" if self.scaler_step else None,
+            "S", frames, api="step", oid=info["oid"], params=pids, closure=closure,
+            via="scaler" if self.scaler_step else None, frozen=self.frozen(pids),
         )
-        self.steps += 1
+        self.count_step(info["oid"], pids)
         self.stepped_in_scaler = True
-        self._finish(event)
+        count, state = self.pre_step if self.pre_step is not None else (None, None)
+        self.pre_step = None
+        # Nothing probed ran inside the step (no closure doing backward): the state before it holds.
+        self._finish(event, state if count == self.count - 1 else None)
 
 
 RECORDER: Recorder | None = None
@@ -412,6 +698,68 @@ def install(recorder: Recorder):
     _patch_clips()
     _patch_scalers()
     _patch_schedulers()
+    _patch_subprocesses()
+
+
+def _patch_subprocesses():
+    """Training started in another process (torch.multiprocessing.spawn, multiprocessing.Process)
+    runs in an interpreter without probes: record that it happened, so that verdicts can say
+    "not probed" instead of "never ran".  DataLoader workers are not training."""
+    import multiprocessing.process as mp_process
+
+    import torch.multiprocessing as torch_mp
+
+    def record(api, target):
+        rec = RECORDER
+        if rec is None or rec.stopped:
+            return
+        frames = user_frames(3)
+        name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or type(target).__name__
+        rec.write({"type": "subprocess", "api": api, "target": name, "sites": _sites(frames)})
+
+    original_start_processes = torch_mp.start_processes
+
+    def start_processes(fn, *args, **kwargs):
+        record("torch.multiprocessing.spawn", fn)
+        rec = RECORDER
+        if rec is not None:
+            rec.inside += 1  # its Process.start calls are this one spawn
+        try:
+            return original_start_processes(fn, *args, **kwargs)
+        finally:
+            if rec is not None:
+                rec.inside -= 1
+
+    original_spawn = torch_mp.spawn
+
+    def spawn(fn, *args, **kwargs):
+        record("torch.multiprocessing.spawn", fn)
+        rec = RECORDER
+        if rec is not None:
+            rec.inside += 1
+        try:
+            return original_spawn(fn, *args, **kwargs)
+        finally:
+            if rec is not None:
+                rec.inside -= 1
+
+    torch_mp.start_processes = start_processes
+    torch_mp.spawn = spawn
+    spawn_module = sys.modules.get("torch.multiprocessing.spawn")
+    if spawn_module is not None:
+        spawn_module.spawn = spawn
+        spawn_module.start_processes = start_processes
+
+    original_start = mp_process.BaseProcess.start
+
+    def start(self):
+        target = getattr(self, "_target", None)
+        module = getattr(target, "__module__", "") or ""
+        if _active() is not None and not module.startswith(("torch.utils.data", "torch.multiprocessing")):
+            record("multiprocessing.Process.start", target)
+        return original_start(self)
+
+    mp_process.BaseProcess.start = start
 
 
 def _patch_optimizer():
@@ -502,9 +850,6 @@ def _patch_backward():
 def _patch_grad_attribute():
     """`p.grad = None` and `p.grad = g` on a parameter become events with their own line."""
 
-    def get(self):
-        return _GRAD.__get__(self)
-
     def set_(self, value):
         rec = _active()
         if rec is None or id(self) not in rec.params:
@@ -514,7 +859,8 @@ def _patch_grad_attribute():
     def delete(self):
         set_(self, None)
 
-    torch.nn.Parameter.grad = property(get, set_, delete, _GRAD.__doc__)
+    # the getter is the C descriptor itself: the optimizer reads p.grad for every parameter
+    torch.nn.Parameter.grad = property(_GRAD.__get__, set_, delete, _GRAD.__doc__)
 
 
 _CLIP_NAMES = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
@@ -610,6 +956,7 @@ def _patch_scalers():
         rec = _active()
         if rec is None:
             return original_step(self, optimizer, *args, **kwargs)
+        rec.check_budget(optimizer, skip=1)  # a step the scaler skips still counts toward the budget
         rec.scaler_step += 1
         rec.stepped_in_scaler = False
         try:
@@ -621,7 +968,7 @@ def _patch_scalers():
             info = rec.optimizer(optimizer, frames)
             rec.before(frames)
             rec.emit(rec._event("S", frames, api="scaler.step", oid=info["oid"], params=rec.opt_pids(optimizer), skipped=True, via="scaler"))
-            rec.steps += 1
+            rec.count_step(info["oid"], rec.opt_pids(optimizer))
         return result
 
     GradScaler.scale = scale

@@ -7,6 +7,7 @@ file, never to our stdout, and only its tail is kept for the report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -62,27 +63,84 @@ def _tail(path: str) -> str:
     return "\n".join(text.splitlines()[-OUTPUT_TAIL_LINES:])
 
 
-class Child:
-    """One verify child process: started at once, so the caller can do the static check meanwhile."""
+class Interrupted(BaseException):
+    """verify itself got SIGINT or SIGTERM: the child's group is gone, the temp files removed."""
 
-    def __init__(self, target, script_args=(), steps=5, timeout=60.0, grace=None, python=None):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class Child:
+    """One verify child process: started at once, so the caller can do the static check meanwhile.
+
+    Its temporary directory holds the event log, the output and the scratch
+    directory the script may write into (its TMPDIR and caches point there).
+    """
+
+    def __init__(self, target, script_args=(), steps=5, timeout=60.0, grace=None, python=None,
+                 allow_writes=False, trace=False):
         self.timeout = timeout
         self.grace = KILL_GRACE_SECONDS if grace is None else grace
         self._tmp = tempfile.TemporaryDirectory(prefix="gradlint-verify-")
         self.log = os.path.join(self._tmp.name, "events.jsonl")
         self.out = os.path.join(self._tmp.name, "output.txt")
+        self.scratch = os.path.join(self._tmp.name, "scratch")
+        os.mkdir(self.scratch)
         command = [
             python or sys.executable, "-m", "gradlint.verify.child", "--events", self.log, "--steps", str(steps),
-            "--timeout", str(timeout), target, "--", *script_args,
+            "--timeout", str(timeout), "--scratch", self.scratch,
+            *(["--allow-writes"] if allow_writes else []), *(["--sums"] if trace else []),
+            target, "--", *script_args,
         ]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env.setdefault("PYTHONWARNINGS", "ignore")  # torch's import-time warnings are not the script's output
+        # Temp files and libraries' caches go to the scratch directory (removed afterwards), also
+        # with --allow-writes: they are verify's side effects, not the script's results.
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        for name in ("TMPDIR", "TEMP", "TMP", "MPLCONFIGDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+            env[name] = self.scratch
         self._handle = open(self.out, "wb")
         self.process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=self._handle, stderr=subprocess.STDOUT, env=env,
             start_new_session=True,
         )
+
+    def kill(self) -> None:
+        """End the child's whole process group (DataLoader workers, spawned trainers) and remove the files."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except (subprocess.TimeoutExpired, OSError):
+            pass
+        self._handle.close()
+        self._tmp.cleanup()
+
+    @contextlib.contextmanager
+    def stopped_on_signals(self):
+        """Ctrl-C or SIGTERM on verify stops the script and everything it started, then raises Interrupted."""
+
+        def on_signal(signum, frame):
+            raise Interrupted(signum)
+
+        previous = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[signum] = signal.signal(signum, on_signal)
+            except (ValueError, OSError):  # not the main thread: the caller handles signals
+                pass
+        try:
+            yield
+        except (Interrupted, KeyboardInterrupt):
+            self.kill()
+            raise
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def wait(self) -> Run:
         killed = False
@@ -102,7 +160,8 @@ class Child:
             os.killpg(self.process.pid, signal.SIGKILL)
         except OSError:
             pass
-        run = Run.from_records(read_log(self.log))
+        records = read_log(self.log)
+        run = Run.from_records(records)
         run.output = _tail(self.out)
         self._tmp.cleanup()
         if killed:
@@ -114,5 +173,5 @@ class Child:
         return run
 
 
-def run_child(target, script_args=(), steps=5, timeout=60.0, grace=None, python=None) -> Run:
-    return Child(target, script_args, steps, timeout, grace, python).wait()
+def run_child(target, script_args=(), steps=5, timeout=60.0, grace=None, python=None, **options) -> Run:
+    return Child(target, script_args, steps, timeout, grace, python, **options).wait()

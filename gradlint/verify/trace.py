@@ -17,6 +17,8 @@ def format_state(state) -> str:
         return "present (not measurable)"
     if state.get("zero"):
         return "zero (norm 0.0000)"
+    if state.get("sum") is None:
+        return f"norm {state['norm']:.4f}"
     return f"norm {state['norm']:.4f}  sum {state['sum']:.4f}"
 
 

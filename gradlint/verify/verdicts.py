@@ -25,11 +25,14 @@ site matches it (same code, same file, one of those lines).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Optional
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, RUNTIME_ONLY = "confirmed", "not reproduced", "not reached", "runtime only"
+NOT_PROBED = "not probed"
+MANUAL_OID = 0  # probes.MANUAL_OID: parameters updated by hand
 
 
 @dataclass
@@ -71,6 +74,8 @@ class Run:
     target_file: Optional[str] = None
     end: dict = field(default_factory=dict)  # reason: completed|steps|timeout|exit|exception|crash|not-started
     output: str = ""
+    subprocesses: list = field(default_factory=list)  # training started in processes without probes
+    writes: list = field(default_factory=list)  # files the script tried to write (refused or allowed)
 
     @staticmethod
     def from_records(records: list[dict]) -> "Run":
@@ -84,7 +89,13 @@ class Run:
             elif kind == "param":
                 run.params[int(record["pid"])] = record
             elif kind == "event":
+                if isinstance(record.get("state"), list):
+                    record["state"] = _expand(record["state"])
                 run.events.append(Event(record))
+            elif kind == "subprocess":
+                run.subprocesses.append({k: v for k, v in record.items() if k != "type"})
+            elif kind == "write":
+                run.writes.append({k: v for k, v in record.items() if k != "type"})
             elif kind == "names":
                 run.optimizers = {int(k): v for k, v in record.get("optimizers", {}).items()}
             elif kind == "end":
@@ -99,7 +110,34 @@ class Run:
 
     @property
     def steps(self) -> int:
-        return sum(1 for e in self.events if e.kind == "S" and not e.raw.get("prevented"))
+        return sum(1 for e in self.events if _counts_as_step(e))
+
+    def steps_by_optimizer(self) -> dict:
+        counts: dict = {}
+        for e in self.events:
+            if _counts_as_step(e):
+                counts[e.raw.get("oid")] = counts.get(e.raw.get("oid"), 0) + 1
+        return counts
+
+
+def _expand(items: list) -> dict:
+    """The probes' compact state (see probes._encode) as {pid: {"norm", "sum", "zero"} or None}."""
+    state = {}
+    for pid, item in enumerate(items, start=1):
+        if item is None:
+            state[str(pid)] = None
+        elif item == "?":
+            state[str(pid)] = {"norm": None, "sum": None, "zero": False}
+        elif isinstance(item, list):
+            state[str(pid)] = {"norm": item[0], "sum": item[1], "zero": item[0] == 0.0}
+        else:
+            state[str(pid)] = {"norm": item, "sum": None, "zero": item == 0.0}
+    return state
+
+
+def _counts_as_step(event) -> bool:
+    """A step that ran (or a GradScaler skipped); a manual update spread over several clears is one."""
+    return event.kind == "S" and not event.raw.get("prevented") and not event.raw.get("continued")
 
 
 @dataclass
@@ -123,8 +161,14 @@ class _Grad:
     scaled: Optional[int] = None  # the scaled backward that wrote it, until unscale_
     clips: list = field(default_factory=list)  # clips since the last clear or step
     discarded: Optional[tuple] = None  # (clear index, sources) of fresh gradients a clear threw away
+    unusable: bool = False  # the discarded gradients were NaN or inf: no step was meant to use them
     last_b: int = -1
     last_s: int = -1
+
+
+def _finite(state) -> bool:
+    norm = state.get("norm") if isinstance(state, dict) else None
+    return not isinstance(norm, float) or math.isfinite(norm)
 
 
 def _lines(event: Event) -> set:
@@ -151,6 +195,7 @@ class Analysis:
         self.fresh: dict[int, bool] = {}  # oid -> a backward wrote its parameters since its last step
         self.iteration: dict[int, dict] = {}  # backward index -> {oid: iteration number}
         self.detections: dict[tuple, Detection] = {}
+        self.quiet_clears: set = set()  # sites of clears that ran at least once without throwing anything away
 
     # --- helpers ---------------------------------------------------------------
 
@@ -158,9 +203,11 @@ class Analysis:
         path, line = event.site
         if path is None:
             return "an unknown line"
+        # A hand-written update is seen by its effect, at the next probed call.
+        before = "a hand-written update seen before " if event.raw.get("manual") else ""
         if self.home and path == self.home:
-            return f"line {line}"
-        return f"{os.path.basename(path)}:{line}"
+            return f"{before}line {line}"
+        return f"{before}{os.path.basename(path)}:{line}"
 
     def call(self, event: Event) -> str:
         text = event.raw.get("text") or event.raw.get("api", "")
@@ -190,6 +237,10 @@ class Analysis:
 
     def analyse(self) -> list[Detection]:
         for index, event in enumerate(self.events):
+            oid = event.raw.get("oid")
+            if oid is not None and event.kind in ("S", "O"):  # whoever steps a parameter owns it too
+                for pid in event.params:
+                    self.owners.setdefault(pid, set()).add(oid)
             handler = getattr(self, f"_on_{event.kind}", None)
             if handler is not None:
                 handler(index, event)
@@ -216,6 +267,7 @@ class Analysis:
 
     def _on_Z(self, i, event):
         previous = self.events[i - 1] if i else None
+        threw_away = False
         for pid in event.params:
             before = previous.state(pid) if previous is not None else None
             after = event.state(pid)
@@ -226,9 +278,13 @@ class Analysis:
             # A closure clearing between its own evaluations (LBFGS) throws nothing away.
             if before is not None and unused and not event.raw.get("in_step"):
                 g.discarded = (i, unused)
+                g.unusable = not _finite(before)
+                threw_away = True
             elif g.consumed:
                 g.discarded = None
             g.sources, g.consumed, g.clips, g.scaled = [], [], [], None
+        if not threw_away and not event.raw.get("inferred"):
+            self.quiet_clears.add(tuple(event.sites[:1]))
 
     def _on_U(self, i, event):
         if event.raw.get("error"):
@@ -257,6 +313,9 @@ class Analysis:
         # After the update: the clip sees the very gradients a step already used.  (Cleared
         # gradients after a step are a clip before the next backward: GL005's to judge.)
         touched = [pid for pid in with_grad if self.grad(pid).sources]
+        limit = event.raw.get("limit")
+        if isinstance(limit, (int, float)) and math.isinf(limit):
+            touched = []  # clip_grad_norm_(params, inf) measures the norm (for a log): it never clips
         if touched and all(self.grad(pid).consumed and self.grad(pid).consumed[-1] > max(self.grad(pid).sources) for pid in touched):
             step_index = max(self.grad(pid).consumed[-1] for pid in touched)
             step = self.events[step_index]
@@ -278,11 +337,22 @@ class Analysis:
         oid = event.raw.get("oid")
         name = self.run.optimizer(oid)
         steps = self.steps.setdefault(oid, [])
-        steps.append(i)
-        number = len(steps)
+        if event.raw.get("continued"):  # the rest of a manual update spread over several clears
+            number = len(steps)
+        else:
+            steps.append(i)
+            number = len(steps)
         pids = event.params
-        # A prevented step never ran its closure, so it cannot show a step before backward.
-        if not self.fresh.get(oid) and not event.raw.get("skipped") and not event.raw.get("prevented"):
+        # Parameters are followed by identity: a backward into them since their last step, by any
+        # optimizer (a SAM-style wrapper steps through its base optimizer), makes the step fresh.
+        # Frozen parameters (requires_grad False) take no part: stepping them is a no-op.
+        frozen = set(event.raw.get("frozen") or ())
+        live = [pid for pid in pids if pid not in frozen]
+        fresh = any(self.grad(pid).last_b > self.grad(pid).last_s for pid in live)
+        # A prevented step never ran its closure, so it cannot show a step before backward; a manual
+        # update is only seen after the fact.
+        quiet = event.raw.get("skipped") or event.raw.get("prevented") or event.raw.get("manual")
+        if live and not fresh and not quiet:
             previous = self.events[steps[-2]] if len(steps) > 1 else None
             since = f"since step {number - 1} ({self.where(previous)})" if previous else "before it"
             self.detect(
@@ -310,12 +380,19 @@ class Analysis:
                 continue
             z_index, lost = g.discarded
             g.discarded = None
+            if g.unusable:  # `if not isfinite(loss): zero_grad(); continue`: nothing was meant to use them
+                continue
             lost_sites = {tuple(self.events[j].sites) for j in lost}
             now_sites = {tuple(self.events[j].sites) for j in g.sources}
             # B; Z; S loses everything; Z between micro-batches of the same backward loses accumulation.
             if g.sources and not (lost_sites & now_sites):
                 continue
             z = self.events[z_index]
+            # Across iterations, only the loop's regular clear (one that also ran when there was
+            # nothing to lose) discards an accumulation; a clear that throws gradients away every
+            # time it runs is a deliberate skip (a bad batch), not a lost step.
+            if g.sources and tuple(z.sites[:1]) not in self.quiet_clears:
+                continue
             first = self.events[lost[0]]
             iterations = sorted({self.iteration.get(j, {}).get(event.raw.get("oid"), 1) for j in lost})
             used = "found no gradient" if not g.sources else "used only the backward passes after it"
@@ -431,7 +508,8 @@ class Verdict:
 
 
 def _ran(run: Run, path: str, line: int) -> int:
-    return sum(1 for event in run.events if (path, line) in event.sites)
+    """How many probed calls ran at this line (an inferred event only borrows the line where it was noticed)."""
+    return sum(1 for event in run.events if (path, line) in event.sites and not event.raw.get("inferred"))
 
 
 def end_reason(run: Run, home: Optional[str] = None) -> str:
@@ -444,6 +522,9 @@ def end_reason(run: Run, home: Optional[str] = None) -> str:
     if reason == "completed":
         return "the script finished"
     if reason == "steps":
+        budget = end.get("budget")
+        if budget is not None and len(run.steps_by_optimizer()) > 1:
+            return f"the step budget ({budget} steps per optimizer) was used up"
         return f"the step budget ({end.get('steps', run.steps)} optimizer steps) was used up"
     if reason == "timeout":
         seconds = end.get("seconds")
@@ -455,6 +536,77 @@ def end_reason(run: Run, home: Optional[str] = None) -> str:
     if reason == "not-started":
         return f"the script could not be started: {end.get('message')}"
     return f"the script's process died ({end.get('message', 'no report')})"
+
+
+def unverified_reason(run: Run, home: Optional[str] = None) -> Optional[str]:
+    """Why nothing could be verified (exit 2), or None when the run got far enough to judge."""
+    reason = run.end.get("reason")
+    if run.steps == 0 and run.subprocesses:
+        return (
+            f"the training ran in a subprocess ({_spawned(run, home)}), which verify does not probe; "
+            "call the training function directly (world size 1) to verify it"
+        )
+    if run.steps > 0 or reason in ("completed", "steps"):
+        return None
+    base = f"{end_reason(run, home)}, before the first optimizer step"
+    message = str(run.end.get("message", ""))
+    if run.end.get("exception") == "EOFError" or message.startswith("EOFError"):
+        return base + " (it read from stdin, and verify gives the script no input: pass answers as arguments after --)"
+    if reason == "exit" and run.end.get("code") == 2:
+        return base + " (a command-line error? give the script's arguments after --)"
+    if run.end.get("exception") in ("FileNotFoundError", "PermissionError") and "gradlint verify refused" in message:
+        return base + " (it tried to write a file: re-run with --allow-writes to let it)"
+    if reason == "timeout":
+        return base + " (raise --timeout, or give the script a smaller data set)"
+    return base
+
+
+def _spawned(run: Run, home: Optional[str]) -> str:
+    first = run.subprocesses[0]
+    sites = first.get("sites") or []
+    where = ""
+    if sites:
+        path, line = sites[0][0], sites[0][1]
+        where = f" at line {line}" if home and path == home else f" at {os.path.basename(path)}:{line}"
+    return f"{first.get('api')}({first.get('target')}){where}"
+
+
+# A finding's events, by code: the kind of event it is reported on, and the kind that must
+# follow it for the bug to show (GL001: a step then another backward into the same parameters).
+_PATH = {
+    "GL001": ("B", "S"), "GL003": ("B", "S"), "GL002": ("Z", "S"), "GL004": ("C", "B"),
+    "GL005": ("C", "S"), "GL006": ("C", "S"), "GL007": ("S", "S"), "GL008": ("L", "S"),
+}
+
+
+def _path_ran(finding, run: Run, home: str) -> Optional[str]:
+    """None when the finding's path ran in the order that would show the bug and the probes saw
+    the parameters involved; otherwise why it did not (for "not reached")."""
+    line = finding.span.line
+    at_line = [(i, e) for i, e in enumerate(run.events) if (home, line) in e.sites and not e.raw.get("inferred")]
+    if not at_line:
+        return f"line {line} never ran: {end_reason(run, home)}"
+    if len(at_line) < 2:
+        return f"line {line} ran only once: {end_reason(run, home)}"
+    seen = [(i, e) for i, e in at_line if e.params or (e.kind == "L" and e.raw.get("oid") is not None)]
+    if not seen:
+        return (f"line {line} ran {len(at_line)} times, but the probes saw no parameter there "
+                "(its parameters belong to no optimizer verify could see)")
+    kind, follow = _PATH.get(finding.code, (None, "S"))
+    first = seen[0][0]
+    pids = {pid for _, e in seen for pid in e.params}
+    oid = seen[0][1].raw.get("oid")
+    followed = any(
+        e.kind == follow and (set(e.params) & pids or (oid is not None and e.raw.get("oid") == oid))
+        for e in run.events[first + 1:] if not e.raw.get("prevented")
+    )
+    if not followed:
+        what = {"S": "no optimizer step of its parameters", "B": "no backward into its parameters"}[follow]
+        return f"line {line} ran {len(at_line)} times, but {what} came after it: {end_reason(run, home)}"
+    for related in finding.related:
+        if not any((home, related.span.line) in e.sites for e in run.events):
+            return f"line {related.span.line} ({related.message or 'the related event'}) never ran: {end_reason(run, home)}"
+    return None
 
 
 def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]]:
@@ -473,14 +625,16 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
             used.add(id(match))
             verdict, evidence = CONFIRMED, match.evidence
         else:
+            missing = _path_ran(finding, run, home)
             times = _ran(run, home, line)
-            if times >= 2:
+            if missing is None:
                 verdict = NOT_REPRODUCED
                 evidence = f"line {line} ran {times} times over {run.steps} optimizer steps and the gradients behaved correctly"
+            elif run.subprocesses and times == 0:
+                verdict = NOT_PROBED
+                evidence = f"training ran in a subprocess ({_spawned(run, home)}), which verify does not probe"
             else:
-                verdict = NOT_REACHED
-                ran = "ran only once" if times == 1 else "never ran"
-                evidence = f"line {line} {ran}: {end_reason(run, home)}"
+                verdict, evidence = NOT_REACHED, missing
         verdicts.append(Verdict(finding.code, finding.path, line, finding.span.col, finding.message, verdict, evidence))
     runtime_only = [d for d in detections if id(d) not in used]
     runtime_only.sort(key=lambda d: (d.file or "", d.line, d.code))

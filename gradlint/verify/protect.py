@@ -1,0 +1,130 @@
+"""Keeps the script being verified from changing the user's files.  Runs in the verify child.
+
+The budget stop unwinds the script, so its `finally:` blocks and atexit
+handlers run: a `torch.save(model, "final.pt")` there would overwrite a real
+checkpoint with a model trained for five steps.  An audit hook
+(`sys.addaudithook`, PEP 578) sees every `open()` of a path and the os/shutil
+calls that create, rename or delete files; a write outside the scratch
+directory raises PermissionError in the script, before anything is touched.
+`torch.save` and `torch.jit.save` write through C++ (no audit event), so they
+are wrapped.  Every attempt, refused or (with --allow-writes) allowed, is
+reported once.
+
+What this does not see: writes made by C extensions on their own (h5py,
+a C++ logger), and processes started with the spawn method (a fresh
+interpreter without the hook).  Forked DataLoader workers keep it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# os flags that make open() a write
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+# audit event -> (action shown in the report, indexes of the path arguments)
+_PATH_EVENTS = {
+    "os.remove": ("delete", (0,)),
+    "os.rmdir": ("delete", (0,)),
+    "os.mkdir": ("create directory", (0,)),
+    "os.rename": ("rename", (0, 1)),
+    "os.truncate": ("truncate", (0,)),
+    "os.symlink": ("link", (1,)),
+    "os.link": ("link", (1,)),
+    "shutil.rmtree": ("delete", (0,)),
+    "shutil.copyfile": ("write", (1,)),
+}
+_ALWAYS_ALLOWED = ("/dev/", "/proc/self/")
+
+
+class Guard:
+    def __init__(self, scratch: str, allow: bool, report):
+        self.scratch = os.path.realpath(scratch) + os.sep
+        self.allow = allow
+        self.report = report  # callable(dict): one record per attempted write
+        self.seen: set = set()
+        self.busy = False  # reporting writes to the (already open) log: never re-enter
+
+    def permitted(self, path: str) -> bool:
+        return (
+            path.startswith(self.scratch) or path == self.scratch[:-1] or path.startswith(_ALWAYS_ALLOWED)
+            or path == os.devnull
+        )
+
+    def check(self, action: str, target) -> None:
+        if isinstance(target, int) or target is None:
+            return  # a file descriptor the process already holds
+        try:
+            path = os.path.realpath(os.fsdecode(target))
+        except (TypeError, ValueError):
+            return
+        if self.permitted(path):
+            return
+        key = (action, path)
+        if key not in self.seen and not self.busy:
+            self.seen.add(key)
+            self.busy = True
+            try:
+                self.report({"type": "write", "action": action, "path": path, "refused": not self.allow})
+            finally:
+                self.busy = False
+        if not self.allow:
+            raise PermissionError(
+                f"gradlint verify refused to {action} {path}: the script may only write under its scratch "
+                "directory (use --allow-writes to let it)"
+            )
+
+    def audit(self, event: str, args) -> None:
+        if event == "open":
+            target, mode, flags = (tuple(args) + (None, None, None))[:3]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            )
+            if writing:
+                self.check("write", target)
+            return
+        spec = _PATH_EVENTS.get(event)
+        if spec is not None:
+            action, indexes = spec
+            for index in indexes:
+                if index < len(args):
+                    self.check(action, args[index])
+
+
+def install(scratch: str, allow: bool, report) -> Guard:
+    guard = Guard(scratch, allow, report)
+    sys.addaudithook(guard.audit)
+    _wrap_torch_saves(guard)
+    return guard
+
+
+def _wrap_torch_saves(guard: Guard) -> None:
+    try:
+        import torch
+        import torch.serialization
+    except ImportError:
+        return
+
+    def wrap(original, action):
+        def save(obj, f, *args, **kwargs):
+            if isinstance(f, (str, bytes, os.PathLike)):
+                guard.check(action, f)
+            return original(obj, f, *args, **kwargs)
+
+        save.__wrapped__ = original
+        save.__name__ = original.__name__
+        save.__doc__ = original.__doc__
+        return save
+
+    saved = wrap(torch.serialization.save, "write")
+    torch.save = torch.serialization.save = saved
+    jit = getattr(torch, "jit", None)
+    if jit is not None and hasattr(jit, "save"):
+        original_jit = jit.save
+
+        def jit_save(m, f, *args, **kwargs):
+            if isinstance(f, (str, bytes, os.PathLike)):
+                guard.check("write", f)
+            return original_jit(m, f, *args, **kwargs)
+
+        jit.save = jit_save

@@ -1,0 +1,23 @@
+"""A backbone frozen when its optimizer is built and unfrozen at epoch 1; the loop clears
+only the head's optimizer.  From epoch 1 on, the backbone's gradients pile up.  Expected: the
+bug confirmed at run time (GL001/GL003 on the backbone), no GL007, exit 1."""
+
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+backbone = nn.Linear(4, 4)
+head = nn.Linear(4, 1)
+backbone.requires_grad_(False)
+head_opt = torch.optim.SGD(head.parameters(), lr=0.1)
+backbone_opt = torch.optim.SGD(backbone.parameters(), lr=0.01)
+batches = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(2)]
+for epoch in range(4):
+    if epoch == 1:
+        backbone.requires_grad_(True)
+    for x, y in batches:
+        head_opt.zero_grad()
+        loss = nn.functional.mse_loss(head(backbone(x)), y)
+        loss.backward()
+        head_opt.step()
+        backbone_opt.step()
