@@ -609,6 +609,13 @@ def _path_ran(finding, run: Run, home: str) -> Optional[str]:
     return None
 
 
+def _related_match(finding, detections, used, home):
+    """A detection of the same code at one of the finding's related lines: the checker blames
+    the misplaced clear (GL003), the run sees the step that used the stale gradients."""
+    related = {(home, r.span.line) for r in finding.related}
+    return next((d for d in detections if d.code == finding.code and id(d) not in used and related & d.lines), None)
+
+
 def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]]:
     """One verdict per static finding, and the runtime-only detections."""
     home = os.path.realpath(home)
@@ -619,7 +626,7 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
         match = next(
             (d for d in detections if d.code == finding.code and (home, finding.span.line) in d.lines),
             None,
-        )
+        ) or _related_match(finding, detections, used, home)
         line = finding.span.line
         if match is not None:
             used.add(id(match))
