@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "realworld"))
 
 import checkout  # noqa: E402
 import dump_loops  # noqa: E402
-import mutate  # noqa: E402
+import break_silent_loops as mutate  # noqa: E402  (not `mutate`: benchmarks/mutants has one)
 
 CLEAN = """\
 import torch

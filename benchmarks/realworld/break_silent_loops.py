@@ -9,7 +9,7 @@ A mutant gradlint stays silent on is a candidate miss: read it (some are
 right to stay silent, e.g. an engine that clears for you).  Prints one line
 per silent mutant and a summary per operator.
 
-    python benchmarks/realworld/mutate.py [PATH ...]   (default /work/study/src)
+    python benchmarks/realworld/break_silent_loops.py [PATH ...]   (default /work/study/src)
 """
 
 from __future__ import annotations
