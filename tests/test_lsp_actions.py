@@ -179,26 +179,11 @@ def test_lsp_usage_error_exits_2_without_traceback():
 
 def test_tcp_mode_serves_a_session_and_exits_quietly():
     import json
-    import socket
-    import time
 
-    with socket.socket() as probe:  # a free port
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gradlint", "lsp", "--tcp", f"127.0.0.1:{port}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    from lsp_snippets import start_tcp_server
+
+    server, conn = start_tcp_server()
     try:
-        for _ in range(200):
-            try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=20)
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("server did not listen")
         stream = conn.makefile("rb")
 
         def send(message: dict) -> None:

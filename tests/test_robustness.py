@@ -281,24 +281,10 @@ def test_a_tcp_client_that_disconnects_ends_the_server_without_a_traceback(how):
     import struct
     import time
 
-    with socket.socket() as probe:  # a free port
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gradlint", "lsp", "--tcp", f"127.0.0.1:{port}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    from lsp_snippets import start_tcp_server
+
+    server, conn = start_tcp_server(text=True)
     try:
-        for _ in range(400):
-            try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=20)
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("server did not listen")
         if how == "reset":
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         else:

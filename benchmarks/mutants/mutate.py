@@ -611,7 +611,6 @@ class Mutator:
         return sorted(visible - {z.receiver})
 
     def swap_clear(self, loop):
-        steps = self._steps(loop)
         optimizers = self._optimizers(loop)
         if any(self.facts.modules_of_optimizer(o) is None for o in optimizers):
             self._skip("GL003", loop.node, "an optimizer's parameters are not resolved")

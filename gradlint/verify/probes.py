@@ -20,7 +20,6 @@ import linecache
 import operator
 import os
 import sys
-import weakref
 
 import torch
 import torch.nn.utils.clip_grad as _clip_module
