@@ -70,13 +70,21 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
             if found is not None:
                 step, consumer = found
                 misplaced = [z for z in clears if _next_step(loop, z) == optimizer and not _clears(file, z, optimizer, module)]
-                blamed = misplaced[0] if misplaced else step
+                if misplaced:
+                    blamed = misplaced[0]
+                    message = (
+                        f"{blamed.text} does not clear {module}, whose gradients {at(consumer)} already used: "
+                        f"{at(step)} applies them again"
+                    )
+                else:
+                    blamed = step
+                    message = (
+                        f"{step.text} steps {module} with gradients that {at(consumer)} already used: "
+                        f"no clear of {module} runs between them"
+                    )
                 yield RawFinding(
                     "GL003",
-                    f"{blamed.text} does not clear {module}, whose gradients {at(consumer)} already used: "
-                    f"{at(step)} applies them again" if misplaced else
-                    f"{step.text} steps {module} with gradients that {at(consumer)} already used: "
-                    f"no clear of {module} runs between them",
+                    message,
                     blamed,
                     ((step, f"the step of {optimizer}"), (consumer, "the step that used them first")),
                     loop,
@@ -159,6 +167,19 @@ def train(model, opt, loader):
 """,
     ),
     invalid=(
+        """
+import itertools
+G, D = Generator(), Discriminator()
+opt_d = torch.optim.Adam(D.parameters())
+opt_info = torch.optim.Adam(itertools.chain(G.parameters(), D.parameters()))
+for x in loader:
+    opt_d.zero_grad()
+    d_loss(D, G, x).backward()
+    opt_d.step()
+    G.zero_grad()  # expect: GL003
+    info_loss(D, G, x).backward()
+    opt_info.step()
+""",
         """
 model_a = Net()
 model_b = Net()
