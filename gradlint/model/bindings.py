@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from gradlint.model import events as api
-from gradlint.model.names import Imports, dotted, is_under, last, root
+from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, last, root
 from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
@@ -90,7 +90,7 @@ class Bindings(Numbering):
         self._class_stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.number(node)
+        self.number(node, keep=True)
         for decorator in node.decorators:
             call = decorator.decorator
             if (
@@ -115,7 +115,7 @@ class Bindings(Numbering):
         return self._class_stack[-1].name if self._class_stack else None
 
     def visit_For(self, node: cst.For) -> None:
-        self.number(node)
+        self.number(node, self._function_depth > 0)
         self._open_loops.append([id(node), False, set()])
         self.outline.append(("loop", node, self._enclosing_class()))
 
@@ -123,7 +123,7 @@ class Bindings(Numbering):
         self._close_loop()
 
     def visit_While(self, node: cst.While) -> None:
-        self.number(node)
+        self.number(node, self._function_depth > 0)
         self._open_loops.append([id(node), False, set()])
         self.outline.append(("loop", node, self._enclosing_class()))
 
@@ -142,31 +142,36 @@ class Bindings(Numbering):
         if node.attr.value == "grad" and self._open_loops:
             self._open_loops[-1][1] = True  # `p.grad = g` writes a gradient by hand
 
+    def loop_facts(self, loop: cst.CSTNode) -> tuple[bool, frozenset]:
+        """(does it call a backward or step API, the other names it calls) of a loop of this pass."""
+        return self._loops.get(id(loop), (True, frozenset()))
+
     def may_hold_events(self, loop: cst.CSTNode) -> bool:
         """Can this loop hold a backward or a step (directly or through a helper of the file)?"""
-        relevant, called = self._loops.get(id(loop), (True, frozenset()))
-        if relevant:
-            return True
+        relevant, called = self.loop_facts(loop)
+        return relevant or self.calls_file_function(called)
+
+    def calls_file_function(self, called: frozenset) -> bool:
         return any(
             name in self.functions or name in self.plain_functions or any(name in c.methods for c in self.classes.values())
             for name in called
         )
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.number(node)
+        self.number(node, self._function_depth > 0)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        self.number(node)
+        self.number(node, self._function_depth > 0)
         for target in node.targets:
             self._bind(target.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.number(node)
+        self.number(node, self._function_depth > 0)
         if node.value is not None:
             self._bind(node.target, node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.number(node)
+        self.number(node, self._function_depth > 0)
         if self._open_loops:
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -217,6 +222,13 @@ class Bindings(Numbering):
         return bool(hooked) and (ALL_OPTIMIZERS in hooked or any(self.same(optimizer or "", h) for h in hooked))
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self.finish()
+
+    def finish(self) -> None:
+        """What needs every assignment and def seen so far (a file built in pieces calls it
+        after each piece: it only ever adds, and drops the caches that new bindings outdate)."""
+        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags"):
+            self.__dict__.pop(name, None)
         for runner, function in self._handlers:
             # a handler of an object built by an iteration runner (`trainer = Engine(step)`)
             if runner and any(self._built_by_runner(v) for v in self.assigns.get(runner, ())):
@@ -230,6 +242,55 @@ class Bindings(Numbering):
             r for r in self._backward_receivers & self._step_receivers if self.kind(r) in (None, ENGINE, MODULE)
         }
         self.__dict__.pop("_kinds", None)  # kinds depend on the engines just found
+
+    # --- a file built in pieces (piecewise.py) ---------------------------------------
+
+    def take_outline(self) -> list[tuple]:
+        """The outline since the last call; forgotten here (it holds the piece's loop nodes)."""
+        outline, self.outline = self.outline, []
+        return outline
+
+    def end_piece(self) -> None:
+        """Forget what names the nodes of a piece that is about to be freed."""
+        self._loops.clear()
+        self.loose.clear()
+
+    # --- questions the loop builder asks (answers only: a piece's are asked again) -------
+
+    def is_engine(self, name: Optional[str]) -> bool:
+        return name in self.engines
+
+    def accumulation_flag(self, name: str) -> bool:
+        """`need_update = (i + 1) % accum == 0` makes `if need_update:` an accumulation condition."""
+        cache = self.__dict__.setdefault("_accumulation_flags", {})
+        if name not in cache:
+            cache[name] = any(_counts_accumulation(value) for value in self.assigns.get(name, ()))
+        return cache[name]
+
+    def helper_function(self, name: str) -> Optional[tuple[cst.FunctionDef, bool]]:
+        """The def a bare call `name(...)` runs, and whether it is a top-level function
+        (else a closure of the file, such as `def _backward(loss): ...` inside the loop)."""
+        if name in self.functions:
+            return self.functions[name], True
+        local = self.plain_functions.get(name, [])
+        return (local[0], False) if len(local) == 1 else None
+
+    def only_function(self, name: str) -> Optional[cst.FunctionDef]:
+        """The one def of that name at any depth, if there is exactly one."""
+        defs = self.all_functions.get(name, [])
+        return defs[0] if len(defs) == 1 else None
+
+    def find_method(self, class_name: Optional[str], method: str) -> Optional[tuple[cst.FunctionDef, str]]:
+        """`method` of a class of the file or of its first base class of the file, and that class."""
+        seen: list[str] = []
+        while class_name and class_name in self.classes and class_name not in seen:
+            seen.append(class_name)
+            info = self.classes[class_name]
+            if method in info.methods:
+                return info.methods[method], class_name
+            bases = [b.rsplit(".", 1)[-1] for b in info.bases]
+            class_name = next((b for b in bases if b in self.classes), None)
+        return None
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -595,6 +656,12 @@ def _params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
         if arg.keyword is None and not arg.star:
             return arg.value
     return None
+
+
+def _counts_accumulation(value: cst.BaseExpression) -> bool:
+    names = ExpressionNames()
+    walk(value, names)
+    return names.has_modulo or any(api.ACCUMULATION_WORDS.search(n) for n in names.names)
 
 
 def collect(module: cst.Module, event_names: frozenset = frozenset()) -> Bindings:

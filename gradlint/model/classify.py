@@ -119,7 +119,7 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
         )
         if receiver is None:
             return ctx.event(Z, call, unknown_target=True, set_to_none_false=flag)
-        if bindings.is_optimizer(receiver) or receiver in bindings.engines:
+        if bindings.is_optimizer(receiver) or bindings.is_engine(receiver):
             return ctx.event(Z, call, optimizer=receiver, set_to_none_false=flag, sync_only=ctx.accumulate is not None)
         return ctx.event(Z, call, module=receiver, set_to_none_false=flag)
 
@@ -160,7 +160,7 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
 
 def _step_event(call, receiver, ctx) -> Optional[Event]:
     bindings = ctx.bindings
-    if receiver in bindings.engines:
+    if bindings.is_engine(receiver):
         return ctx.event(S, call, optimizer=receiver, clears=True)
     kind = bindings.kind(receiver)
     if kind == "scheduler":

@@ -20,7 +20,7 @@ from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
 from gradlint.model.event import Event
-from gradlint.model.names import dotted, root
+from gradlint.model.names import ExpressionNames, dotted, root
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
 from gradlint.settings import Wrappers
@@ -216,42 +216,28 @@ class _AssignedNames(cst.CSTVisitor):
             self._add(node.asname.name)
 
 
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-        self.has_call = False
-        self.has_modulo = False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        name = dotted(node)
-        if name:
-            self.names.add(name)
-            return False
-        return True
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.has_call = True
-
-    def visit_Modulo(self, node: cst.Modulo) -> None:
-        self.has_modulo = True
+def event_names(wrappers: Wrappers) -> frozenset:
+    """The configured wrappers' call names, for the bindings pass (events.py has the API's)."""
+    return frozenset(n.rsplit(".", 1)[-1] for n in wrappers.backward_functions + wrappers.step_functions)
 
 
 class Builder:
-    def __init__(
-        self, module: cst.Module, path: str, wrappers: Wrappers, line_offset: int = 0, parsed_text: Optional[str] = None
-    ):
+    """Builds loop models from libcst nodes.  `bindings` is what the models ask about names:
+    the file's Bindings, or, for a file built in pieces, a piece's Recorder of them."""
+
+    def __init__(self, module: cst.Module, path: str, wrappers: Wrappers, bindings, positions: Optional[Positions] = None):
         self.module = module
         self.path = path
         self.wrappers = wrappers
-        self.line_offset = line_offset
-        names = frozenset(n.rsplit(".", 1)[-1] for n in wrappers.backward_functions + wrappers.step_functions)
-        self.bindings = collect(module, names)
-        text = module.code if parsed_text is None else parsed_text
+        self.bindings = bindings
         self._codes: dict[int, str] = {}
-        self.positions = Positions(module, text, self.bindings, line_offset, self.code)
+        self.positions = positions
+
+    def use_piece(self, module: cst.Module, bindings) -> None:
+        """Go on with another piece of the file (piecewise.py); node ids of the last one are reused."""
+        self.module = module
+        self.bindings = bindings
+        self._codes = {}
 
     def code(self, node: cst.CSTNode) -> str:
         """The node's source (generated once: messages and position checks both need it)."""
@@ -338,34 +324,20 @@ class Builder:
         # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, then, orelse = test.expression, orelse, then
-        names = _Names()
+        names = ExpressionNames()
         walk(test, names)
         key = " ".join(self.module.code_for_node(test).split())
         key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
         accumulation = (
             names.has_modulo
             or bool(api.ACCUMULATION_WORDS.search(key))
-            or any(self.accumulation_flag(n) for n in names.names)
+            or any(self.bindings.accumulation_flag(n) for n in names.names)
         )
         assigned = ctx.assigned
         varying = names.has_call or any(n in assigned or root(n) in assigned for n in names.names)
         if accumulation:
             then, orelse = _mark_accumulation(then), _mark_accumulation(orelse)
         return Branch(key, accumulation, not (varying or accumulation), then, orelse)
-
-    def accumulation_flag(self, name: str) -> bool:
-        """`need_update = (i + 1) % accum == 0` makes `if need_update:` an accumulation condition."""
-        cache = self.__dict__.setdefault("_accumulation_flags", {})
-        if name not in cache:
-            flag = False
-            for value in self.bindings.assigns.get(name, ()):
-                names = _Names()
-                walk(value, names)
-                if names.has_modulo or any(api.ACCUMULATION_WORDS.search(n) for n in names.names):
-                    flag = True
-                    break
-            cache[name] = flag
-        return cache[name]
 
     def match_statement(self, stmt: cst.Match, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.subject, ctx)
@@ -450,9 +422,9 @@ class Builder:
         if isinstance(closure, cst.Lambda):
             body = self.expression(closure.body, ctx)
         elif isinstance(closure, cst.Name):
-            defs = self.bindings.all_functions.get(closure.value, [])
-            if len(defs) == 1:
-                body = [Helper(self.inline(defs[0], None, ctx.class_name, closure.value, ctx))]
+            definition = self.bindings.only_function(closure.value)
+            if definition is not None:
+                body = [Helper(self.inline(definition, None, ctx.class_name, closure.value, ctx))]
         return body + [event]
 
     def helper_for(self, call: cst.Call, ctx: Context):
@@ -463,30 +435,21 @@ class Builder:
             name = func.value
             if self.bindings.imports.is_imported(name):
                 return None
-            if name in self.bindings.functions:
-                return self.bindings.functions[name], None, f"{name}()"
-            local = self.bindings.plain_functions.get(name, [])
-            if len(local) == 1:  # a closure such as `def _backward(loss): ...` inside the loop
-                return local[0], ctx.class_name, f"{name}()"
-            return None
+            found = self.bindings.helper_function(name)
+            if found is None:
+                return None
+            definition, top_level = found
+            # a closure such as `def _backward(loss): ...` inside the loop runs in the loop's class
+            return definition, None if top_level else ctx.class_name, f"{name}()"
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             receiver = func.value.value
             # `self.m()`, or `agent.m()` on an instance of a class of the file (`agent = Agent()`)
             owner = ctx.class_name if receiver == "self" else self.bindings.instance_class(receiver)
             method = func.attr.value
-            for class_name in self.class_chain(owner):
-                info = self.bindings.classes[class_name]
-                if method in info.methods:
-                    return info.methods[method], class_name, f"{receiver}.{method}()"
+            found = self.bindings.find_method(owner, method)
+            if found is not None:
+                return found[0], found[1], f"{receiver}.{method}()"
         return None
-
-    def class_chain(self, class_name: Optional[str]) -> list[str]:
-        chain: list[str] = []
-        while class_name and class_name in self.bindings.classes and class_name not in chain:
-            chain.append(class_name)
-            bases = [b.rsplit(".", 1)[-1] for b in self.bindings.classes[class_name].bases]
-            class_name = next((b for b in bases if b in self.bindings.classes), None)
-        return chain
 
     def inline(self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx) -> list[Node]:
         if id(definition) in ctx.helpers:
@@ -609,26 +572,32 @@ def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> 
     return {k: v for k, v in mapping.items() if k != v}
 
 
-class _LoopFinder:
-    """Builds a model for every loop and Lightning module, from the bindings pass's outline."""
+class LoopFinder:
+    """Models for the loops, Lightning modules and framework-run functions of the outline."""
 
-    def __init__(self, builder: Builder) -> None:
+    def __init__(self, builder: Builder, facts: Bindings) -> None:
         self.builder = builder
-        self.loops: list[LoopModel] = []
+        self.facts = facts  # the bindings pass that walked the loops handed in (loop_facts)
         self.lightning_clips: list[Event] = []
 
-    def run(self) -> None:
-        for entry in self.builder.bindings.outline:
-            if entry[0] == "class":
-                info = entry[1]
-                if api.lightning_module(info.bases) and "training_step" in info.methods:
-                    self._lightning(info)
-            else:
-                self._loop(entry[1], entry[2])
-        for name in self.builder.bindings.iteration_functions:
-            self._iteration_function(name)
+    def entry(self, entry: tuple) -> Optional[LoopModel]:
+        """A model for one entry of the bindings pass's outline: a loop, or a class."""
+        if entry[0] == "class":
+            return self.lightning(entry[1])
+        return self.loop(entry[1], entry[2])
 
-    def _iteration_function(self, name: str) -> None:
+    def loop(self, node, class_name: Optional[str]) -> Optional[LoopModel]:
+        relevant, called = self.facts.loop_facts(node)
+        if not (relevant or self.builder.bindings.calls_file_function(called)):
+            return None
+        return self.builder.loop_model(node, class_name)
+
+    def iteration_functions(self) -> list[LoopModel]:
+        """`update` of ignite's `Engine(update)` and its `@trainer.on(...)` handlers: loop bodies."""
+        found = (self.iteration_function(name) for name in self.builder.bindings.iteration_functions)
+        return [model for model in found if model is not None]
+
+    def iteration_function(self, name: str) -> Optional[LoopModel]:
         bindings = self.builder.bindings
         found = None
         if name.startswith("self.") and name.count(".") == 1:
@@ -642,31 +611,23 @@ class _LoopFinder:
                 found = bindings.functions[name], None
             elif len(defs) == 1:
                 found = defs[0], None
-        if found is not None:
-            model = self.builder.step_function_model(found[0], found[1], kind="iteration")
-            if model is not None:
-                self.loops.append(model)
+        if found is None:
+            return None
+        return self.builder.step_function_model(found[0], found[1], kind="iteration")
 
-    def _lightning(self, info) -> None:
+    def lightning(self, info) -> Optional[LoopModel]:
+        if not (api.lightning_module(info.bases) and "training_step" in info.methods):
+            return None
         method = info.methods["training_step"]
         if info.manual_optimization:
-            model = self.builder.step_function_model(method, info.name)
-            if model is not None:
-                self.loops.append(model)
-            return
+            return self.builder.step_function_model(method, info.name)
         ctx = Context(self.builder, info.name, frozenset())
         body = self.builder.suite(method.body, ctx)
         events: list[Event] = []
         _flatten(body, events, [], False)
         if not any(e.kind == api.B for e in events):  # manual_backward means manual optimization
             self.lightning_clips.extend(e for e in events if e.kind == api.C)
-
-    def _loop(self, node, class_name: Optional[str]) -> None:
-        if not self.builder.bindings.may_hold_events(node):
-            return
-        model = self.builder.loop_model(node, class_name)
-        if model is not None:
-            self.loops.append(model)
+        return None
 
 
 def _mark_foreign(loops: list[LoopModel]) -> None:
@@ -697,9 +658,18 @@ def build(
     parsed_text: Optional[str] = None,
 ) -> FileModel:
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
-    builder = Builder(module, path, wrappers, line_offset, source if parsed_text is None else parsed_text)
-    finder = _LoopFinder(builder)
-    if not api.other_framework(builder.bindings.imports.packages):
-        finder.run()
-    _mark_foreign(finder.loops)
-    return FileModel(path, builder.bindings, finder.loops, finder.lightning_clips, source)
+    bindings = collect(module, event_names(wrappers))
+    builder = Builder(module, path, wrappers, bindings)
+    text = source if parsed_text is None else parsed_text
+    builder.positions = Positions(module, text, bindings, line_offset, builder.code)
+    finder = LoopFinder(builder, bindings)
+    loops: list[LoopModel] = []
+    if not api.other_framework(bindings.imports.packages):
+        loops = [model for model in map(finder.entry, bindings.outline) if model is not None]
+        loops += finder.iteration_functions()
+    return file_model(path, bindings, loops, finder.lightning_clips, source)
+
+
+def file_model(path: str, bindings: Bindings, loops: list[LoopModel], lightning_clips: list[Event], source: str) -> FileModel:
+    _mark_foreign(loops)
+    return FileModel(path, bindings, loops, lightning_clips, source)

@@ -86,3 +86,28 @@ class Imports:
 
     def is_imported(self, name: str) -> bool:
         return root(name) in self.aliases
+
+
+class ExpressionNames(cst.CSTVisitor):
+    """The dotted names an expression reads, and whether it calls or takes a modulo."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.has_call = False
+        self.has_modulo = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        name = dotted(node)
+        if name:
+            self.names.add(name)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.has_call = True
+
+    def visit_Modulo(self, node: cst.Modulo) -> None:
+        self.has_modulo = True

@@ -17,6 +17,7 @@ PositionProvider, so a wrong position is never reported.
 from __future__ import annotations
 
 import ast
+import bisect
 from typing import Optional
 
 import libcst as cst
@@ -41,28 +42,92 @@ KINDS: dict[type, tuple[type, ...]] = {
 _KEYWORDS = {cst.For: "for", cst.While: "while", cst.FunctionDef: "def"}
 
 
+class PositionsDisagree(Exception):
+    """A node whose position the ast table cannot give (strict mode: the file is built in
+    pieces, whose modules are gone when a fallback would need them; the caller parses whole)."""
+
+
+class AstTable:
+    """Per libcst kind, the ast nodes of the text as sorted (line, col, -end_line, -end_col).
+
+    Plain tuples rather than the ast itself: a 50,000-line file's ast is about 85 MB, its
+    table a few."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        lookup = {t: kind for kind, types in KINDS.items() for t in types}
+        by_kind: dict[type, list] = {kind: [] for kind in KINDS}
+        for node in ast_nodes(tree):
+            kind = lookup.get(type(node))
+            if kind is not None:
+                by_kind[kind].append((node.lineno, node.col_offset, -node.end_lineno, -node.end_col_offset))
+        for nodes in by_kind.values():
+            nodes.sort()
+        self.by_kind = by_kind
+
+    @classmethod
+    def of(cls, source: str) -> Optional["AstTable"]:
+        try:
+            return cls(python_ast.parse(source))  # the screen's tree when nothing was blanked
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+    def count(self, kind: type, first_line: int, last_line: int) -> int:
+        """How many nodes of `kind` start on lines first_line..last_line."""
+        nodes = self.by_kind[kind]
+        return bisect.bisect_left(nodes, (last_line + 1,)) - bisect.bisect_left(nodes, (first_line,))
+
+
 class Numbering(cst.CSTVisitor):
-    """Pre-order numbers of the nodes in KINDS, per kind (mixed into the bindings pass)."""
+    """Pre-order numbers of the nodes in KINDS, per kind (mixed into the bindings pass).
+
+    `numbers` holds the nodes that live as long as the file's model (those of defs, which
+    the bindings keep); `loose` the rest, which a file built in pieces forgets with each
+    piece (ids of freed nodes are handed out again)."""
 
     def __init__(self) -> None:
         self.numbers: dict[int, int] = {}
+        self.loose: dict[int, int] = {}
         self.counts: dict[type, int] = {kind: 0 for kind in KINDS}
 
-    def number(self, node: cst.CSTNode) -> None:
+    def number(self, node: cst.CSTNode, keep: bool = True) -> None:
         kind = type(node)
-        self.numbers[id(node)] = self.counts[kind]
+        (self.numbers if keep else self.loose)[id(node)] = self.counts[kind]
         self.counts[kind] += 1
+
+    def number_of(self, node: cst.CSTNode) -> Optional[int]:
+        key = id(node)
+        found = self.numbers.get(key)
+        return found if found is not None else self.loose.get(key)
 
 
 class Positions:
-    def __init__(self, module: cst.Module, source: str, numbering: Numbering, line_offset: int = 0, code=None):
+    """Spans of libcst nodes from the ast table.
+
+    `strict` (a file built in pieces): a node the table cannot place raises
+    PositionsDisagree instead of falling back to libcst's PositionProvider, and the
+    node counts are checked piece by piece by the caller.  `extra` numbers the nodes of a
+    piece parsed a second time (piecewise.py)."""
+
+    def __init__(
+        self,
+        module: Optional[cst.Module],
+        source: str,
+        numbering: Numbering,
+        line_offset: int = 0,
+        code=None,
+        table: Optional[AstTable] = None,
+        strict: bool = False,
+    ):
         self.module = module
         self.code = code or module.code_for_node
         self.source = source
         self.numbering = numbering
+        self.extra: Optional[Numbering] = None
         self.line_offset = line_offset
+        self.strict = strict
         self._lines = source.splitlines(keepends=True)
-        self._ast: Optional[dict[type, list]] = None
+        self._table = table
+        self._checked = False
         self._fallback = None
 
     def span(self, node: cst.CSTNode) -> Span:
@@ -70,6 +135,8 @@ class Positions:
             span = self._from_ast(node)
             if span is not None:
                 return span
+            if self.strict:
+                raise PositionsDisagree(type(node).__name__)
             self._use_provider()
         pos = self._fallback[node]
         off = self.line_offset
@@ -81,37 +148,36 @@ class Positions:
         self._fallback = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
 
     def _sorted_ast_nodes(self) -> Optional[dict[type, list]]:
-        if self._ast is None:
-            try:
-                tree = python_ast.parse(self.source)  # the screen's tree when nothing was blanked
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return None
-            by_kind: dict[type, list] = {kind: [] for kind in KINDS}
-            lookup = {t: kind for kind, types in KINDS.items() for t in types}
-            for node in ast_nodes(tree):
-                kind = lookup.get(type(node))
-                if kind is not None:
-                    by_kind[kind].append(node)
-            for kind, nodes in by_kind.items():
-                nodes.sort(key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))
-                if len(nodes) != self.numbering.counts[kind]:
-                    return None
-            self._ast = by_kind
-        return self._ast
+        if not self._checked:
+            self._checked = True
+            if self._table is None:
+                self._table = AstTable.of(self.source)
+            if self._table is not None and not self.strict:
+                counts = self.numbering.counts
+                if any(len(nodes) != counts[kind] for kind, nodes in self._table.by_kind.items()):
+                    self._table = None
+        return self._table.by_kind if self._table is not None else None
+
+    def _number(self, node: cst.CSTNode) -> Optional[int]:
+        number = self.numbering.number_of(node)
+        if number is None and self.extra is not None:
+            number = self.extra.number_of(node)
+        return number
 
     def _from_ast(self, node: cst.CSTNode) -> Optional[Span]:
         kind = type(node)
-        number = self.numbering.numbers.get(id(node))
+        number = self._number(node)
         table = self._sorted_ast_nodes() if number is not None and kind in KINDS else None
-        if table is None:
+        if table is None or number >= len(table[kind]):
             return None
-        found = table[kind][number]
-        line, col = found.lineno, self._chars(found.lineno, found.col_offset)
+        line, byte_col, end_line, end_byte_col = table[kind][number]
+        end_line, end_byte_col = -end_line, -end_byte_col
+        col = self._chars(line, byte_col)
         if kind is cst.FunctionDef and getattr(node, "decorators", None):
             return None  # libcst's span starts at the first decorator, ast's at `def`
         if not self._starts_with(line, col, node):
             return None
-        end_line, end_col = found.end_lineno, self._chars(found.end_lineno, found.end_col_offset)
+        end_col = self._chars(end_line, end_byte_col)
         off = self.line_offset
         return Span(line + off, col + 1, end_line + off, end_col + 1)
 
