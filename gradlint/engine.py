@@ -116,6 +116,28 @@ def _parse_screened(text: str, source: str, path: str):
         return _parse(source, path), source
 
 
+def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
+    """A huge file's model built piece by piece (gradlint/model/piecewise.py), else None."""
+    from gradlint.model import piecewise
+
+    if text.count("\n") < piecewise.PIECES_FROM:
+        return None
+    from gradlint import python_ast
+    from gradlint.model.positions import AstTable
+
+    try:
+        tree = python_ast.parse(text)  # the guard's tree when the screen blanked nothing
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # the whole parse says what is wrong
+    spans = piecewise.cut(tree)
+    if len(spans) < 2:
+        return None
+    table = AstTable(tree)
+    del tree
+    python_ast.forget()  # tens of megabytes; the table holds what positions need
+    return piecewise.build_in_pieces(text, path, source, settings.wrappers, table, spans)
+
+
 def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
     if not source.strip():
         return []
@@ -141,11 +163,15 @@ def _analyse_parsed(source: str, path: str, settings: Settings) -> list[Finding]
     text = _screen(source, settings)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
-    from gradlint.model.loops import build
     from gradlint.rules.registry import all_rules
 
-    module, parsed = _parse_screened(text, source, path)
-    model = build(module, path, source, settings.wrappers, parsed_text=parsed)
+    model = _model_in_pieces(text, source, path, settings)
+    if model is None:
+        from gradlint.model.loops import build
+
+        module, parsed = _parse_screened(text, source, path)
+        model = build(module, path, source, settings.wrappers, parsed_text=parsed)
+        del module
     if not model.loops and not model.lightning_clips:
         return []
     from gradlint.fix.plan import plan

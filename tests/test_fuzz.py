@@ -9,8 +9,9 @@ Two sources of programs:
   and def (a def is called right after it, so loops.py inlines it).
 
 Properties: the check never raises nor reports an internal error, and ends
-within a deadline; the findings are the same with and without the screen and
-with and without the cache, and with LF, CRLF or CR line endings; `--fix`
+within a deadline; the findings are the same with and without the screen,
+with and without the cache, whole or built in pieces (files of several
+top-level statements in any order), and with LF, CRLF or CR line endings; `--fix`
 output parses and has no finding the file did not have before.
 
 The default profile fits the CI budget (the module in well under a minute
@@ -203,6 +204,63 @@ def test_findings_are_the_same_with_and_without_the_cache(tmp_path_factory, sour
         cold = engine.check_files(tasks, engine.RunOptions(jobs=1, cache_dir=str(folder / "cache")))
         warm = engine.check_files(tasks, engine.RunOptions(jobs=1, cache_dir=str(folder / "cache")))
     assert uncached[0].findings == cold[0].findings == warm[0].findings
+
+
+# Files of several top-level statements, in any order: optimizers assigned after the
+# loops that step them, reassigned, helpers defined at the top level and called from loops.
+ASSIGNMENTS = [
+    "model = torch.nn.Linear(4, 1)",
+    "other = torch.nn.Linear(4, 1)",
+    "opt = torch.optim.SGD(model.parameters(), lr=0.1)",
+    "opt = torch.optim.SGD(other.parameters(), lr=0.1)",
+    "scaler = torch.cuda.amp.GradScaler()",
+    "sched = torch.optim.lr_scheduler.StepLR(opt, 3)",
+    "accum_steps = 4",
+]
+
+
+@st.composite
+def files_of_statements(draw) -> str:
+    parts = ["import torch\n"]
+    for _ in range(draw(st.integers(2, 7))):
+        kind = draw(st.integers(0, 3))
+        if kind == 0:
+            parts.append(draw(st.sampled_from(ASSIGNMENTS)) + "\n")
+        elif kind == 1:
+            outer = draw(st.sampled_from(["for x in loader:", "while True:"]))
+            body = _block(draw, 0, "    ") + draw(st.sampled_from([[], ["    update()"], ["    helper()"]]))
+            parts.append(outer + "\n" + "\n".join(body) + "\n")
+        elif kind == 2:
+            name = draw(st.sampled_from(["update", "train"]))
+            body = _block(draw, 1, "    ")
+            parts.append(f"def {name}():\n" + "\n".join(body) + "\n")
+        else:
+            parts.append(draw(st.sampled_from(["train()", "update()"])) + "\n")
+    return "".join(parts)
+
+
+@settings(PROFILE)
+@given(files_of_statements())
+def test_a_file_built_in_pieces_has_the_findings_of_a_whole_parse(source):
+    """gradlint/model/piecewise.py, with a piece per top-level statement."""
+    from gradlint import python_ast
+    from gradlint.model import piecewise
+    from gradlint.model.positions import AstTable
+
+    assume(_valid(source))
+    whole = _check(source)
+    saved = piecewise.PIECES_FROM, piecewise.PIECE_LINES
+    piecewise.PIECES_FROM, piecewise.PIECE_LINES = 0, 1
+    try:
+        in_pieces = _check(source)
+        tree = python_ast.parse(source)
+        model = piecewise.build_in_pieces(source, "fuzz.py", source, EVERYTHING.wrappers, AstTable(tree), piecewise.cut(tree))
+    finally:
+        piecewise.PIECES_FROM, piecewise.PIECE_LINES = saved
+    assert model is not None  # built in pieces, not by the whole-parse fallback
+    assert [(f.code, f.span, f.message, f.related) for f in in_pieces.findings] == [
+        (f.code, f.span, f.message, f.related) for f in whole.findings
+    ]
 
 
 def _codes(findings) -> collections.Counter:

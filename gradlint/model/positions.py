@@ -49,6 +49,7 @@ class PositionsDisagree(Exception):
 
 class AstTable:
     """Per libcst kind, the ast nodes of the text as sorted (line, col, -end_line, -end_col).
+    (A decorated def starts at `def` in both trees: PositionProvider leaves the decorators out.)
 
     Plain tuples rather than the ast itself: a 50,000-line file's ast is about 85 MB, its
     table a few."""
@@ -173,8 +174,6 @@ class Positions:
         line, byte_col, end_line, end_byte_col = table[kind][number]
         end_line, end_byte_col = -end_line, -end_byte_col
         col = self._chars(line, byte_col)
-        if kind is cst.FunctionDef and getattr(node, "decorators", None):
-            return None  # libcst's span starts at the first decorator, ast's at `def`
         if not self._starts_with(line, col, node):
             return None
         end_col = self._chars(end_line, end_byte_col)

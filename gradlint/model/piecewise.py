@@ -1,0 +1,233 @@
+"""A huge file modelled in pieces, so that its libcst tree is never whole in memory.
+
+libcst's tree of a 50,000-line file takes about 500 MB.  Above PIECES_FROM lines,
+the text libcst would parse is cut between top-level statements into pieces of
+about PIECE_LINES lines.  Each piece is parsed, walked by the one bindings pass
+of the file, its loops are modelled, and its tree is dropped.  The bindings keep
+what later pieces need: assignments' values and every def (helpers are inlined
+wherever they are called), so a file made mostly of defs keeps most of its tree.
+
+The catch: bindings are the whole file's (a loop at the top may step an
+optimizer assigned at the bottom).  A piece's loops are modelled with the
+bindings seen so far, through a Recorder that writes down every question asked
+of them and its answer.  After the last piece every question is asked again of
+the complete bindings, and a piece that would get a different answer is parsed
+a second time and modelled anew.  The models are therefore the ones a whole parse
+gives (tests/test_piecewise.py compares both on every fixture, cut into pieces of
+a few lines).
+
+What this cannot reproduce exactly (a piece libcst rejects, node counts that
+disagree with the ast, a node the ast table cannot place) gives None, and the
+caller parses the file whole.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from gradlint.model import events as api
+from gradlint.model.bindings import Bindings, ClassInfo
+from gradlint.model.loops import Builder, FileModel, LoopFinder, LoopModel, event_names, file_model
+from gradlint.model.positions import KINDS, AstTable, Positions, PositionsDisagree
+from gradlint.model.walk import walk
+from gradlint.settings import Wrappers
+
+PIECE_LINES = 2000  # about 20 MB of libcst tree at a time
+PIECES_FROM = 2 * PIECE_LINES  # below this a whole parse costs little memory
+
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the line ends CPython counts (str.splitlines counts more)
+
+
+def cut(tree: ast.Module, piece_lines: Optional[int] = None) -> list[tuple[int, int]]:
+    """(first line, last line) of each piece: whole top-level statements, cut where one
+    starts at column 0 on a line of its own (with its decorators), once a piece has
+    piece_lines lines (default PIECE_LINES).  The last piece runs to the end of the text (line -1)."""
+    piece_lines = PIECE_LINES if piece_lines is None else piece_lines
+    spans: list[tuple[int, int]] = []
+    first = 1
+    previous_end = 0
+    for stmt in tree.body:
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        if stmt.col_offset == 0 and start > previous_end and start - first >= piece_lines:
+            spans.append((first, start - 1))
+            first = start
+        previous_end = max(previous_end, stmt.end_lineno or stmt.lineno)
+    spans.append((first, -1))
+    return spans
+
+
+@dataclass
+class Log:
+    """One piece's questions to the bindings and their answers."""
+
+    answers: dict = field(default_factory=dict)
+    stale: bool = False  # it read the bindings' data directly: its answers cannot be asked again
+
+
+class Recorder:
+    """The bindings as one piece's models see them, every answer written down."""
+
+    def __init__(self, target, log: Log, prefix: str = "") -> None:
+        self._target = target
+        self._log = log
+        self._prefix = prefix
+
+    def __getattr__(self, name: str):
+        value = getattr(self._target, name)
+        if name == "imports":
+            wrapped = Recorder(value, self._log, "imports.")
+        elif callable(value):
+            wrapped = self._recorded(self._prefix + name, value)
+        else:
+            self._log.stale = True
+            return value
+        self.__dict__[name] = wrapped  # the next access does not come here
+        return wrapped
+
+    def _recorded(self, name: str, method):
+        log = self._log
+
+        def recorded(*args, **kwargs):
+            answer = method(*args, **kwargs)
+            if kwargs:
+                log.stale = True
+                return answer
+            key = (name, args)
+            try:
+                if key not in log.answers:
+                    log.answers[key] = frozen(answer)
+            except TypeError:  # an argument that cannot be a key
+                log.stale = True
+            return answer
+
+        return recorded
+
+
+def frozen(answer):
+    """An answer as a value that later changes to the bindings cannot alter."""
+    if isinstance(answer, (list, tuple)):
+        return tuple(frozen(item) for item in answer)
+    if isinstance(answer, (set, frozenset)):
+        return frozenset(answer)
+    if isinstance(answer, dict):
+        return tuple((key, frozen(value)) for key, value in answer.items())
+    return answer
+
+
+def _ask_again(bindings: Bindings, key: tuple, memo: dict):
+    if key not in memo:
+        name, args = key
+        target = bindings
+        for part in name.split("."):
+            target = getattr(target, part)
+        memo[key] = frozen(target(*args))
+    return memo[key]
+
+
+@dataclass
+class _Piece:
+    first: int
+    last: int
+    counts_before: dict
+    log: Log
+    slots: range  # its entries in the file's outline
+
+
+class _Disagrees(Exception):
+    """The pieces cannot give what a whole parse would: parse whole."""
+
+
+def build_in_pieces(
+    text: str, path: str, source: str, wrappers: Wrappers, table: AstTable, spans: list[tuple[int, int]]
+) -> Optional[FileModel]:
+    """The file's model built piece by piece (`text` is what libcst would parse whole,
+    `table` its ast positions); None when only a whole parse can give it."""
+    try:
+        return _Build(text, path, wrappers, table).run(spans, source)
+    except (_Disagrees, PositionsDisagree, cst.ParserSyntaxError):
+        return None
+
+
+class _Build:
+    def __init__(self, text: str, path: str, wrappers: Wrappers, table: AstTable) -> None:
+        self.text = text
+        self.table = table
+        self.names = event_names(wrappers)
+        self.bindings = Bindings(self.names)
+        self.builder = Builder(None, path, wrappers, self.bindings)
+        self.builder.positions = Positions(None, text, self.bindings, code=self.builder.code, table=table, strict=True)
+        self.finder = LoopFinder(self.builder, self.bindings)
+        starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+        self.line_starts = starts
+        # Per outline entry in source order: its model (or None), or a class to judge at the end.
+        self.slots: list = []
+        self.pieces: list[_Piece] = []
+        self.second_passes = 0  # pieces modelled again (tests and benchmarks read it)
+        self.config: Optional[cst.Module] = None  # code generation once no piece is left
+
+    def run(self, spans: list[tuple[int, int]], source: str) -> FileModel:
+        for first, last in spans:
+            self.first_pass(first, last if last > 0 else len(self.line_starts))
+        self.builder.use_piece(self.config, self.bindings)
+        memo: dict = {}
+        for piece in self.pieces:
+            log = piece.log
+            if log.stale or any(_ask_again(self.bindings, key, memo) != answer for key, answer in log.answers.items()):
+                self.second_pass(piece)
+        loops: list[LoopModel] = []
+        if not api.other_framework(self.bindings.imports.packages):
+            for slot in self.slots:
+                model = self.finder.lightning(slot) if isinstance(slot, ClassInfo) else slot
+                if model is not None:
+                    loops.append(model)
+            loops += self.finder.iteration_functions()
+        return file_model(self.builder.path, self.bindings, loops, self.finder.lightning_clips, source)
+
+    def piece_text(self, first: int, last: int) -> str:
+        starts = self.line_starts
+        end = starts[last] if last < len(starts) else len(self.text)
+        return self.text[starts[first - 1] : end]
+
+    def first_pass(self, first: int, last: int) -> None:
+        bindings = self.bindings
+        before = dict(bindings.counts)
+        module = cst.parse_module(self.piece_text(first, last))
+        if self.config is None:
+            self.config = module.with_changes(body=(), header=(), footer=())
+        walk(module, bindings)  # leave_Module runs bindings.finish()
+        for kind in KINDS:
+            if bindings.counts[kind] - before[kind] != self.table.count(kind, first, last):
+                raise _Disagrees(kind.__name__)
+        log = Log()
+        self.builder.use_piece(module, Recorder(bindings, log))
+        start = len(self.slots)
+        for entry in bindings.take_outline():
+            self.slots.append(entry[1] if entry[0] == "class" else self.finder.loop(entry[1], entry[2]))
+        self.pieces.append(_Piece(first, last, before, log, range(start, len(self.slots))))
+        bindings.end_piece()
+        self.builder.use_piece(self.config, bindings)  # drops the piece's tree
+
+    def second_pass(self, piece: _Piece) -> None:
+        """Model a piece again with the complete bindings (its first answers have changed)."""
+        self.second_passes += 1
+        module = cst.parse_module(self.piece_text(piece.first, piece.last))
+        again = Bindings(self.names)  # numbers, outline and loop facts of the new nodes only
+        again.counts = dict(piece.counts_before)
+        walk(module, again)
+        outline = again.take_outline()
+        if len(outline) != len(piece.slots):
+            raise _Disagrees("outline")
+        positions = self.builder.positions
+        positions.extra = again
+        self.builder.use_piece(module, self.bindings)
+        finder = LoopFinder(self.builder, again)
+        for index, entry in zip(piece.slots, outline):
+            if entry[0] == "loop":  # a class keeps the complete bindings' ClassInfo, judged at the end
+                self.slots[index] = finder.loop(entry[1], entry[2])
+        positions.extra = None
+        self.builder.use_piece(self.config, self.bindings)

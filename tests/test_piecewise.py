@@ -1,0 +1,162 @@
+"""A huge file modelled in pieces (gradlint/model/piecewise.py) gives what a whole parse gives.
+
+The pieces are forced down to a few lines here, so that every fixture and rule
+sample is cut between almost every pair of top-level statements: any binding,
+helper or position that does not survive the cut shows up as a difference.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+
+import pytest
+
+from gradlint import engine, python_ast
+from gradlint.model import piecewise
+from gradlint.model.bindings import Bindings
+from gradlint.model.positions import AstTable
+from gradlint.rules.registry import all_rules
+from gradlint.settings import Settings, Wrappers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = sorted(
+    p for p in glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True) if not p.endswith("__init__.py")
+)
+EVERYTHING = Settings(select=frozenset(rule.code for rule in all_rules()))
+
+
+@contextlib.contextmanager
+def pieces_of(lines: int | None):
+    """Build every file in pieces of `lines` lines (None: never in pieces)."""
+    saved = piecewise.PIECES_FROM, piecewise.PIECE_LINES
+    piecewise.PIECES_FROM, piecewise.PIECE_LINES = (0, lines) if lines else (10**9, saved[1])
+    try:
+        yield
+    finally:
+        piecewise.PIECES_FROM, piecewise.PIECE_LINES = saved
+
+
+def findings(source: str, lines: int | None) -> list[tuple]:
+    with pieces_of(lines):
+        result = engine.check_source(source, "f.py", EVERYTHING)
+    assert not result.errors, result.errors
+    return [(f.code, f.span, f.message, f.related, f.fix) for f in result.findings]
+
+
+def built(source: str, lines: int) -> piecewise._Build:
+    """The piecewise build itself (raises where build_in_pieces would give up)."""
+    tree = python_ast.parse(source)
+    build = piecewise._Build(source, "f.py", Wrappers(), AstTable(tree))
+    build.run(piecewise.cut(tree, lines), source)
+    return build
+
+
+def _samples() -> list[tuple[str, str]]:
+    out = [(os.path.relpath(p, ROOT), open(p, encoding="utf-8").read()) for p in FIXTURES]
+    for rule in all_rules():
+        out += [(f"{rule.code} sample {i}", s) for i, s in enumerate(rule.valid + rule.invalid)]
+    return out
+
+
+SAMPLES = _samples()
+
+
+@pytest.mark.parametrize("name,source", SAMPLES, ids=[name for name, _ in SAMPLES])
+def test_pieces_give_the_findings_of_a_whole_parse(name, source):
+    whole = findings(source, None)
+    assert findings(source, 1) == whole
+    assert findings(source, 5) == whole
+
+
+def test_every_fixture_can_be_built_in_pieces():
+    """No fixture needs the whole-parse fallback (it would hide a piecewise bug above)."""
+    for path in FIXTURES:
+        source = open(path, encoding="utf-8").read()
+        if "backward" in source or "step" in source:
+            built(source, 1)  # raises on a disagreement
+
+
+LATE_OPTIMIZER = """\
+import torch
+
+
+def train(model, loader):
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+
+
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train(model, [])
+"""
+
+
+def test_a_loop_above_the_optimizer_is_modelled_again_with_the_whole_bindings():
+    build = built(LATE_OPTIMIZER, 1)
+    assert build.second_passes == 1  # `opt` was unknown when the first piece was modelled
+    whole = findings(LATE_OPTIMIZER, None)
+    assert [f[0] for f in whole] == ["GL001"]  # the step never clears: opt is an optimizer
+    assert findings(LATE_OPTIMIZER, 1) == whole
+
+
+def test_repeated_loops_are_modelled_once():
+    loop = "for x, y in loader:\n    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n\n"
+    source = "import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n" + loop * 60
+    build = built(source, 30)
+    assert len(build.pieces) > 5
+    assert build.second_passes == 0  # every loop asks the same questions, with the same answers
+
+
+def test_cut_keeps_every_line_once_and_cuts_only_between_statements():
+    source = (
+        "import torch\n"
+        "a = 1; b = 2\n"
+        "@decorate\n"
+        "def f(\n    x,\n):\n    return x\n"
+        "x = (\n    1\n)\n"
+        "# a comment\n"
+        "for i in y:\n    pass\n"
+    )
+    tree = python_ast.parse(source)
+    spans = piecewise.cut(tree, 1)
+    # `b = 2` shares a line: no cut there; the decorator goes with its def, the comment with the piece above
+    assert spans == [(1, 1), (2, 2), (3, 7), (8, 11), (12, -1)]
+    build = piecewise._Build(source, "f.py", Wrappers(), AstTable(tree))
+    text = "".join(build.piece_text(first, last if last > 0 else len(build.line_starts)) for first, last in spans)
+    assert text == source
+
+
+def test_cut_does_not_split_short_files():
+    tree = python_ast.parse("a = 1\nb = 2\n")
+    assert piecewise.cut(tree, 10) == [(1, -1)]
+
+
+def test_a_piece_libcst_cannot_place_falls_back_to_a_whole_parse(monkeypatch):
+    monkeypatch.setattr(AstTable, "count", lambda self, kind, first, last: -1)  # counts never agree
+    tree = python_ast.parse(LATE_OPTIMIZER)
+    assert piecewise.build_in_pieces(LATE_OPTIMIZER, "f.py", LATE_OPTIMIZER, Wrappers(), AstTable(tree), piecewise.cut(tree, 1)) is None
+    with pieces_of(1):  # and the engine still reports what the whole parse finds
+        assert [f.code for f in engine.check_source(LATE_OPTIMIZER, "f.py", EVERYTHING).findings] == ["GL001"]
+
+
+def test_the_recorder_writes_down_answers_and_marks_direct_reads():
+    bindings = Bindings()
+    log = piecewise.Log()
+    recorder = piecewise.Recorder(bindings, log)
+    assert recorder.kind("opt") is None  # nothing assigned yet
+    assert recorder.imports.qualify("torch.optim") == "torch.optim"
+    assert log.answers == {("kind", ("opt",)): None, ("imports.qualify", ("torch.optim",)): "torch.optim"}
+    assert not log.stale
+    recorder.assigns  # data read directly cannot be asked again
+    assert log.stale
+
+
+def test_answers_are_frozen_against_later_changes():
+    values = ["a"]
+    answer = piecewise.frozen({"k": values, "s": {1}})
+    values.append("b")
+    assert answer == (("k", ("a",)), ("s", frozenset({1})))
