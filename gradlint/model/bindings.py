@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from gradlint.model import events as api
-from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, last, root
+from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, last, root, target_names
 from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
@@ -47,7 +47,8 @@ class Bindings(Numbering):
         # configured wrappers): a loop with none of them, and calling no function of
         # the file, can never become a loop model, so the builder skips it.
         self._event_names = api.LOOP_EVENT_NAMES | event_names
-        self._open_loops: list[list] = []  # [node id, relevant, called names] per enclosing loop
+        # per enclosing loop: [node id, relevant, called names, assigned names]
+        self._open_loops: list[list] = []
         self._loops: dict[int, tuple[bool, frozenset]] = {}
         # In visit order: ("class", ClassInfo) and ("loop", node, enclosing class name),
         # so loops.py builds its models without walking the tree a second time.
@@ -116,39 +117,54 @@ class Bindings(Numbering):
 
     def visit_For(self, node: cst.For) -> None:
         self.number(node, self._function_depth > 0)
-        self._open_loops.append([id(node), False, set()])
+        self._open_loops.append([id(node), False, set(), set()])
         self.outline.append(("loop", node, self._enclosing_class()))
+        self._assigned(node.target)
 
     def leave_For(self, original_node: cst.For) -> None:
         self._close_loop()
 
     def visit_While(self, node: cst.While) -> None:
         self.number(node, self._function_depth > 0)
-        self._open_loops.append([id(node), False, set()])
+        self._open_loops.append([id(node), False, set(), set()])
         self.outline.append(("loop", node, self._enclosing_class()))
 
     def leave_While(self, original_node: cst.While) -> None:
         self._close_loop()
 
     def _close_loop(self) -> None:
-        key, relevant, called = self._open_loops.pop()
-        self._loops[key] = (relevant, frozenset(called))
+        key, relevant, called, assigned = self._open_loops.pop()
+        self._loops[key] = (relevant, frozenset(called), frozenset(assigned))
         if self._open_loops:
             parent = self._open_loops[-1]
             parent[1] = parent[1] or relevant
             parent[2] |= called
+            parent[3] |= assigned
+
+    def _assigned(self, target: cst.BaseExpression) -> None:
+        """Names a loop assigns (at any depth): conditions on them can change between iterations."""
+        if self._open_loops:
+            self._open_loops[-1][3].update(target_names(target))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._assigned(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._assigned(node.asname.name)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "grad" and self._open_loops:
             self._open_loops[-1][1] = True  # `p.grad = g` writes a gradient by hand
 
-    def loop_facts(self, loop: cst.CSTNode) -> tuple[bool, frozenset]:
-        """(does it call a backward or step API, the other names it calls) of a loop of this pass."""
-        return self._loops.get(id(loop), (True, frozenset()))
+    def loop_facts(self, loop: cst.CSTNode) -> Optional[tuple[bool, frozenset, frozenset]]:
+        """Of a loop this pass walked: does it call a backward or step API, the other names
+        it calls, the names it assigns."""
+        return self._loops.get(id(loop))
 
     def may_hold_events(self, loop: cst.CSTNode) -> bool:
         """Can this loop hold a backward or a step (directly or through a helper of the file)?"""
-        relevant, called = self.loop_facts(loop)
+        relevant, called, _ = self.loop_facts(loop) or (True, frozenset(), None)
         return relevant or self.calls_file_function(called)
 
     def calls_file_function(self, called: frozenset) -> bool:
@@ -159,14 +175,17 @@ class Bindings(Numbering):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.number(node, self._function_depth > 0)
+        self._assigned(node.target)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.number(node, self._function_depth > 0)
         for target in node.targets:
             self._bind(target.target, node.value)
+            self._assigned(target.target)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.number(node, self._function_depth > 0)
+        self._assigned(node.target)
         if node.value is not None:
             self._bind(node.target, node.value)
 

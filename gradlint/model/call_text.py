@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import tokenize
+from typing import Callable
 
 MAX_CHARS = 60
 _OPEN, _CLOSE = "([{", ")]}"
@@ -48,11 +49,15 @@ def one_line(code: str) -> str:
     return " ".join(text.split()) if "\n" in text else text  # a multi-line string literal
 
 
-def message_text(code: str, func_code: str | None = None) -> str:
-    """One line of at most MAX_CHARS: the call itself, else `func(...)`, else cut with `...`."""
+def message_text(code: str, func_code: "str | Callable[[], str] | None" = None) -> str:
+    """One line of at most MAX_CHARS: the call itself, else `func(...)`, else cut with `...`.
+
+    `func_code` may be a function giving it: most calls are short, and need no second text."""
     text = one_line(code)
     if len(text) <= MAX_CHARS:
         return text
+    if callable(func_code):
+        func_code = func_code()
     if func_code is not None:
         short = one_line(func_code) + "(...)"
         if len(short) <= MAX_CHARS:

@@ -20,7 +20,7 @@ from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
 from gradlint.model.event import Event
-from gradlint.model.names import ExpressionNames, dotted, root
+from gradlint.model.names import ExpressionNames, dotted, root, target_names
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
 from gradlint.settings import Wrappers
@@ -147,9 +147,11 @@ class Context:
         return self.param_vars.get(var or "")
 
     # making events
-    def text(self, node: cst.CSTNode) -> str:
-        func = self.builder.code(node.func) if isinstance(node, cst.Call) else None
-        return message_text(self.builder.code(node), func)
+    def text(self, node: cst.CSTNode, span: Optional[Span] = None) -> str:
+        builder = self.builder
+        code = builder.positions.call_source(node, span) if span is not None else None
+        func = (lambda: builder.code(node.func)) if isinstance(node, cst.Call) else None
+        return message_text(code if code is not None else builder.code(node), func)
 
     def span(self, node: cst.CSTNode) -> Span:
         return self.builder.span(node)
@@ -158,7 +160,8 @@ class Context:
         for key in ("optimizer", "module"):
             if fields.get(key) is not None:
                 fields[key] = self.substitute(fields[key])
-        return Event(kind, self.span(node), self.text(node), via=self.via, **fields)
+        span = self.span(node)
+        return Event(kind, span, self.text(node, span), via=self.via, **fields)
 
 
 class _CallsInOrder(cst.CSTVisitor):
@@ -181,39 +184,30 @@ class _CallsInOrder(cst.CSTVisitor):
 
 
 class _AssignedNames(cst.CSTVisitor):
-    """Names a loop assigns: conditions on them can change between iterations."""
+    """Names a function assigns (a loop's come from the bindings pass, which walks it anyway)."""
 
     def __init__(self) -> None:
         self.names: set[str] = set()
 
-    def _add(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                self._add(el.value)
-        else:
-            name = dotted(target)
-            if name:
-                self.names.add(name)
-
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
-            self._add(t.target)
+            self.names.update(target_names(t.target))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._add(node.target)
+        self.names.update(target_names(node.target))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._add(node.target)
+        self.names.update(target_names(node.target))
 
     def visit_For(self, node: cst.For) -> None:
-        self._add(node.target)
+        self.names.update(target_names(node.target))
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._add(node.target)
+        self.names.update(target_names(node.target))
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
-            self._add(node.asname.name)
+            self.names.update(target_names(node.asname.name))
 
 
 def event_names(wrappers: Wrappers) -> frozenset:
@@ -466,10 +460,15 @@ class Builder:
 
     # -- loops --
 
-    def loop_model(self, node: cst.For | cst.While, class_name: Optional[str]) -> Optional[LoopModel]:
-        assigned = _AssignedNames()
-        walk(node, assigned)
-        ctx = Context(self, class_name, frozenset(assigned.names))
+    def loop_model(
+        self, node: cst.For | cst.While, class_name: Optional[str], assigned: Optional[frozenset] = None
+    ) -> Optional[LoopModel]:
+        """`assigned`: the names the loop assigns, if the bindings pass has them."""
+        if assigned is None:
+            names = _AssignedNames()
+            walk(node, names)
+            assigned = frozenset(names.names)
+        ctx = Context(self, class_name, assigned)
         if isinstance(node, cst.For):
             owner = self.iteration_owner(node.iter, ctx)
             if owner is not None:
@@ -587,10 +586,10 @@ class LoopFinder:
         return self.loop(entry[1], entry[2])
 
     def loop(self, node, class_name: Optional[str]) -> Optional[LoopModel]:
-        relevant, called = self.facts.loop_facts(node)
+        relevant, called, assigned = self.facts.loop_facts(node) or (True, frozenset(), None)
         if not (relevant or self.builder.bindings.calls_file_function(called)):
             return None
-        return self.builder.loop_model(node, class_name)
+        return self.builder.loop_model(node, class_name, assigned)
 
     def iteration_functions(self) -> list[LoopModel]:
         """`update` of ignite's `Engine(update)` and its `@trainer.on(...)` handlers: loop bodies."""

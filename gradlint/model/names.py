@@ -24,6 +24,14 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """The dotted names an assignment target binds: `a`, `self.b` and those of `(a, [b, *c])`."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for el in target.elements for name in target_names(el.value)]
+    name = dotted(target)
+    return [name] if name else []
+
+
 def root(name: str) -> str:
     return name.split(".", 1)[0]
 

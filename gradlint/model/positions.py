@@ -180,6 +180,15 @@ class Positions:
         off = self.line_offset
         return Span(line + off, col + 1, end_line + off, end_col + 1)
 
+    def call_source(self, node: cst.CSTNode, span: Span) -> Optional[str]:
+        """The source of a call on one line, read from the text at its span (libcst's code
+        generation gives the same, at a tenth of the cost); None for anything else."""
+        if type(node) is not cst.Call or node.lpar or span.line != span.end_line:
+            return None
+        line = span.line - self.line_offset
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        return text[span.col - 1 : span.end_col - 1] or None
+
     def _chars(self, line: int, byte_col: int) -> int:
         """ast columns count UTF-8 bytes; ours count characters."""
         text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
