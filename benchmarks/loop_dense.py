@@ -10,7 +10,17 @@ on it (the whole analysis, one process, no cache).  Times are CPU seconds
 of the child (less sensitive to other load on a shared machine than wall
 time); memory is the child's peak RSS.  Ratios, not absolute times, are
 the point: check / bare parse per file, and time and memory of each size
-against the first (doubling a file should at most double them).
+against the first (doubling a file should at most double them).  It ends with the
+targets of issue 13 and exits 1 if one is missed:
+
+* check / bare parse <= 1.5 at every size;
+* peak memory of the check <= 300 MB for the 50,000-line file;
+* time per loop at each size <= 1.1 times the first size's (doubling a file at
+  most doubles the time; the tenth is measurement noise on a shared machine).
+
+Files of PIECES_FROM lines and more are modelled in pieces
+(gradlint/model/piecewise.py); the "second passes" column counts the pieces
+that had to be modelled again once the whole file's bindings were known.
 """
 
 from __future__ import annotations
@@ -38,13 +48,25 @@ if sys.argv[1] == "parse":
     libcst.parse_module(source)
 else:
     from gradlint import engine
+    from gradlint.model import piecewise
     from gradlint.settings import Settings
     import libcst  # imported before the clock starts, as for the bare parse
+    builds = []
+    run = piecewise._Build.run
+    def counted(self, spans, source):
+        builds.append(self)
+        return run(self, spans, source)
+    piecewise._Build.run = counted
     start = time.process_time()
     result = engine.check_source(source, "dense.py", Settings.default())
     assert not result.errors, result.errors
+    pieces = [len(b.pieces) for b in builds]
+    second = [b.second_passes for b in builds]
 seconds = time.process_time() - start
-print(json.dumps({"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+out = {"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+if sys.argv[1] == "check":
+    out.update(pieces=sum(pieces), second_passes=sum(second))
+print(json.dumps(out))
 """
 
 
@@ -64,7 +86,7 @@ def measure(what: str, path: str, repeat: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="2000,4000,8333", help="loops per file, comma-separated")
-    ap.add_argument("--repeat", type=int, default=2, help="processes per measurement (the fastest counts)")
+    ap.add_argument("--repeat", type=int, default=3, help="processes per measurement (the fastest counts)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
@@ -77,16 +99,34 @@ def main() -> int:
             parse, check = measure("parse", path, args.repeat), measure("check", path, args.repeat)
             rows.append((loops, text.count("\n"), parse, check))
     first_loops, _, _, first = rows[0]
-    print("| loops | lines | bare parse s | check s | check / parse | check ms per loop | peak MB (parse / check) | KB per loop | time per loop vs first size |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| loops | lines | bare parse s | check s | check / parse | check ms per loop | peak MB (parse / check) "
+        "| KB per loop | time per loop vs first size | pieces (second passes) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ratios, growths = [], []
     for loops, lines, parse, check in rows:
         growth = (check["seconds"] / loops) / (first["seconds"] / first_loops)
+        ratios.append(check["seconds"] / parse["seconds"])
+        growths.append(growth)
         print(
             f"| {loops:,} | {lines:,} | {parse['seconds']:.2f} | {check['seconds']:.2f} | "
-            f"{check['seconds'] / parse['seconds']:.2f} | {1000 * check['seconds'] / loops:.2f} | "
-            f"{parse['peak_mb']:.0f} / {check['peak_mb']:.0f} | {1024 * check['peak_mb'] / loops:.0f} | {growth:.2f} |"
+            f"{ratios[-1]:.2f} | {1000 * check['seconds'] / loops:.2f} | "
+            f"{parse['peak_mb']:.0f} / {check['peak_mb']:.0f} | {1024 * check['peak_mb'] / loops:.0f} | {growth:.2f} | "
+            f"{check['pieces']} ({check['second_passes']}) |"
         )
-    return 0
+    largest = rows[-1]
+    targets = [
+        ("check / bare parse <= 1.5, worst size", max(ratios), 1.5),
+        (f"peak MB of the check, {largest[1]:,} lines <= 300", largest[3]["peak_mb"], 300),
+        ("time per loop vs first size <= 1.1, worst size", max(growths), 1.1),
+    ]
+    print()
+    print("| target | measured | |")
+    print("|---|---|---|")
+    for name, value, limit in targets:
+        print(f"| {name} | {value:.2f} | {'PASS' if value <= limit else 'FAIL'} |")
+    return 0 if all(value <= limit for _, value, limit in targets) else 1
 
 
 if __name__ == "__main__":
