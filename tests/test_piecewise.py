@@ -103,6 +103,38 @@ def test_a_loop_above_the_optimizer_is_modelled_again_with_the_whole_bindings():
     assert findings(LATE_OPTIMIZER, 1) == whole
 
 
+HOOK_REDEFINED = """\
+import torch
+
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def clear(optimizer, args, kwargs):
+    optimizer.zero_grad()
+
+
+opt.register_step_post_hook(clear)
+
+for x in loader:
+    model(x).sum().backward()
+    opt.step()
+
+
+def clear(optimizer, args, kwargs):
+    pass
+"""
+
+
+def test_what_a_later_piece_undoes_is_undone():
+    """The step hook clears while one `clear` is known; the second def makes it unknown
+    (bindings.finish() computes it anew, it does not only add)."""
+    whole = findings(HOOK_REDEFINED, None)
+    assert [f[0] for f in whole] == ["GL001"]
+    assert findings(HOOK_REDEFINED, 1) == whole
+    assert built(HOOK_REDEFINED, 1).second_passes == 1
+
+
 def test_repeated_loops_are_modelled_once():
     loop = "for x, y in loader:\n    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n\n"
     source = "import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n" + loop * 60

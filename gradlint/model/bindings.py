@@ -62,6 +62,7 @@ class Bindings(Numbering):
         self.engines: set[str] = set()  # receivers of `X.backward(loss)` and X.step()
         # `update` of `Engine(update)` (ignite), `self.update` of `Engine(self.update)`: loop bodies
         self.iteration_functions: list[str] = []
+        self._run_functions: list[str] = []  # `update` of `Engine(update)`, in the file's order
         self._handlers: list[tuple[Optional[str], str]] = []  # (`trainer`, `update`) of `@trainer.on(...)`
         # optimizers with a step hook that clears (ALL_OPTIMIZERS: a global hook)
         self.cleared_by_step_hook: set[str] = set()
@@ -203,8 +204,8 @@ class Bindings(Numbering):
         self._step_hook(node)
         if node.args and api.iteration_runner(self.imports.qualify(dotted(node.func))):
             function = dotted(node.args[0].value)
-            if function is not None and function not in self.iteration_functions:
-                self.iteration_functions.append(function)
+            if function is not None and function not in self._run_functions:
+                self._run_functions.append(function)
         if isinstance(node.func, cst.Attribute):
             receiver = dotted(node.func.value)
             if receiver is None:
@@ -244,18 +245,22 @@ class Bindings(Numbering):
         self.finish()
 
     def finish(self) -> None:
-        """What needs every assignment and def seen so far (a file built in pieces calls it
-        after each piece: it only ever adds, and drops the caches that new bindings outdate)."""
+        """What needs every assignment and def seen so far, computed anew (a file built in
+        pieces calls it after each piece), and the caches that new bindings outdate dropped."""
         for name in ("_kinds", "_params", "_resolved", "_accumulation_flags"):
             self.__dict__.pop(name, None)
-        for runner, function in self._handlers:
-            # a handler of an object built by an iteration runner (`trainer = Engine(step)`)
-            if runner and any(self._built_by_runner(v) for v in self.assigns.get(runner, ())):
-                if function not in self.iteration_functions:
-                    self.iteration_functions.append(function)
-        for target, hook in self._step_hooks:
-            if _clears(hook if isinstance(hook, cst.Lambda) else self._function_named(hook)):
-                self.cleared_by_step_hook.add(target)
+        # handlers of an object built by an iteration runner (`trainer = Engine(step)`)
+        handlers = [
+            function
+            for runner, function in self._handlers
+            if runner and any(self._built_by_runner(v) for v in self.assigns.get(runner, ()))
+        ]
+        self.iteration_functions = list(dict.fromkeys(self._run_functions + handlers))
+        self.cleared_by_step_hook = {
+            target
+            for target, hook in self._step_hooks
+            if _clears(hook if isinstance(hook, cst.Lambda) else self._function_named(hook))
+        }
         # DeepSpeed's idiom: engine.backward(loss); engine.step() on one receiver.
         self.engines = {
             r for r in self._backward_receivers & self._step_receivers if self.kind(r) in (None, ENGINE, MODULE)
