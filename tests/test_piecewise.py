@@ -214,9 +214,10 @@ loop = "for x, y in loader:\n    opt.zero_grad()\n    loss = model(x).sum()\n   
 head = "import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
 import libcst  # before the baseline
 base = peak_kb()
-result = engine.check_source(head + loop * 2000, "dense.py", Settings.default())
+loops, blank = int(sys.argv[2]), sys.argv[3] == "blank"
+result = engine.check_source(head + (loop + ("\n" if blank else "")) * loops, "dense.py", Settings.default())
 assert not result.errors and not result.findings
-print(peak_kb() - base)
+print(peak_kb() - base, peak_kb())
 """
 
 
@@ -225,12 +226,23 @@ def test_pieces_are_freed_as_the_build_goes():
     """Peak memory above start-up of a 10,000-line loop-dense file, built in pieces, is at
     most half a whole parse's: no piece's tree outlives it (a ratio of two runs of one script;
     benchmarks/loop_dense.py measures the real figures)."""
+    whole, in_pieces = peak_of("whole", 2000)[0], peak_of("pieces", 2000)[0]
+    assert in_pieces < 0.5 * whole, (in_pieces, whole)
+
+
+def peak_of(mode: str, loops: int, blank: bool = False) -> tuple[int, int]:
+    """(growth during the check, peak of the process) in KiB, in a fresh process."""
     import subprocess
     import sys
 
-    def growth(mode: str) -> int:
-        proc = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True, check=True, cwd=ROOT)
-        return int(proc.stdout.split()[-1])
+    args = [sys.executable, "-c", CHILD, mode, str(loops), "blank" if blank else "packed"]
+    proc = subprocess.run(args, capture_output=True, text=True, check=True, cwd=ROOT)
+    growth, peak = proc.stdout.split()[-2:]
+    return int(growth), int(peak)
 
-    whole, in_pieces = growth("whole"), growth("pieces")
-    assert in_pieces < 0.5 * whole, (in_pieces, whole)
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc")
+def test_the_50000_line_file_of_issue_13_stays_within_300_mb():
+    """8,333 five-line loops with a blank line between them: 1.0 GB before issue 13."""
+    _, peak = peak_of("pieces", 8333, blank=True)
+    assert peak < 300 * 1024, peak
