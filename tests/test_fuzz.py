@@ -248,15 +248,13 @@ def test_a_file_built_in_pieces_has_the_findings_of_a_whole_parse(source):
     from gradlint.model.positions import AstTable
 
     assume(_valid(source))
+    from pieces import pieces_of
+
     whole = _check(source)
-    saved = piecewise.PIECES_FROM, piecewise.PIECE_LINES
-    piecewise.PIECES_FROM, piecewise.PIECE_LINES = 0, 1
-    try:
+    with pieces_of(1):
         in_pieces = _check(source)
         tree = python_ast.parse(source)
         model = piecewise.build_in_pieces(source, "fuzz.py", source, EVERYTHING.wrappers, AstTable(tree), piecewise.cut(tree))
-    finally:
-        piecewise.PIECES_FROM, piecewise.PIECE_LINES = saved
     assert model is not None  # built in pieces, not by the whole-parse fallback
     assert [(f.code, f.span, f.message, f.related) for f in in_pieces.findings] == [
         (f.code, f.span, f.message, f.related) for f in whole.findings

@@ -7,7 +7,6 @@ helper or position that does not survive the cut shows up as a difference.
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 
@@ -19,23 +18,13 @@ from gradlint.model.bindings import Bindings
 from gradlint.model.positions import AstTable
 from gradlint.rules.registry import all_rules
 from gradlint.settings import Settings, Wrappers
+from pieces import pieces_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = sorted(
     p for p in glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True) if not p.endswith("__init__.py")
 )
 EVERYTHING = Settings(select=frozenset(rule.code for rule in all_rules()))
-
-
-@contextlib.contextmanager
-def pieces_of(lines: int | None):
-    """Build every file in pieces of `lines` lines (None: never in pieces)."""
-    saved = piecewise.PIECES_FROM, piecewise.PIECE_LINES
-    piecewise.PIECES_FROM, piecewise.PIECE_LINES = (0, lines) if lines else (10**9, saved[1])
-    try:
-        yield
-    finally:
-        piecewise.PIECES_FROM, piecewise.PIECE_LINES = saved
 
 
 def findings(source: str, lines: int | None) -> list[tuple]:

@@ -163,11 +163,6 @@ class Bindings(Numbering):
         it calls, the names it assigns."""
         return self._loops.get(id(loop))
 
-    def may_hold_events(self, loop: cst.CSTNode) -> bool:
-        """Can this loop hold a backward or a step (directly or through a helper of the file)?"""
-        relevant, called, _ = self.loop_facts(loop) or (True, frozenset(), None)
-        return relevant or self.calls_file_function(called)
-
     def calls_file_function(self, called: frozenset) -> bool:
         return any(
             name in self.functions or name in self.plain_functions or any(name in c.methods for c in self.classes.values())

@@ -653,14 +653,13 @@ def build(
     path: str,
     source: str,
     wrappers: Wrappers = Wrappers(),
-    line_offset: int = 0,
     parsed_text: Optional[str] = None,
 ) -> FileModel:
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
     bindings = collect(module, event_names(wrappers))
     builder = Builder(module, path, wrappers, bindings)
     text = source if parsed_text is None else parsed_text
-    builder.positions = Positions(module, text, bindings, line_offset, builder.code)
+    builder.positions = Positions(module, text, bindings, builder.code)
     finder = LoopFinder(builder, bindings)
     loops: list[LoopModel] = []
     if not api.other_framework(bindings.imports.packages):

@@ -114,7 +114,6 @@ class Positions:
         module: Optional[cst.Module],
         source: str,
         numbering: Numbering,
-        line_offset: int = 0,
         code=None,
         table: Optional[AstTable] = None,
         strict: bool = False,
@@ -124,7 +123,6 @@ class Positions:
         self.source = source
         self.numbering = numbering
         self.extra: Optional[Numbering] = None
-        self.line_offset = line_offset
         self.strict = strict
         self._lines = source.splitlines(keepends=True)
         self._table = table
@@ -140,8 +138,7 @@ class Positions:
                 raise PositionsDisagree(type(node).__name__)
             self._use_provider()
         pos = self._fallback[node]
-        off = self.line_offset
-        return Span(pos.start.line + off, pos.start.column + 1, pos.end.line + off, pos.end.column + 1)
+        return Span(pos.start.line, pos.start.column + 1, pos.end.line, pos.end.column + 1)
 
     def _use_provider(self) -> None:
         from libcst.metadata import MetadataWrapper, PositionProvider
@@ -177,15 +174,14 @@ class Positions:
         if not self._starts_with(line, col, node):
             return None
         end_col = self._chars(end_line, end_byte_col)
-        off = self.line_offset
-        return Span(line + off, col + 1, end_line + off, end_col + 1)
+        return Span(line, col + 1, end_line, end_col + 1)
 
     def call_source(self, node: cst.CSTNode, span: Span) -> Optional[str]:
         """The source of a call on one line, read from the text at its span (libcst's code
         generation gives the same, at a tenth of the cost); None for anything else."""
         if type(node) is not cst.Call or node.lpar or span.line != span.end_line:
             return None
-        line = span.line - self.line_offset
+        line = span.line
         text = self._lines[line - 1] if 0 < line <= len(self._lines) else ""
         return text[span.col - 1 : span.end_col - 1] or None
 
