@@ -32,7 +32,7 @@ import threading
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import HealthCheck, assume, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from gradlint import engine  # noqa: E402
@@ -241,6 +241,9 @@ def files_of_statements(draw) -> str:
 
 @settings(PROFILE)
 @given(files_of_statements())
+# found by the long profile with the second pass switched off: a helper defined below its loop
+@example("import torch\nfor x in loader:\n    loss.backward()\n    update()\ndef update():\n"
+         "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n")
 def test_a_file_built_in_pieces_has_the_findings_of_a_whole_parse(source):
     """gradlint/model/piecewise.py, with a piece per top-level statement."""
     from gradlint import python_ast
