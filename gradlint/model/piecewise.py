@@ -1,6 +1,8 @@
-"""A huge file modelled in pieces, so that its libcst tree is never whole in memory.
+"""A huge file modelled in pieces, so that libcst never parses it whole.
 
-libcst's tree of a 50,000-line file takes about 500 MB.  Above PIECES_FROM lines,
+libcst's native parser needs memory in proportion to the text it parses at once:
+its parse of a 50,000-line file peaks at 576 MB, though the Python tree it hands
+back is only 44 MB (measured with tracemalloc).  Above PIECES_FROM lines,
 the text libcst would parse is cut between top-level statements into pieces of
 about PIECE_LINES lines.  Each piece is parsed, walked by the one bindings pass
 of the file, its loops are modelled, and its tree is dropped.  The bindings keep
