@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 
-_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
+# Linear-time patterns only: no repeated group whose alternatives overlap (a
+# `\s*` beside a class that also takes spaces backtracks quadratically or worse).
+_AT = re.compile(r"\(at line (\d+), column (\d+)\)$")
+_HEADER = re.compile(r"^\s*\[([^\[\]]+)\]")  # the name is stripped by its reader
 # parse_table's messages: "PATH: [tool.gradlint] KEY: ..." or "PATH: [tool.gradlint]: unknown key 'KEY' ..."
 _KEY_IN_MESSAGE = re.compile(r"^\[tool\.gradlint\](?: ([\w-]+)|: unknown key '([^']+)')")
 
@@ -25,7 +27,7 @@ def toml_error_position(exc) -> tuple[int, int, str]:
         return line, col or 1, exc.msg
     found = _AT.search(message)
     if found:
-        return int(found.group(1)), int(found.group(2)), message[: found.start()]
+        return int(found.group(1)), int(found.group(2)), message[: found.start()].rstrip()
     return 0, 0, message
 
 
@@ -50,7 +52,7 @@ def key_position(text: str, key: str, top_level: bool):
     for number, line in enumerate(text.splitlines(), 1):
         header = _HEADER.match(line)
         if header and not line.lstrip().startswith("[["):
-            current = header.group(1).replace('"', "").replace(" ", "")
+            current = header.group(1).strip().replace('"', "").replace(" ", "")
             if current == f"{table}.{key}".lstrip("."):
                 return number, len(line) - len(line.lstrip()) + 1
             continue

@@ -27,7 +27,8 @@ from gradlint.settings import Settings
 SUFFIX = ".ipynb"
 _MAGIC = re.compile(r"^(\s*)(%|!|\?)")
 # `files = !ls`, `t = %timeit -o f()`: an assignment from a shell command or a magic
-_ASSIGNED_MAGIC = re.compile(r"^(\s*)[\w.,\s\[\]()*]+=\s*[!%]")
+# (the first target character is no space, so the indentation can be split one way only)
+_ASSIGNED_MAGIC = re.compile(r"^(\s*)[\w.,\[\]()*][\w.,\s\[\]()*]*=\s*[!%]")
 _HELP = re.compile(r"^(\s*)\??[\w.]+\?\??\s*$")  # `model?`, `model??`, `?model`
 
 

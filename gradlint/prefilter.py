@@ -43,15 +43,62 @@ if TYPE_CHECKING:
     from gradlint.settings import Wrappers
 
 # Between a name and what follows it Python allows spaces, newlines inside
-# brackets, backslash continuations and comments: accept all of them.
-_GAP = r"(?:\s|\\|#[^\n]*)*"
+# brackets, backslash continuations and comments.  They are skipped by a scan
+# (`_skip_gap`), not by a repeated regular-expression group: a group such as
+# `(?:\s|\\|#[^\n]*)*` can split a comment banner (`# ####...`) in exponentially
+# many ways and never finish on a file that does not match.
+_BLANKS = re.compile(r"[\s\\]*")  # one character class: linear
+
+
+def _skip_gap(text: str, i: int) -> int:
+    """The index of the first character at or after `i` that is not a blank, a
+    backslash or part of a comment (a comment runs to the end of its line)."""
+    while True:
+        i = _BLANKS.match(text, i).end()
+        if not text.startswith("#", i):
+            return i
+        end = text.find("\n", i)
+        if end < 0:
+            return len(text)
+        i = end
+
+
+def _backward_use(text: str, i: int) -> bool:
+    """`backward` is called, imported `as`, handed on (`,`, `)`) or assigned (`=`)."""
+    i = _skip_gap(text, i)
+    return text[i : i + 1] in ("(", ",", ")", "=") or _AS.match(text, i) is not None
+
+
+def _step_call(text: str, i: int) -> bool:
+    return text.startswith("(", _skip_gap(text, i))
+
+
+def _grad_write(text: str, i: int) -> bool:
+    """`x.grad = ...`, `x.grad += ...`, `(x.grad) = ...`, `x.grad.data = ...`; not `==`."""
+    while True:
+        i = _skip_gap(text, i)
+        if text.startswith(")", i):
+            i += 1
+            continue
+        data = _DOT_DATA.match(text, i)
+        if data is None:
+            break
+        i = data.end()
+    operator = _AUGMENTED.match(text, i)
+    if operator is not None:
+        i = operator.end()
+    return text.startswith("=", i) and not text.startswith("==", i)
+
+
+_AS = re.compile(r"as\b")
+_DOT_DATA = re.compile(r"\.\s*data\b")
+_AUGMENTED = re.compile(r"//|\*\*|<<|>>|[-+*/%@&|^]")
+
 # The names events.py gives B and S events (`backward`, `manual_backward`; `step`,
-# `optimizer_step`, Lightning's `training_step`): each pattern starts with the base
-# word (a fast literal search); the longer names ending with it are checked after.
-BACKWARD_USE = r"backward\b" + _GAP + r"(?:[(,)=]|as\b)"
-STEP_CALL = r"step\b" + _GAP + r"\("
-# `x.grad = ...`, `x.grad += ...`, `(x.grad) = ...`, `x.grad.data = ...`; not `==`.
-GRAD_WRITE = r"grad\b(?:\s|\\|\)|#[^\n]*|\.\s*data\b)*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
+# `optimizer_step`, Lightning's `training_step`): each is found by its base word
+# (a fast literal search), then what follows it is read by the scan above; the
+# longer names ending with the word are checked after.
+_WORD = {word: re.compile(word + r"\b") for word in ("backward", "step", "grad")}
 
 
 def _prefixes(names, word: str) -> tuple:
@@ -60,9 +107,9 @@ def _prefixes(names, word: str) -> tuple:
 
 
 _SPELLINGS = (
-    ("backward", re.compile(BACKWARD_USE), _prefixes(BACKWARD_NAMES, "backward")),
-    ("step", re.compile(STEP_CALL), _prefixes(STEP_NAMES, "step")),
-    ("grad", re.compile(GRAD_WRITE), ()),
+    ("backward", _backward_use, _prefixes(BACKWARD_NAMES, "backward")),
+    ("step", _step_call, _prefixes(STEP_NAMES, "step")),
+    ("grad", _grad_write, ()),
 )
 
 
@@ -75,13 +122,16 @@ def _name_start(text: str, start: int, prefixes: tuple[str, ...]) -> int:
     return start if start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_") else -1
 
 
-_DEF_BEFORE = re.compile(r"(?:^|[^\w])def[ \t]+$", re.MULTILINE)
-
-
 def _is_definition(text: str, name_start: int) -> bool:
-    """`def step(`: the name is being defined on this line (a definition runs nothing)."""
-    line_start = text.rfind("\n", 0, name_start) + 1
-    return _DEF_BEFORE.search(text, line_start, name_start) is not None
+    """`def step(`: the name is being defined on this line (a definition runs nothing).
+    Reads backwards from the name only, never from the line's start: a long line
+    with many calls must not be read once per call."""
+    i = name_start
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    if i == name_start or not text.startswith("def", i - 3) or i < 3:
+        return False
+    return i == 3 or not (text[i - 4].isalnum() or text[i - 4] == "_")
 
 
 def _after_dot(text: str, start: int) -> bool:
@@ -117,9 +167,11 @@ class Prefilter:
         self.wrapper_words = tuple(sorted({name.rsplit(".", 1)[-1] for name in names if name}))
 
     def _matches(self, text: str):
-        for literal, pattern, prefixes in _SPELLINGS:
+        for literal, follows, prefixes in _SPELLINGS:
             if literal in text:
-                for match in pattern.finditer(text):
+                for match in _WORD[literal].finditer(text):
+                    if not follows(text, match.end()):
+                        continue
                     start = _name_start(text, match.start(), prefixes)
                     if start >= 0 and _counts(text, literal, start):
                         yield match.start()
