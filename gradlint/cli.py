@@ -426,19 +426,15 @@ def _check_stdin(args, resolver):
         return engine.RunResult([]), {}
     settings = resolver.settings_for(name)
     if name.lower().endswith(".ipynb"):
-        from gradlint.notebook import notebook_source
+        from gradlint.notebook import check_notebook_data
 
-        source, _, error = notebook_source(data, name)
-        if error is not None:
-            from gradlint.findings import FileResult
+        result, source = check_notebook_data(data, name, settings)  # as a notebook on disk: cells named
+        return engine.RunResult([result]), {} if source is None else {name: source}
+    source, error = engine.decode(data, name)
+    if error is not None:
+        from gradlint.findings import FileResult
 
-            return engine.RunResult([FileResult(name, errors=[error])]), {}
-    else:
-        source, error = engine.decode(data, name)
-        if error is not None:
-            from gradlint.findings import FileResult
-
-            return engine.RunResult([FileResult(name, errors=[error])]), {}
+        return engine.RunResult([FileResult(name, errors=[error])]), {}
     result = engine.check_source(source, name, settings)
     return engine.RunResult([result]), {name: source}
 

@@ -290,13 +290,14 @@ class RunResult:
 
     @property
     def files_not_checked(self) -> int:
-        """Paths with an error (missing, unreadable, not Python, syntax or internal error)."""
-        return len({e.path for e in self.errors()})
+        """Paths with an error (missing, unreadable, not Python, syntax or internal error);
+        not a notebook with a broken cell, whose other cells were checked."""
+        return len({e.path for e in self.errors() if e.whole_file})
 
     @property
     def files_checked(self) -> int:
         """Files analysed to the end; with files_not_checked, every path the run met once."""
-        unchecked = {e.path for e in self.errors()}
+        unchecked = {e.path for e in self.errors() if e.whole_file}
         return len({r.path for r in self.results} - unchecked)
 
     def summary(self) -> str:
@@ -309,8 +310,11 @@ class RunResult:
             f"Found {len(findings)} problem{'s' if len(findings) != 1 else ''} in {files} "
             f"file{'s' if files != 1 else ''} ({checked} file{'s' if checked != 1 else ''} checked"
         )
-        if errors:
+        if self.files_not_checked:
             text += f", {self.files_not_checked} could not be checked"
+        cells = sum(1 for e in errors if not e.whole_file)
+        if cells:
+            text += f", {cells} notebook cell{'s' if cells != 1 else ''} skipped for a syntax error"
         return text + ")."
 
     def exit_code(self) -> int:

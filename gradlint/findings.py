@@ -118,6 +118,8 @@ class FileError:
     message: str
     line: int = 1
     col: int = 1
+    # False when only a part (a notebook cell) could not be checked and the rest was.
+    whole_file: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)

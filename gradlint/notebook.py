@@ -13,13 +13,22 @@ same number in every output format) and name the cell in their message,
 Jupyter shows as the execution order may differ).
 
 A `# noqa` in a cell works as in a .py file.
+
+Each cell runs on its own in Jupyter, so each is read on its own first: a
+cell whose every line carries the same indentation is dedented (IPython does
+the same), and a cell that still does not parse is one syntax error, named
+by its cell, and is left out (its lines become empty, so the numbers of the
+others stay).  The other cells are checked: one broken cell must not hide
+the notebook's findings.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import warnings
 from dataclasses import replace
+from typing import NamedTuple
 
 from gradlint.findings import READ_ERROR, SYNTAX_ERROR, FileError, FileResult
 from gradlint.settings import Settings
@@ -52,37 +61,102 @@ def _cell_text(cell) -> str:
     return source if isinstance(source, str) else ""
 
 
-def notebook_source(data: bytes, path: str) -> tuple[str | None, list[tuple[int, int]], FileError | None]:
-    """(joined source, line -> (code cell number, line in cell), error)."""
+class NotebookSource(NamedTuple):
+    source: "str | None"  # the code cells joined, IPython lines blanked, broken cells emptied
+    where: list  # line of `source` -> (code cell number, line in that cell)
+    error: "FileError | None"  # the file is no notebook at all
+    cell_errors: list  # a FileError per code cell that does not parse (the rest is checked)
+
+
+def read_notebook(data: bytes, path: str) -> NotebookSource:
     try:
         notebook = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        return None, [], FileError(path, READ_ERROR, f"not a Jupyter notebook (invalid JSON: {exc})")
+        return NotebookSource(None, [], FileError(path, READ_ERROR, f"not a Jupyter notebook (invalid JSON: {exc})"), [])
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
-        return None, [], FileError(path, READ_ERROR, "not a Jupyter notebook (no list of cells)")
+        return NotebookSource(None, [], FileError(path, READ_ERROR, "not a Jupyter notebook (no list of cells)"), [])
     lines: list[str] = []
     where: list[tuple[int, int]] = []
+    cell_errors: list[FileError] = []
     number = 0
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         number += 1
-        cell_lines = _cell_text(cell).splitlines()
-        whole_cell_magic = bool(cell_lines) and cell_lines[0].lstrip().startswith("%%")
-        continued = False  # the previous IPython line ended with a backslash
-        for index, line in enumerate(cell_lines, start=1):
-            if whole_cell_magic:
-                line = ""
-            elif continued:
-                continued, line = line.rstrip().endswith("\\"), ""
-            else:
-                indent = _magic_indent(line)
-                if indent is not None:
-                    continued, line = line.rstrip().endswith("\\"), indent + "pass"
-            lines.append(line)
-            where.append((number, index))
-    return "\n".join(lines) + "\n", where, None
+        cell_lines = _python_lines(_cell_text(cell).splitlines())
+        broken = _syntax_error(cell_lines)
+        if broken is not None:
+            message, line, col = broken
+            cell_errors.append(
+                FileError(path, SYNTAX_ERROR, f"cell {number}: syntax error at line {line} of the cell: {message}; "
+                          "the other cells were checked",
+                          len(lines) + line, col, whole_file=False)
+            )
+            cell_lines = [""] * len(cell_lines)
+        lines.extend(cell_lines)
+        where.extend((number, index) for index in range(1, len(cell_lines) + 1))
+    return NotebookSource("\n".join(lines) + "\n", where, None, cell_errors)
+
+
+def notebook_source(data: bytes, path: str) -> tuple[str | None, list[tuple[int, int]], FileError | None]:
+    """(joined source, line -> (code cell number, line in cell), error)."""
+    read = read_notebook(data, path)
+    return read.source, read.where, read.error
+
+
+def _python_lines(cell_lines: list[str]) -> list[str]:
+    """A cell's lines as Python: dedented when every line is indented alike, IPython blanked."""
+    cell_lines = _dedented(cell_lines)
+    whole_cell_magic = bool(cell_lines) and cell_lines[0].lstrip().startswith("%%")
+    out = []
+    continued = False  # the previous IPython line ended with a backslash
+    for line in cell_lines:
+        if whole_cell_magic:
+            line = ""
+        elif continued:
+            continued, line = line.rstrip().endswith("\\"), ""
+        else:
+            indent = _magic_indent(line)
+            if indent is not None:
+                continued, line = line.rstrip().endswith("\\"), indent + "pass"
+        out.append(line)
+    return out
+
+
+def _dedented(cell_lines: list[str]) -> list[str]:
+    """Without the indentation that every non-blank line starts with (one prefix, not a mix)."""
+    written = [line for line in cell_lines if line.strip()]
+    if not written:
+        return cell_lines
+    first = written[0]
+    prefix = first[: len(first) - len(first.lstrip(" \t"))]
+    if not prefix or not all(line.startswith(prefix) for line in written):
+        return cell_lines
+    return [line[len(prefix):] if line.strip() else "" for line in cell_lines]
+
+
+def _syntax_error(cell_lines: list[str]):
+    """(message, line, column) where a cell is not Python, or None.  CPython's parser
+    first; a cell it rejects that libcst reads (syntax newer than this interpreter)
+    is left to the engine, which reads such files too."""
+    text = "\n".join(cell_lines) + "\n"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<cell>", "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+        return None
+    except SyntaxError as exc:
+        found = (exc.msg, max(exc.lineno or 1, 1), max(exc.offset or 1, 1))
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return (str(exc) or type(exc).__name__, 1, 1)
+    import libcst
+
+    try:
+        libcst.parse_module(text)
+    except Exception:
+        return found
+    return None
 
 
 def _locate(where: list[tuple[int, int]], line: int) -> str:
@@ -107,10 +181,11 @@ def check_notebook_data(data: bytes, path: str, settings: Settings) -> tuple[Fil
     in the joined cells, which no tool could apply to the JSON (`--fix` maps them to cells)."""
     from gradlint.engine import check_source
 
-    source, where, error = notebook_source(data, path)
+    source, where, error, cell_errors = read_notebook(data, path)
     if error is not None:
         return FileResult(path, errors=[error]), None
     result = check_source(source, path, settings)
+    result.errors = cell_errors + result.errors
 
     def tag(finding):
         return replace(finding, message=f"{finding.message} {_locate(where, finding.span.line)}".rstrip(), fix=None)
@@ -118,7 +193,7 @@ def check_notebook_data(data: bytes, path: str, settings: Settings) -> tuple[Fil
     result.findings = [tag(f) for f in result.findings]
     result.suppressed = [tag(f) for f in result.suppressed]
     result.errors = [
-        replace(e, message=f"{e.message} {_locate(where, e.line)}".rstrip()) if e.kind == SYNTAX_ERROR else e
+        replace(e, message=f"{e.message} {_locate(where, e.line)}".rstrip()) if e.kind == SYNTAX_ERROR and e.whole_file else e
         for e in result.errors
     ]
     return result, source

@@ -62,7 +62,7 @@ def test_broken_notebook_is_a_file_error(tmp_path, monkeypatch, capsys):
     code, out, err = run_cli(capsys, "bad.ipynb", "syntax.ipynb")
     assert code == 1 and "Traceback" not in err
     assert "error: bad.ipynb: not a Jupyter notebook (invalid JSON" in out
-    assert "syntax.ipynb:" in out and "[cell 2, line" in out
+    assert "syntax.ipynb:2:" in out and "cell 2: syntax error at line 1 of the cell" in out
 
 
 def test_magics_keep_the_source_valid():
@@ -143,20 +143,28 @@ def test_diff_on_a_notebook_writes_nothing(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original
 
 
-def test_a_fix_never_spans_two_cells(tmp_path, monkeypatch, capsys):
+def test_an_indented_cell_is_its_own_code_not_the_rest_of_a_loop(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    # Joined, the indented step in cell 3 continues cell 2's loop; moving the clear after
-    # it would move a line from one cell into another: not fixed, and said so.
+    # Jupyter runs each cell alone (IPython dedents a cell indented as a whole): the
+    # indented step in cell 3 is a top-level call, not the last line of cell 2's loop.
     original = indented_notebook(
         ("code", HEADER),
         ("code", "for x in range(10):\n    loss = model(x).sum()\n    loss.backward()\n    opt.zero_grad()\n"),
         ("code", "    opt.step()\n"),
     )
     write(tmp_path, "nb.ipynb", original)
-    code, out, err = run_cli(capsys, "--no-cache", "--fix", "--show-fixes", "nb.ipynb")
-    assert code == 1
-    assert "nb.ipynb: not fixed: GL002 cell 2, line 4: the fix would span two notebook cells" in err
+    assert run_cli(capsys, "--no-cache", "--fix", "nb.ipynb")[0] == 0
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original
+
+
+def test_a_fix_never_spans_two_cells():
+    from gradlint.findings import Edit, Fix, Span
+    from gradlint.fix.notebook import _Cells
+
+    cells = _Cells("a = 1\nb = 2\n", [(1, 1), (2, 1)], ["a = 1", "b = 2"])
+    within = Fix("move", (Edit(Span(1, 1, 1, 6), "a = 3"),))
+    across = Fix("move", (Edit(Span(1, 1, 2, 6), "a = 3\nb = 4"),))
+    assert cells.allowed(within) and not cells.allowed(across)
 
 
 def test_json_and_sarif_carry_no_notebook_fix(tmp_path, monkeypatch, capsys):
@@ -168,3 +176,45 @@ def test_json_and_sarif_carry_no_notebook_fix(tmp_path, monkeypatch, capsys):
     code, out, err = run_cli(capsys, "--no-cache", "--output-format", "sarif", "nb.ipynb")
     (result,) = json.loads(out)["runs"][0]["results"]
     assert "fixes" not in result
+
+
+# --- a cell that is not Python (issue 19) ------------------------------------------
+
+BUGGY_LOOP = "for x in range(10):\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"  # GL001
+
+
+def test_a_broken_cell_costs_that_cell_not_the_notebook(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "nb.ipynb", notebook(("code", HEADER), ("code", "SELECT * FROM runs;\n"), ("code", BUGGY_LOOP)))
+    code, out, err = run_cli(capsys, "--no-cache", "nb.ipynb")
+    assert code == 1, err
+    errors = [line for line in out.splitlines() if "error:" in line]
+    assert errors == ["nb.ipynb:5:15: error: cell 2: syntax error at line 1 of the cell: invalid syntax; "
+                      "the other cells were checked"]
+    assert any("GL001" in line and "[cell 3, line 3]" in line for line in out.splitlines())
+    assert "Found 1 problem in 1 file (1 file checked, 1 notebook cell skipped for a syntax error)." in out
+
+
+def test_a_cell_indented_as_a_whole_is_dedented(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    indented = "".join("    " + line if line else line for line in BUGGY_LOOP.splitlines(keepends=True))
+    write(tmp_path, "nb.ipynb", notebook(("code", HEADER), ("code", "\n" + indented)))
+    code, out, err = run_cli(capsys, "--no-cache", "nb.ipynb")
+    assert code == 1 and "error" not in out, out
+    assert "GL001" in out and "[cell 2, line 4]" in out
+
+
+def test_mixed_indentation_is_not_dedented():
+    source, _, _ = notebook_source(notebook(("code", "    x = 1\n  y = 2\n")).encode(), "n.ipynb")
+    assert source == "\n\n"  # not one prefix: the cell is broken and left out
+
+
+def test_stdin_notebooks_name_their_cells(tmp_path, monkeypatch, capsys):
+    import io
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    data = notebook(("code", HEADER), ("code", BUGGY_LOOP)).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, out, err = run_cli(capsys, "-", "--stdin-filename", "nb.ipynb")
+    assert code == 1 and "[cell 2, line 3]" in out, out + err
