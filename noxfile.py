@@ -1,0 +1,74 @@
+"""The test suite on every supported Python, one command each.
+
+    nox -s tests-3.11    # the default suite on one Python (the README's test command)
+    nox -s fast          # while working: this venv, no install, stop at the first failure
+    nox -s slow          # the slow end-to-end set: editors, wheels on every Python, fuzzing, the study
+    nox -s lint          # ruff
+    nox                  # all of it, as .ci/run does
+
+The supported Pythons are the trove classifiers of pyproject.toml (tests/test_pythons.py
+checks they agree with requires-python).  torch exists for 3.11 only on this machine
+(a CPU build on disk; any other spelling downloads a multi-GB CUDA build), so the
+verifier's tests run on 3.11 and skip elsewhere; the checker's tests run on every one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))
+from pythons import SUPPORTED, interpreter_dirs  # noqa: E402  (tests/pythons.py: one list for nox and the tests)
+
+TORCH = "torch==2.13.0"
+TORCH_PYTHON = "3.11"
+# The classic rule set: ruff's newer defaults flag style the project does not follow.
+RUFF_RULES = "E4,E7,E9,F"
+LINTED = ["gradlint", "tests", "benchmarks", "noxfile.py"]
+
+# pyenv's shims answer only for the selected version: put each interpreter's own directory on PATH.
+os.environ["PATH"] = os.pathsep.join([*interpreter_dirs(), os.environ.get("PATH", "")])
+nox.options.sessions = ["lint", "tests", "slow"]
+nox.options.download_python = "never"  # no interpreter from the network: the machine's or none
+nox.options.error_on_missing_interpreters = True
+
+
+def _install(session: nox.Session, with_torch: bool) -> None:
+    if with_torch:
+        session.install(TORCH)  # first, so the verify extra finds it and pulls nothing more
+        session.install("-e", ".[dev,verify]")
+    else:
+        session.install("-e", ".[dev]")
+
+
+@nox.session(python=SUPPORTED)
+def tests(session: nox.Session) -> None:
+    """The default suite (not slow), in parallel; verify tests need torch, so only 3.11 runs them."""
+    _install(session, with_torch=session.python == TORCH_PYTHON)
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=TORCH_PYTHON)
+def slow(session: nox.Session) -> None:
+    """The slow set (`-m slow`): real editors, the wheel in a fresh venv of every supported
+    Python (their findings on fixtures/ compared), long fuzzing, the real-code study."""
+    _install(session, with_torch=True)
+    session.run("python", "-m", "pytest", "-m", "slow", *session.posargs, env={"GRADLINT_EVERY_PYTHON": "1"})
+
+
+@nox.session(python=False)
+def fast(session: nox.Session) -> None:
+    """The default suite in the venv nox runs from (no venv to build), stopping at the first
+    failure, last failures first: `nox -s fast -- tests/test_cli.py` for one file."""
+    session.run(sys.executable, "-m", "pytest", "-x", "--failed-first", *(session.posargs or ["-q"]))
+
+
+@nox.session(python=TORCH_PYTHON)
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", "--select", RUFF_RULES, *LINTED)
+
