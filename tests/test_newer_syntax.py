@@ -1,11 +1,12 @@
 """Code written for a newer Python than the one gradlint runs on.
 
 gradlint reads a file with the running interpreter's `ast` first (the parse
-guard, the screen, the position table); syntax that `ast` cannot read yet
-(PEP 695 generics and `type` aliases: 3.12, PEP 701 f-strings: 3.12,
-`except*`: 3.11) must fall back to libcst alone, with the same findings and
-no error.  nox runs this on every supported Python, the oldest included
-(`nox -s tests-3.10`): on 3.10 every case below takes the fallback.
+guard, the screen, the position table, the fixes); syntax that `ast` cannot
+read yet (PEP 695 generics and `type` aliases: 3.12, PEP 701 f-strings: 3.12,
+`except*`: 3.11) is blanked for it (gradlint/newer_syntax.py), and libcst
+reads the file as written: the same findings, with their fixes, and no error.
+nox runs this on every supported Python, the oldest included
+(`nox -s tests-3.10`): there every case below is newer than the parser.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ast
 import pytest
 
 from gradlint.engine import check_source
+from gradlint.newer_syntax import readable
 from gradlint.settings import Settings
 
 # GL001 at the backward: gradients never cleared.
@@ -56,7 +58,9 @@ def test_newer_syntax_keeps_its_finding(case):
     result = check_source(source, "train.py", Settings.default())
     assert result.errors == []
     expected = source.splitlines().index("        loss.backward()") + 1
-    assert [(f.code, f.span.line) for f in result.findings] == [("GL001", expected)]
+    (finding,) = result.findings
+    assert (finding.code, finding.span.line) == ("GL001", expected)
+    assert finding.fix is not None  # the fix reads statements with `ast`: the blanked text's
 
 
 def test_the_cases_cover_what_this_python_cannot_read():
@@ -75,3 +79,42 @@ def test_a_real_syntax_error_is_still_one():
     source = source_of("type Batch = \n", "")
     (error,) = check_source(source, "train.py", Settings.default()).errors
     assert error.kind == "syntax-error" and error.line == 2
+
+
+def shape(text: str) -> list[int]:
+    return [len(line) for line in text.split("\n")]
+
+
+BLANKED = {
+    "type X = int\nx = 1\n": "pass        \nx = 1\n",
+    "if a:\n    type X = (\n        int)\n    y = 2\n": "if a:\n    pass      \n            \n    y = 2\n",
+    "type Pair[T] = tuple[T, T]; z = 3\n": "pass                      ; z = 3\n",
+    "class Box[T: int](Base):\n    pass\n": "class Box        (Base):\n    pass\n",
+    "async def first[T, *Ts, **P](x: T) -> T:\n    return x\n": "async def first             (x: T) -> T:\n    return x\n",
+    "try:\n    pass\nexcept *ValueError:\n    pass\n": "try:\n    pass\nexcept  ValueError:\n    pass\n",
+    'print(f"{d["k"]}", f"{x:{"w"}>9}", 1)\n': 'print("         ", "            ", 1)\n',
+    "s = f'{x!r:>{w}}'; t = f'{d['a']}'\n": "s = f'{x!r:>{w}}'; t = '         '\n",
+}
+
+
+@pytest.mark.parametrize("source", BLANKED)
+def test_readable_blanks_only_the_newer_syntax_and_keeps_every_position(source):
+    text = readable(source)
+    assert text == BLANKED[source]
+    assert shape(text) == shape(source)
+    ast.parse(text)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 1\n",
+        "type = 3\nprint(type(x), obj.type)\n",  # the soft keyword used as a name
+        's = "type X = int"  # type X = int\n',
+        "def f(x):\n    return x[0]\n",
+        "x = f'{d[\"k\"]}'\n",  # another quote inside: any Python reads it
+        'unclosed = "abc\n',
+    ],
+)
+def test_readable_leaves_what_is_not_newer_syntax(source):
+    assert readable(source) is None
