@@ -146,13 +146,14 @@ def test_wheel_in_a_fresh_venv_checks_the_fixtures(built, checkout_findings, tmp
     assert _run(_interpreter(version), "-m", "venv", "--without-pip", str(venv)).returncode == 0
     python = venv / "bin" / "python"
     wheel = next(built.glob("*.whl"))
+    # No PYTHONPATH: a checkout on it (its *.egg-info) would make pip call the wheel installed.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     # This venv's pip installs into the fresh one (--python): no ensurepip, and
     # libcst (with its own dependencies) from the registry; torch is not needed.
     for args in (["--no-deps", str(wheel)], ["libcst"]):
-        result = _run(sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args)
+        result = _run(sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args, env=env)
         assert result.returncode == 0, result.stderr[-2000:]
     gradlint_cmd = str(venv / "bin" / "gradlint")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}/usr/bin:/bin"
 
     said = _run(str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])", env=env)
