@@ -1,8 +1,8 @@
 """The test suite on every supported Python, one command each.
 
     nox -s tests-3.11    # the default suite on one Python (the README's test command)
-    nox -s fast          # while working: this venv, no install, stop at the first failure
-    nox -s slow          # the slow end-to-end set: editors, wheels on every Python, fuzzing, the study
+    nox -s fast          # while working: the checker's tests in this venv, stop at the first failure
+    nox -s slow          # the slow end-to-end set: verify on every fixture, editors, wheels, long fuzzing
     nox -s lint          # ruff
     nox                  # all of it, as .ci/run does
 
@@ -29,6 +29,7 @@ TORCH_PYTHON = "3.11"
 # The classic rule set: ruff's newer defaults flag style the project does not follow.
 RUFF_RULES = "E4,E7,E9,F"
 LINTED = ["gradlint", "tests", "benchmarks", "noxfile.py"]
+VERIFIER_TESTS = ["tests/test_verify*.py", "tests/test_fix_verify.py"]  # each runs scripts under torch
 
 # pyenv's shims answer only for the selected version: put each interpreter's own directory on PATH.
 os.environ["PATH"] = os.pathsep.join([*interpreter_dirs(), os.environ.get("PATH", "")])
@@ -38,11 +39,14 @@ nox.options.error_on_missing_interpreters = True
 
 
 def _install(session: nox.Session, with_torch: bool) -> None:
+    # compat: the checkout on sys.path by a plain .pth line (setuptools' editable finder
+    # is imported by every Python process the tests start)
+    editable = ["--config-settings", "editable_mode=compat", "-e"]
     if with_torch:
         session.install(TORCH)  # first, so the verify extra finds it and pulls nothing more
-        session.install("-e", ".[dev,verify]")
+        session.install(*editable, ".[dev,verify]")
     else:
-        session.install("-e", ".[dev]")
+        session.install(*editable, ".[dev]")
 
 
 @nox.session(python=SUPPORTED)
@@ -54,17 +58,22 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=TORCH_PYTHON)
 def slow(session: nox.Session) -> None:
-    """The slow set (`-m slow`): real editors, the wheel in a fresh venv of every supported
-    Python (their findings on fixtures/ compared), long fuzzing, the real-code study."""
+    """The slow set (`-m slow`): every fixture as a script and under verify, real editors,
+    pre-commit, the wheel in a fresh venv of every supported Python (its findings on
+    fixtures/ compared with this checkout's); then the long fuzzing (new examples each run)."""
     _install(session, with_torch=True)
     session.run("python", "-m", "pytest", "-m", "slow", *session.posargs, env={"GRADLINT_EVERY_PYTHON": "1"})
+    if not session.posargs:
+        session.run("python", "-m", "pytest", "tests/test_fuzz.py", env={"GRADLINT_FUZZ": "long"})
 
 
 @nox.session(python=False)
 def fast(session: nox.Session) -> None:
-    """The default suite in the venv nox runs from (no venv to build), stopping at the first
-    failure, last failures first: `nox -s fast -- tests/test_cli.py` for one file."""
-    session.run(sys.executable, "-m", "pytest", "-x", "--failed-first", *(session.posargs or ["-q"]))
+    """While working: the checker's tests (all but the verifier's runs under torch) in the venv
+    nox runs from, no venv to build, last failures first, stopping at the first failure.
+    `nox -s fast -- tests/test_verify.py` runs what you name instead."""
+    chosen = session.posargs or ["-q", *(f"--ignore-glob={glob}" for glob in VERIFIER_TESTS)]
+    session.run(sys.executable, "-m", "pytest", "-x", "--failed-first", *chosen)
 
 
 @nox.session(python=TORCH_PYTHON)
