@@ -71,15 +71,11 @@ class _Blanker:
             pos = self.code_token(at, token)
 
     def code_token(self, at: int, token: str) -> int:
-        source = self.source
         if token in "\"'":
-            prefix = _PREFIX.search(source, max(0, at - 2), at)
-            start = prefix.start() if prefix else at
             self.statement_start = False
-            return self.string(start, at, "f" in (prefix.group().lower() if prefix else ""))
+            return self.skip_string(at)
         if token == "#":
-            end = source.find("\n", at)
-            return len(source) if end == -1 else end
+            return self.line_end(at)
         if token == "\\":
             return at + 2  # a line continuation (or a stray backslash ast rejects anyway)
         if token in _OPEN:
@@ -125,11 +121,9 @@ class _Blanker:
                 return len(source)
             at, token = match.start(), match.group()
             if token in "\"'":
-                prefix = _PREFIX.search(source, max(0, at - 2), at)
-                pos = self.string(prefix.start() if prefix else at, at, False)
+                pos = self.skip_string(at, outer=False)
             elif token == "#":
-                end = source.find("\n", at)
-                return len(source) if end == -1 else end
+                return self.line_end(at)
             elif token == "\\":
                 pos = at + 2
             elif token in _OPEN:
@@ -162,12 +156,10 @@ class _Blanker:
                 raise _Unreadable
             at, token = match.start(), match.group()
             if token in "\"'":
-                prefix = _PREFIX.search(source, max(0, at - 2), at)
-                pos = self.string(prefix.start() if prefix else at, at, False)
+                pos = self.skip_string(at, outer=False)
                 continue
             if token == "#":
-                end = source.find("\n", at)
-                pos = len(source) if end == -1 else end
+                pos = self.line_end(at)
                 continue
             if token in _OPEN:
                 depth += 1
@@ -192,7 +184,17 @@ class _Blanker:
 
     # --- strings, PEP 701 --------------------------------------------------------
 
-    def string(self, start: int, quote_at: int, formatted: bool, outer: bool = True) -> int:
+    def line_end(self, at: int) -> int:
+        end = self.source.find("\n", at)
+        return len(self.source) if end == -1 else end
+
+    def skip_string(self, quote_at: int, outer: bool = True) -> int:
+        """Just past the string whose opening quote is at `quote_at` (its prefix read back)."""
+        prefix = _PREFIX.search(self.source, max(0, quote_at - 2), quote_at)
+        formatted = prefix is not None and "f" in prefix.group().lower()
+        return self.string(prefix.start() if prefix else quote_at, quote_at, formatted, outer)
+
+    def string(self, start: int, quote_at: int, formatted: bool, outer: bool) -> int:
         """Just past the string whose prefix starts at `start`; an f-string with PEP 701
         replacement fields (judged as a whole when it is an `outer` one) becomes a plain
         string of spaces, its quotes where the prefix and the closing quote were."""
@@ -257,13 +259,10 @@ class _Blanker:
             char = source[i]
             if char in "\\#\n":  # none of them was allowed in a replacement field before 3.12
                 newer = True
-                end = source.find("\n", i) if char == "#" else i + (2 if char == "\\" else 1)
-                pos = len(source) if end == -1 else end
+                pos = self.line_end(i) if char == "#" else i + (2 if char == "\\" else 1)
             elif char in "\"'":
                 newer = newer or source.startswith(quote, i)
-                prefix = _PREFIX.search(source, max(0, i - 2), i)
-                formatted = bool(prefix) and "f" in prefix.group().lower()
-                pos = self.string(prefix.start() if prefix else i, i, formatted, outer=False)
+                pos = self.skip_string(i, outer=False)
             elif char in "([{":
                 depth, pos = depth + 1, i + 1
             elif char in ")]" or (char == "}" and depth > 0):
