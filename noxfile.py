@@ -57,15 +57,16 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
-@nox.session(python=TORCH_PYTHON)
+@nox.session(python=False)
 def slow(session: nox.Session) -> None:
-    """The slow set (`-m slow`): every fixture as a script and under verify, real editors,
+    """The slow set (`-m slow`) in the venv nox runs from (the Quick start's, with torch: no
+    second torch install): every fixture as a script and under verify, real editors,
     pre-commit, the wheel in a fresh venv of every supported Python (its findings on
     fixtures/ compared with this checkout's); then the long fuzzing (new examples each run)."""
-    _install(session, with_torch=True)
-    session.run("python", "-m", "pytest", "-m", "slow", *session.posargs, env={"GRADLINT_EVERY_PYTHON": "1"})
+    pytest = [sys.executable, "-m", "pytest"]
+    session.run(*pytest, "-m", "slow", *session.posargs, env={"GRADLINT_EVERY_PYTHON": "1"})
     if not session.posargs:
-        session.run("python", "-m", "pytest", "tests/test_fuzz.py", env={"GRADLINT_FUZZ": "long"})
+        session.run(*pytest, "tests/test_fuzz.py", env={"GRADLINT_FUZZ": "long"})
 
 
 @nox.session(python=False)
@@ -77,8 +78,7 @@ def fast(session: nox.Session) -> None:
     session.run(sys.executable, "-m", "pytest", "-x", "--failed-first", *chosen)
 
 
-@nox.session(python=TORCH_PYTHON)
+@nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
-    session.run("ruff", "check", *RUFF_RULES, *LINTED)
-
+    """ruff from the venv nox runs from (the dev extra has it)."""
+    session.run(sys.executable, "-m", "ruff", "check", *RUFF_RULES, *LINTED)
