@@ -3,6 +3,8 @@
 The parse guard, the screen and the position table each need the ast of
 the same text; the C parser costs about a third of a big file's analysis,
 so the last tree is remembered and handed out again for an equal text.
+A file written for a newer Python than this one gets the tree of its text
+with the newer syntax blanked (gradlint/newer_syntax.py), positions kept.
 The engine forgets it when its check ends (a 50,000-line file's tree is
 tens of megabytes).  Only one tree is kept: another thread's text (the
 language server) simply does not match and is parsed again.
@@ -11,23 +13,55 @@ language server) simply does not match and is parsed again.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
-from typing import Optional
+from typing import Optional, Union
 
-_last: Optional[tuple[str, ast.Module]] = None
+# The last text and its tree, or the SyntaxError it raises (the guard, the screen and the
+# position table all ask, and a buffer being typed in the editor often does not parse).
+_last: Optional[tuple[str, Union[ast.Module, SyntaxError]]] = None
+# A newer construct starts on the line CPython stops at: without one of these words there,
+# the error is a real one and the text is not scanned (newer_syntax.py).
+_NEWER_HINT = re.compile(r"""(?<![\w.])(?:type|def|class|except)(?!\w)|(?<!\w)(?:[fF][rR]?|[rR][fF])["']""")
 
 
 def parse(source: str) -> ast.Module:
-    """`ast.parse(source)` without warnings (invalid escapes are the user's business); raises as it does."""
+    """`ast.parse(source)` without warnings (invalid escapes are the user's business); raises as it
+    does, but reads syntax newer than the running Python."""
     global _last
     last = _last
     if last is not None and (last[0] is source or last[0] == source):
+        if isinstance(last[1], SyntaxError):
+            raise last[1]
         return last[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = ast.parse(source)
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as error:
+            try:
+                tree = _parse_newer(source, error)
+            except SyntaxError as final:
+                _last = (source, final)
+                raise
     _last = (source, tree)
     return tree
+
+
+def _parse_newer(source: str, error: SyntaxError) -> ast.Module:
+    """Code for a newer Python than this one: the tree of the text with that syntax blanked
+    (gradlint/newer_syntax.py; same lines and columns), else CPython's error."""
+    if error.text is not None and not _NEWER_HINT.search(error.text):
+        raise error
+    from gradlint.newer_syntax import readable
+
+    text = readable(source)
+    if text is None:
+        raise error
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        raise error from None
 
 
 def forget() -> None:

@@ -60,8 +60,9 @@ def config(command: list[str] = SERVER) -> ClientServerConfig:
 
 
 # One server for most tests (starting one costs about a second); each test uses its own
-# documents under its own tmp_path, so nothing leaks between them.
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# documents under its own tmp_path, so nothing leaks between them.  The xdist group keeps
+# the module on one worker: one server, not one per worker.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.xdist_group("test_lsp")]
 
 
 @pytest_lsp.fixture(config=config(), scope="module")

@@ -59,11 +59,27 @@ def test_pieces_give_the_findings_of_a_whole_parse(name, source):
     assert findings(source, 5) == whole
 
 
+def ast_sees_every_call(source: str) -> bool:
+    """False for code newer than this Python whose blanked text (gradlint/newer_syntax.py)
+    lost a parenthesis, so a call: the ast table then cannot agree with libcst's nodes."""
+    import ast
+
+    from gradlint.newer_syntax import readable
+
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        text = readable(source)
+        return text is not None and text.count("(") == source.count("(")
+    return True
+
+
 def test_every_fixture_can_be_built_in_pieces():
-    """No fixture needs the whole-parse fallback (it would hide a piecewise bug above)."""
+    """No fixture needs the whole-parse fallback (it would hide a piecewise bug above),
+    except one this Python reads only with calls blanked (a PEP 701 f-string before 3.12)."""
     for path in FIXTURES:
         source = open(path, encoding="utf-8").read()
-        if "backward" in source or "step" in source:
+        if ("backward" in source or "step" in source) and ast_sees_every_call(source):
             built(source, 1)  # raises on a disagreement
 
 

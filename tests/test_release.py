@@ -1,9 +1,11 @@
 """The release as a user gets it: `python -m build` makes an sdist and a wheel
-named torch-gradlint, and the wheel works in a fresh venv that holds nothing
-but it and libcst (no torch, no pygls, no checkout on sys.path)."""
+named torch-gradlint, and the wheel works in a fresh venv of every supported
+Python that holds nothing but it and its dependencies (libcst; tomli before
+3.11; no torch, no pygls, no checkout on sys.path)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -15,6 +17,7 @@ import pytest
 
 import gradlint
 from gradlint.cli import installed_version, main
+from pythons import SUPPORTED, find_python
 
 try:
     import tomllib
@@ -113,22 +116,50 @@ def test_build_makes_an_sdist_and_a_wheel(built):
     assert "gradlint/rules/gl001_missing_zero_grad.py" in listed and not any(n.startswith("tests/") for n in listed)
 
 
-def test_wheel_in_a_fresh_venv_checks_the_fixtures(built, tmp_path):
+@pytest.fixture(scope="module")
+def checkout_findings() -> dict:
+    """The findings on fixtures/ of this checkout under the Python running the tests."""
+    return _findings_on_fixtures([sys.executable, "-m", "gradlint"], env=None)
+
+
+def _findings_on_fixtures(command: list[str], env) -> dict:
+    result = _run(*command, "--no-cache", "--isolated", "--output-format", "json", "fixtures", cwd=ROOT, env=env)
+    assert result.returncode == 1, result.stderr[-2000:]  # the wrong fixtures are found
+    return json.loads(result.stdout)
+
+
+def _interpreter(version: str) -> str:
+    found = find_python(version)
+    if found is None:
+        message = f"Python {version} is not installed (pyenv install {version})"
+        if os.environ.get("GRADLINT_EVERY_PYTHON"):  # nox's slow session: every one must be there
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_wheel_in_a_fresh_venv_checks_the_fixtures(built, checkout_findings, tmp_path, version):
+    """On every supported Python: the wheel installs, runs, and finds on fixtures/ exactly
+    what this checkout finds under the Python running the tests."""
     venv = tmp_path / "venv"
-    assert _run(sys.executable, "-m", "venv", "--without-pip", str(venv)).returncode == 0
+    assert _run(_interpreter(version), "-m", "venv", "--without-pip", str(venv)).returncode == 0
     python = venv / "bin" / "python"
     wheel = next(built.glob("*.whl"))
-    # This venv's pip installs into the fresh one (--python): no ensurepip, and
-    # libcst (with its own dependencies) from the registry; torch is not needed.
-    for args in (["--no-deps", str(wheel)], ["libcst"]):
-        result = _run(sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *args)
-        assert result.returncode == 0, result.stderr[-2000:]
-    gradlint_cmd = str(venv / "bin" / "gradlint")
+    # No PYTHONPATH: a checkout on it (its *.egg-info) would make pip call the wheel installed.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # This venv's pip installs into the fresh one (--python): no ensurepip; the wheel's own
+    # dependencies (libcst, tomli before 3.11) from the registry; torch is not needed.
+    result = _run(sys.executable, "-m", "pip", "--python", str(python), "install", "-q", str(wheel), env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    gradlint_cmd = str(venv / "bin" / "gradlint")
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}/usr/bin:/bin"
 
-    version = _run(gradlint_cmd, "--version", cwd=tmp_path, env=env)
-    assert (version.returncode, version.stdout) == (0, f"gradlint {gradlint.__version__}\n")
+    said = _run(str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])", env=env)
+    assert said.stdout.strip() == version
+    version_line = _run(gradlint_cmd, "--version", cwd=tmp_path, env=env)
+    assert (version_line.returncode, version_line.stdout) == (0, f"gradlint {gradlint.__version__}\n")
 
     # The installed package, not this checkout, does the checking.
     where = _run(str(python), "-c", "import gradlint; print(gradlint.__file__)", cwd=tmp_path, env=env)
@@ -144,3 +175,6 @@ def test_wheel_in_a_fresh_venv_checks_the_fixtures(built, tmp_path):
 
     for command in ("rules", "explain"):  # the rule modules are in the wheel
         assert _run(gradlint_cmd, command, "GL002" if command == "explain" else "--help", cwd=tmp_path, env=env).returncode == 0
+
+    # fixtures/newer_syntax is read by every Python, also those whose own parser cannot.
+    assert _findings_on_fixtures([gradlint_cmd], env) == checkout_findings

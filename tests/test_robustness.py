@@ -90,9 +90,13 @@ def test_a_syntax_error_elsewhere_does_not_let_deep_nesting_through(deep):
 
 
 def segfaulting(path, settings):
+    import faulthandler
     import signal
 
     if path.endswith("f3.py"):
+        # pytest's faulthandler writes to the terminal, past any capture: the dying worker's
+        # "Fatal Python error" goes to a file beside it, which the test reads.
+        faulthandler.enable(open(os.path.join(os.path.dirname(path), "fatal.txt"), "w"))
         os.kill(os.getpid(), signal.SIGSEGV)  # what a native parser crash does to a worker
     return engine._check_file(path, settings)
 
@@ -111,6 +115,8 @@ def test_a_worker_that_dies_is_an_internal_error_for_its_file_only(tmp_path):
             assert error.kind == "internal-error" and "died" in error.message
         else:
             assert [f.code for f in result.findings] == ["GL002"]
+    # the worker died of the signal it was sent, and said so in the file, not on the terminal
+    assert (tmp_path / "fatal.txt").read_text().startswith("Fatal Python error: Segmentation fault")
 
 
 def test_language_server_gives_a_diagnostic_for_a_buffer_that_would_crash_the_parser():

@@ -3,7 +3,7 @@
 Exit codes, the user's processes and files, and verdicts on less common
 training shapes (tests/verify_scripts/, each with its expected verdict and
 exit code in its docstring).  Every run pays torch's import in a child, so
-the runs that only need a report start together, in parallel, once.
+the runs that only need a report are made once each (RUNS).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import pytest
@@ -59,13 +58,14 @@ def _verify(name):
 
 
 @lru_cache(maxsize=None)
-def reports() -> dict:
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        return dict(zip(RUNS, pool.map(_verify, RUNS)))
+def report_of(name):
+    """One verify run per script and process: pytest-xdist spreads the tests over workers, so
+    each worker runs only the scripts of its own tests."""
+    return _verify(name)
 
 
 def run(name):
-    code, report = reports()[name]
+    code, report = report_of(name)
     assert "stderr" not in report, report
     assert report["exit_code"] == code
     return code, report

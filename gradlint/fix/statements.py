@@ -12,6 +12,8 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+from gradlint import python_ast
+
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -33,7 +35,7 @@ class Statements:
 
     def __init__(self, source: str):
         self.lines = source.splitlines(keepends=True)
-        self.tree = ast.parse(source)
+        self.tree = python_ast.parse(source)  # also code for a newer Python
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
         self._index(self.tree, ())
 
