@@ -150,7 +150,7 @@ def installs_gradlint(run: str) -> bool:
 
 def test_github_actions_recipe():
     """checkout, setup-python, install, then annotations from --output-format github."""
-    (annotations,) = [w for w in workflows() if any("github" in s.get("run", "") for s in steps(w))]
+    (annotations,) = [w for w in workflows() if any("--output-format github" in s.get("run", "") for s in steps(w))]
     uses = [s.get("uses", "") for s in steps(annotations)]
     assert uses[0].startswith("actions/checkout@") and uses[1].startswith("actions/setup-python@")
     runs = [s["run"] for s in steps(annotations) if "run" in s]
