@@ -112,5 +112,5 @@ def check_session(result: dict) -> None:
 def test_neovim_readme_snippet_diagnoses_and_fixes(tmp_path, kind):
     needs = tuple(int(part) for part in kind.split("."))
     if nvim_version() < needs:
-        pytest.skip(f"the README's Neovim {kind}+ snippet needs nvim {kind}; this one is {nvim_version()}")
+        pytest.skip(f"docs/editors.md's Neovim {kind}+ snippet needs nvim {kind}; this one is {nvim_version()}")
     check_session(run_nvim(tmp_path, readme_lua_snippets()[kind]))
