@@ -120,7 +120,7 @@ def unused_noqa_page() -> str:
             _banner("gradlint/explain.py and gradlint/suppress.py"),
             f"# {UNUSED_CODE} {UNUSED_NAME}\n",
             f"{UNUSED_SUMMARY}\n",
-            f"Not a rule of `gradlint rules`: only `--report-unused-noqa` reports it. "
+            "Not a rule of `gradlint rules`: only `--report-unused-noqa` reports it. "
             "See [Suppressing findings](../suppression.md).\n",
             _markdown_from_explain(body),
             f"`gradlint explain {UNUSED_CODE}` prints this page's text in a terminal. [All rules](index.md)\n",
