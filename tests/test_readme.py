@@ -213,6 +213,8 @@ def test_pre_commit_snippet_pins_a_commit_until_the_release_tag_exists():
     assert rev in (DOCS / "pre-commit.md").read_text()  # the page explains this commit
     if shutil.which("git") is None or git("rev-parse", "--git-dir").returncode != 0:
         pytest.skip("not a git checkout")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone: the pinned commit may be outside its history")
     hooks = git("show", f"{rev}:.pre-commit-hooks.yaml")
     assert hooks.returncode == 0, f"{rev} is not a commit of this repository with the hooks: {hooks.stderr}"
     assert {hook["id"] for hook in repo["hooks"]} <= {hook["id"] for hook in yaml.safe_load(hooks.stdout)}
@@ -230,8 +232,8 @@ PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).with_name("p
 @pytest.mark.skipif(shutil.which("git") is None or not os.path.exists(PRE_COMMIT), reason="needs git and pre-commit")
 def test_pre_commit_autoupdate_line_replaces_the_commit(tmp_path):
     """The README's `pre-commit autoupdate --bleeding-edge --freeze` turns the
-    snippet's commit into the newest one of the hook repository (here a
-    throwaway repository holding the hooks file)."""
+    snippet's commit into the newest commit of the hook repository (here a
+    throwaway repository holding the hooks file), even when a tag exists."""
     (line,) = [
         line for block in readme_blocks("sh") for line in block.splitlines() if line.startswith("pre-commit autoupdate")
     ]
@@ -239,7 +241,9 @@ def test_pre_commit_autoupdate_line_replaces_the_commit(tmp_path):
     hooks.mkdir()
     shutil.copy(ROOT / ".pre-commit-hooks.yaml", hooks)
     identity = ["-c", "user.email=test@example.com", "-c", "user.name=test", "-c", "commit.gpgsign=false"]
-    for args in (["init", "-q"], ["add", "."], [*identity, "commit", "-q", "-m", "hooks"]):
+    commit = [*identity, "commit", "-q", "--allow-empty", "-m", "hooks"]
+    # an older tagged commit: the line must take the newest commit, not the newest tag
+    for args in (["init", "-q"], ["add", "."], commit, ["tag", "v0.0.1"], commit):
         assert git(*args, cwd=hooks).returncode == 0
     head = git("rev-parse", "HEAD", cwd=hooks).stdout.strip()
     project = tmp_path / "project"
