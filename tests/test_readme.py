@@ -49,6 +49,20 @@ def test_readme_is_short_and_has_the_users_sections():
     assert "Wrong" in intro and "Right" in intro and intro.count("```python") == 2
 
 
+def test_readme_example_output_is_what_gradlint_prints(capsys, monkeypatch):
+    """The intro's `$ gradlint fixtures/...` block, run from the checkout's root."""
+    intro = README.split("\n## ", 1)[0]
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", intro, re.S | re.M)
+    (block,) = [block for language, block in blocks if block.startswith("$ gradlint ") and not language]
+    command, *expected = block.splitlines()
+    argv = shlex.split(command)[2:]
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run_cli(capsys, "--no-cache", "--isolated", *argv)
+    assert code == 1 and out.splitlines() == expected
+    wrong = next(block for language, block in blocks if language == "python")
+    assert wrong in (ROOT / argv[-1]).read_text()  # the loop shown is the one checked
+
+
 def test_readme_says_the_repository_url_is_a_placeholder():
     install = section(README, "Install")
     assert gradlint.REPOSITORY_URL in install and "placeholder" in install
