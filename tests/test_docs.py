@@ -132,3 +132,24 @@ def test_index_lists_every_page():
         if page.name != "index.md":
             assert page.resolve() in listed, f"docs/index.md does not link {page.name}"
     assert (DOCS / "rules" / "index.md").resolve() in listed
+
+
+# --- tables --------------------------------------------------------------------------------
+
+
+def table_rows(path: Path) -> list[list[int]]:
+    """The cell count of every row, for each Markdown table of the page (`\\|` is a pipe inside a cell)."""
+    tables, current = [], []
+    for line in without_fences(path.read_text()).splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(len(re.split(r"(?<!\\)\|", line.strip())[1:-1]))
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+@pytest.mark.parametrize("path", pages(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_table_row_has_the_headers_cells(path):
+    for counts in table_rows(path):
+        assert len(counts) >= 3 and len(set(counts)) == 1, f"{path.name}: a table with rows of {counts} cells"
