@@ -73,14 +73,17 @@ def rule_page(rule, module_name: str) -> str:
         "Right:\n",
         _python(rule.right),
         "## Fix\n",
-        f"{rule.fix or 'None: the repair needs a human decision.'} See [Fixes](../fixes.md) for how `--fix` applies it.\n",
+        f"{rule.fix} See [Fixes](../fixes.md) for how `--fix` applies it.\n"
+        if rule.fix
+        else "None: the repair needs a human decision. `--fix` leaves these findings alone.\n",
     ]
     if rule.limits:
         parts += ["## What it leaves alone\n", f"{rule.limits}\n"]
     parts += [
         "## Samples\n",
         "The rule's own samples, which `tests/test_rule_samples.py` runs: in each reported sample, the lines "
-        f"marked `# expect: {rule.code}` are exactly the ones reported; the other samples give no finding.\n",
+        f"marked `# expect: {rule.code}` are exactly the ones reported; the others are correct code on which "
+        "no rule that is on by default fires.\n",
     ]
     for title, samples in (("Reported", rule.invalid), ("Not reported", rule.valid)):
         if samples:
