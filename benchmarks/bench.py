@@ -109,14 +109,14 @@ def as_installed() -> None:
     process would then compile gradlint's sources again (40 ms), unlike the
     libcst it is compared with.  setuptools' default editable finder also costs
     every Python process (libcst's import included) 10 ms of start-up;
-    `pip install -e . --config-settings editable_mode=compat` (README) does not.
+    `pip install -e . --config-settings editable_mode=compat` (docs/development.md) does not.
     """
     import compileall
 
     compileall.compile_dir(os.path.join(ROOT, "gradlint"), quiet=1)
     finders = [name for name in sys.modules if name.startswith("__editable__") and name.endswith("finder")]
     if finders:
-        print(f"note: {finders[0]} is installed: every process pays its start-up (see README, Speed)")
+        print(f"note: {finders[0]} is installed: every process pays its start-up (see docs/development.md, Setting up)")
 
 
 def main() -> int:

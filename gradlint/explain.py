@@ -78,6 +78,8 @@ class _RuleText:
             f"{rule.code} {rule.name} ({default})\n\n{rule.summary}\n\n{rule.rationale}\n\n"
             f"Wrong:\n\n{_indent(rule.wrong)}\n\nRight:\n\n{_indent(rule.right)}\n\n"
             f"Fix (--fix; unsafe ones with --unsafe-fixes):\n\n{rule.fix or 'None: the repair needs a human decision.'}\n"
+            + (f"\nWhat it leaves alone:\n\n{rule.limits}\n" if rule.limits else "")
+            + f"\nMore: {rule.docs_url}\n"
         )
 
 

@@ -81,18 +81,29 @@ def codes_by_file(out: str) -> set[tuple[str, int, str]]:
     return found
 
 
-# --- the README's command lines, checked against the real parsers --------------------------
+# --- the documentation's command lines, checked against the real parsers ---------------------
 
-README_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+ROOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README_PATH = os.path.join(ROOT_DIR, "README.md")
+
+
+def doc_pages() -> list[str]:
+    """README.md, then every Markdown page under docs/ (the user documentation), sorted."""
+    import glob
+
+    pages = glob.glob(os.path.join(ROOT_DIR, "docs", "**", "*.md"), recursive=True)
+    return [README_PATH] + sorted(pages)
 
 
 def readme_blocks(language: str) -> list[str]:
-    """The README's fenced code blocks of one language, in order."""
+    """The fenced code blocks of one language in the README and the docs pages, in order."""
     import re
 
-    with open(README_PATH, encoding="utf-8") as handle:
-        readme = handle.read()
-    return re.findall(r"^```" + re.escape(language) + r"\n(.*?)^```", readme, re.S | re.M)
+    blocks = []
+    for path in doc_pages():
+        with open(path, encoding="utf-8") as handle:
+            blocks += re.findall(r"^```" + re.escape(language) + r"\n(.*?)^```", handle.read(), re.S | re.M)
+    return blocks
 
 
 def gradlint_argv(command_line: str) -> list[str] | None:

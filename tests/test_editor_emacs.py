@@ -1,6 +1,6 @@
 """A real editor: Emacs in batch mode with eglot on `gradlint lsp`.
 
-The configuration is the README's eglot snippet; tests/editors/
+The configuration is docs/editors.md's eglot snippet; tests/editors/
 eglot_driver.el opens a buggy file as `M-x eglot` would, waits for
 flymake's diagnostics, applies the quick fix with eglot's own code-action
 code and waits for the re-check.  Skipped when emacs or eglot is missing
@@ -45,8 +45,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def readme_eglot_snippet() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n### Emacs (eglot)\n", 1)[1].split("\n## ", 1)[0]
+    editors = (ROOT / "docs" / "editors.md").read_text()
+    section = editors.split("\n## Emacs (eglot)\n", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```elisp\n(.*?)```", section, re.S)
     return block
 

@@ -1,7 +1,7 @@
 """A real editor: Neovim headless, its built-in LSP client, `gradlint lsp`.
 
-The `init.lua` is the README's own snippet (taken from the Editors
-section), so a snippet that stops working fails here.  tests/editors/
+The `init.lua` is the documentation's own snippet (taken from the Neovim
+section of docs/editors.md), so a snippet that stops working fails here.  tests/editors/
 nvim_driver.lua plays the user: waits for the diagnostics, asks for the
 code actions at the first one, applies the quick fix with the client's
 workspace-edit code, and waits for the re-check.  Skipped when `nvim` is
@@ -38,9 +38,9 @@ def nvim_version() -> tuple[int, int]:
 
 
 def readme_lua_snippets() -> dict[str, str]:
-    """The Lua blocks of the README's Neovim section, by what they use."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n### Neovim\n", 1)[1].split("\n### ", 1)[0]
+    """The Lua blocks of the Neovim section of docs/editors.md, by what they use."""
+    editors = (ROOT / "docs" / "editors.md").read_text()
+    section = editors.split("\n## Neovim\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```lua\n(.*?)```", section, re.S)
     by_kind = {}
     for block in blocks:
@@ -112,5 +112,5 @@ def check_session(result: dict) -> None:
 def test_neovim_readme_snippet_diagnoses_and_fixes(tmp_path, kind):
     needs = tuple(int(part) for part in kind.split("."))
     if nvim_version() < needs:
-        pytest.skip(f"the README's Neovim {kind}+ snippet needs nvim {kind}; this one is {nvim_version()}")
+        pytest.skip(f"docs/editors.md's Neovim {kind}+ snippet needs nvim {kind}; this one is {nvim_version()}")
     check_session(run_nvim(tmp_path, readme_lua_snippets()[kind]))

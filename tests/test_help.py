@@ -15,7 +15,8 @@ from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
 from gradlint.rules.registry import all_rules
 from gradlint.suppress import UNUSED_CODE
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+DOC_TEXTS = [(ROOT / "README.md").read_text()] + [page.read_text() for page in sorted((ROOT / "docs").rglob("*.md"))]
 # verify's help text belongs to gradlint/verify/command.py; only its exit code and usage line are checked here.
 COMMANDS = ("check", "rules", "explain", "lsp", "verify")
 
@@ -90,12 +91,13 @@ def test_explain_unknown_code(capsys):
 
 def test_readme_installs_the_registry_name():
     """`pip install gradlint` installs an unrelated project: every install
-    line of the README names torch-gradlint (or the checkout itself)."""
+    line of the README and of docs/ names torch-gradlint (from the index or
+    from its git URL) or the checkout itself."""
     lines = [
-        line.strip() for line in README.splitlines()
+        line.strip() for text in DOC_TEXTS for line in text.splitlines()
         if re.search(r"\bpip install\b", line) and "unrelated" not in line  # the line warning about it
     ]
-    assert lines
+    assert len(lines) > 5
     for line in lines:
         for _, target in re.findall(r"pip install ((?:-\S+ )*)(\S+)", line):
             name = target.strip("'\"`")

@@ -15,6 +15,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from gradlint.rules.registry import rule_page_url
 from gradlint.suppress import line_suppressions
 from lsp_snippets import BUGGY
 
@@ -190,7 +191,7 @@ async def test_buggy_buffer_gets_diagnostics_then_fixing_clears_them(client: Lan
     (gl002,) = diagnostics
     assert gl002.source == "gradlint"
     assert gl002.severity == types.DiagnosticSeverity.Warning
-    assert gl002.code_description is not None and "gl002" in gl002.code_description.href
+    assert gl002.code_description is not None and gl002.code_description.href == rule_page_url("GL002")
     related_lines = sorted(r.location.range.start.line for r in gl002.related_information)
     assert related_lines == [6, 8]  # the backward and the step
 

@@ -1,37 +1,137 @@
-"""The README matches the code: rule documentation (editors link to it), and
-every command line and CI recipe it shows is accepted by the real parser."""
+"""The README and the docs pages match the code: the rule table and each
+rule's page (findings and editors link to it), the Quick start, every command
+line and CI recipe they show (accepted by the real parser), the pre-commit
+snippet's `rev`, and the fix table."""
 
+import os
+import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 import gradlint
-from ci_snippets import gradlint_argv, readme_blocks, validate_gradlint_argv
+from ci_snippets import gradlint_argv, readme_blocks, run_cli, validate_gradlint_argv
 from gradlint.cli import UsageError, check_parser
+from gradlint.report.meta import all_infos
 from gradlint.rules.registry import all_rules
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
 
 
-def test_every_rule_has_a_section_its_docs_url_points_to():
-    for rule in all_rules():
-        assert f"\n### {rule.code} {rule.name}\n" in README, rule.code
-        anchor = rule.docs_url.rsplit("#", 1)[1]
-        assert anchor == f"{rule.code.lower()}-{rule.name}"
-        assert f"(#{anchor})" in README
+def section(text: str, heading: str) -> str:
+    """The body of a `## heading` section, up to the next `## `."""
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
 
 
-def test_rules_table_states_defaults():
+# --- the README's shape ---------------------------------------------------------------------
+
+
+def test_readme_is_short_and_has_the_users_sections():
+    assert len(README.splitlines()) <= 400
+    headings = re.findall(r"^## (.+)$", README, re.M)
+    for wanted in ("Install", "Quick start", "Usage", "Rules", "pre-commit", "CI", "Editors"):
+        assert wanted in headings, wanted
+    assert any(heading.startswith("verify") for heading in headings)
+    # one wrong and one right example, before any section
+    intro = README.split("\n## ", 1)[0]
+    assert "Wrong" in intro and "Right" in intro and intro.count("```python") == 2
+
+
+def test_readme_example_output_is_what_gradlint_prints(capsys, monkeypatch):
+    """The intro's `$ gradlint fixtures/...` block, run from the checkout's root."""
+    intro = README.split("\n## ", 1)[0]
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", intro, re.S | re.M)
+    (block,) = [block for language, block in blocks if block.startswith("$ gradlint ") and not language]
+    command, *expected = block.splitlines()
+    argv = shlex.split(command)[2:]
+    monkeypatch.chdir(ROOT)
+    code, out, _ = run_cli(capsys, "--no-cache", "--isolated", *argv)
+    assert code == 1 and out.splitlines() == expected
+    wrong = next(block for language, block in blocks if language == "python")
+    checked = re.sub(r"  # expect: GL\d+", "", (ROOT / argv[-1]).read_text())
+    assert wrong in checked  # the loop shown is the one checked
+
+
+def test_readme_says_the_repository_url_is_a_placeholder():
+    install = section(README, "Install")
+    assert gradlint.REPOSITORY_URL in install and "placeholder" in install
+
+
+# --- each rule's page -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("meta", all_infos(), ids=lambda meta: meta.code)
+def test_every_url_in_output_is_a_page_of_docs(meta):
+    """json's `url`, SARIF's helpUri and the editors' links: DOCS_URL + a page that exists."""
+    assert meta.docs_url.startswith(gradlint.DOCS_URL)
+    page = meta.docs_url[len(gradlint.DOCS_URL):]
+    assert page == f"rules/{meta.code}.md"
+    assert (DOCS / page).is_file()
+
+
+def test_rules_table_links_each_page_and_states_defaults():
     for rule in all_rules():
         row = next(line for line in README.splitlines() if line.startswith(f"| [{rule.code}]"))
+        assert row.startswith(f"| [{rule.code}](docs/rules/{rule.code}.md) | {rule.name} |")
         assert f"| {'on' if rule.default else 'off'} |" in row
 
 
-# --- CI recipes and command lines that work as written ----------------------------------
+# --- Quick start ------------------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+
+def quick_start_commands() -> list[str]:
+    return re.findall(r"```sh\n(.*?)\n```", section(README, "Quick start"), re.S)
+
+
+def test_quick_start_is_two_commands_for_a_fresh_shell():
+    setup, tests = quick_start_commands()
+    steps = [step.strip() for step in setup.split("&&")]
+    assert steps[0] == "python3 -m venv .venv"
+    # nothing activated by hand: every later step calls the venv's own executables
+    assert all(step.startswith(".venv/bin/") for step in steps[1:]) and "activate" not in setup + tests
+    assert steps[1] == ".venv/bin/pip install torch==2.13.0"  # before the project, so pip keeps that torch
+    assert shlex.split(steps[2]) == [".venv/bin/pip", "install", "-e", ".[dev,verify]"]
+    assert tests.startswith(".venv/bin/nox -s ")
+
+
+def test_quick_start_checks_correct_code(capsys):
+    """The first command ends by checking a folder of correct fixtures: exit 0, as the README says."""
+    setup, _ = quick_start_commands()
+    words = shlex.split(setup.split("&&")[-1])
+    assert words[0] == ".venv/bin/gradlint"
+    (folder,) = words[1:]
+    assert (ROOT / folder).is_dir() and len(list((ROOT / folder).glob("*.py"))) >= 10
+    code, out, err = run_cli(capsys, "--no-cache", "--isolated", str(ROOT / folder))
+    assert (code, out, err) == (0, "", "")
+    assert "exits 0" in section(README, "Quick start")
+
+
+def test_quick_start_nox_session_exists():
+    _, tests = quick_start_commands()
+    session = shlex.split(tests)[-1]
+    if not (ROOT / "noxfile.py").exists():
+        pytest.skip("noxfile.py is not in this checkout yet (branch i20-pythons adds it)")
+    listed = subprocess.run(
+        [sys.executable, "-m", "nox", "--list", "--noxfile", str(ROOT / "noxfile.py")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(rf"^[*-] {re.escape(session)}\b", listed.stdout, re.M), listed.stdout
+
+
+# --- CI recipes and command lines that work as written ----------------------------------
 
 
 def workflows() -> list[dict]:
@@ -44,7 +144,7 @@ def steps(workflow: dict) -> list[dict]:
 
 
 def readme_command_lines() -> list[str]:
-    """Every `gradlint ...` line of the README's shell blocks and workflow `run:` steps."""
+    """Every `gradlint ...` line of the README's and the docs' shell blocks and workflow `run:` steps."""
     lines = [line for block in readme_blocks("sh") for line in block.splitlines()]
     for workflow in workflows():
         lines += [line for step in steps(workflow) if "run" in step for line in step["run"].splitlines()]
@@ -58,22 +158,29 @@ def test_every_yaml_block_parses():
         yaml.safe_load(block)
 
 
+def installs_gradlint(run: str) -> bool:
+    """`pip install` of torch-gradlint from its git URL (until the first release)."""
+    return shlex.split(run) == ["pip", "install", f"torch-gradlint @ git+{gradlint.REPOSITORY_URL}"]
+
+
 def test_github_actions_recipe():
-    """checkout, setup-python, install from the registry, then annotations from --output-format github."""
-    (annotations,) = [w for w in workflows() if any("github" in s.get("run", "") for s in steps(w))]
+    """checkout, setup-python, install, then annotations from --output-format github."""
+    (annotations,) = [w for w in workflows() if any("--output-format github" in s.get("run", "") for s in steps(w))]
     uses = [s.get("uses", "") for s in steps(annotations)]
     assert uses[0].startswith("actions/checkout@") and uses[1].startswith("actions/setup-python@")
     runs = [s["run"] for s in steps(annotations) if "run" in s]
-    assert runs[0] == "pip install torch-gradlint"
+    assert installs_gradlint(runs[0])
     argv = gradlint_argv(runs[1])
     assert argv[:2] == ["--output-format", "github"]
     validate_gradlint_argv(argv)
+    assert "--output-format github" in section(README, "CI")  # the README shows it; docs/ci.md the rest
 
 
 def test_sarif_upload_recipe():
     (sarif,) = [w for w in workflows() if any("upload-sarif" in s.get("uses", "") for s in steps(w))]
     job = next(iter(sarif["jobs"].values()))
     assert job["permissions"]["security-events"] == "write"
+    assert installs_gradlint(next(s["run"] for s in steps(sarif) if "run" in s))
     runs = [gradlint_argv(s["run"]) for s in steps(sarif) if "run" in s and gradlint_argv(s["run"])]
     (argv,) = runs
     validate_gradlint_argv(argv)
@@ -97,12 +204,76 @@ def test_a_wrong_command_line_is_caught(line):
         validate_gradlint_argv(gradlint_argv(line))
 
 
-def test_pre_commit_snippet_pins_the_current_version():
-    config = next(doc for doc in map(yaml.safe_load, readme_blocks("yaml")) if isinstance(doc, dict) and "repos" in doc)
-    (repo,) = config["repos"]
-    assert repo["rev"] == f"v{gradlint.__version__}"
+# --- pre-commit -------------------------------------------------------------------------------
+
+
+def pre_commit_snippet() -> dict:
+    (config,) = [doc for doc in map(yaml.safe_load, readme_blocks("yaml")) if isinstance(doc, dict) and "repos" in doc]
+    return config
+
+
+def git(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_pre_commit_snippet_pins_a_commit_until_the_release_tag_exists():
+    """No tag exists before the first release: `rev` is a full SHA of this
+    repository's history that defines the hooks the snippet names; the text
+    says which tag to pin after the release."""
+    (repo,) = pre_commit_snippet()["repos"]
+    assert repo["repo"] == gradlint.REPOSITORY_URL
+    rev = str(repo["rev"])
+    assert re.fullmatch(r"[0-9a-f]{40}", rev), rev
+    assert f"`rev: v{gradlint.__version__}`" in section(README, "pre-commit")
+    assert rev in (DOCS / "pre-commit.md").read_text()  # the page explains this commit
+    if shutil.which("git") is None or git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone: the pinned commit may be outside its history")
+    hooks = git("show", f"{rev}:.pre-commit-hooks.yaml")
+    assert hooks.returncode == 0, f"{rev} is not a commit of this repository with the hooks: {hooks.stderr}"
+    assert {hook["id"] for hook in repo["hooks"]} <= {hook["id"] for hook in yaml.safe_load(hooks.stdout)}
+
+
+def test_pre_commit_hook_ids_exist_now():
     hook_ids = {hook["id"] for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    (repo,) = pre_commit_snippet()["repos"]
     assert {hook["id"] for hook in repo["hooks"]} <= hook_ids
+
+
+PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not os.path.exists(PRE_COMMIT), reason="needs git and pre-commit")
+def test_pre_commit_autoupdate_line_replaces_the_commit(tmp_path):
+    """The README's `pre-commit autoupdate --bleeding-edge --freeze` turns the
+    snippet's commit into the newest commit of the hook repository (here a
+    throwaway repository holding the hooks file), even when a tag exists."""
+    (line,) = [
+        line for block in readme_blocks("sh") for line in block.splitlines() if line.startswith("pre-commit autoupdate")
+    ]
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    shutil.copy(ROOT / ".pre-commit-hooks.yaml", hooks)
+    identity = ["-c", "user.email=test@example.com", "-c", "user.name=test", "-c", "commit.gpgsign=false"]
+    commit = [*identity, "commit", "-q", "--allow-empty", "-m", "hooks"]
+    # an older tagged commit: the line must take the newest commit, not the newest tag
+    for args in (["init", "-q"], ["add", "."], commit, ["tag", "v0.0.1"], commit):
+        assert git(*args, cwd=hooks).returncode == 0
+    head = git("rev-parse", "HEAD", cwd=hooks).stdout.strip()
+    project = tmp_path / "project"
+    project.mkdir()
+    assert git("init", "-q", cwd=project).returncode == 0
+    snippet = re.search(r"```yaml\n(repos:.*?)```", README, re.S).group(1)
+    config = project / ".pre-commit-config.yaml"
+    config.write_text(snippet.replace(gradlint.REPOSITORY_URL, str(hooks)))
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [PRE_COMMIT, *shlex.split(line, comments=True)[1:]], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (repo,) = yaml.safe_load(config.read_text())["repos"]
+    assert repo["rev"] == head
 
 
 def test_pre_commit_hook_entries_are_valid_command_lines():
@@ -116,8 +287,13 @@ def test_pre_commit_hook_entries_are_valid_command_lines():
         validate_gradlint_argv(words[1:])
 
 
+# --- the fix table (docs/fixes.md) and the package metadata ----------------------------------
+
+
 def test_fix_table_lists_every_rule_with_a_fix():
-    rows = {line.split("|")[1].strip(): line for line in README.splitlines() if line.startswith("| GL")}
+    fixes = (DOCS / "fixes.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in fixes.splitlines() if line.startswith("| GL")}
+    assert rows
     for rule in all_rules():
         if rule.fix:
             assert rule.code in rows, rule.code
@@ -125,3 +301,12 @@ def test_fix_table_lists_every_rule_with_a_fix():
             assert safety.strip().startswith("unsafe") == rule.fix.startswith("Unsafe"), rule.code
         else:
             assert rule.code not in rows, rule.code
+
+
+def test_project_urls_derive_from_the_one_repository_url():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    urls = {name.lower(): url for name, url in project["urls"].items()}
+    assert {"homepage", "documentation", "changelog", "issues"} <= set(urls)
+    assert all(url.startswith(gradlint.REPOSITORY_URL) for url in urls.values()), urls
+    assert urls["documentation"].startswith(gradlint.DOCS_URL)
+    assert urls["changelog"].endswith("/CHANGELOG.md")

@@ -86,14 +86,19 @@ def _run(*argv, cwd=None, env=None) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+# What a checkout holds besides the project's own files: never copied into the build.
+NOT_THE_PROJECT = (".git", ".venv", ".ci-venv", ".nox", "venv", "build", "dist", "*.egg-info", "__pycache__",
+                   ".gradlint_cache", ".pytest_cache", ".ruff_cache", ".hypothesis")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """sdist and wheel built by `python -m build` from a copy of the project
-    (the build writes build/ and *.egg-info next to the sources)."""
-    src = tmp_path_factory.mktemp("src")
-    for name in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "gradlint", src / "gradlint", ignore=shutil.ignore_patterns("__pycache__"))
+    """sdist and wheel built by `python -m build` from a copy of the whole
+    checkout, tests and fixtures included, so that what the sdist leaves out
+    is MANIFEST.in's doing (the build writes build/ and *.egg-info next to
+    the sources). The wheel is built from the sdist, as `build` does."""
+    src = tmp_path_factory.mktemp("src") / "project"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(*NOT_THE_PROJECT))
     dist = tmp_path_factory.mktemp("dist")
     # --no-isolation: the build backend (setuptools) of this venv, no download.
     result = _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(src))
@@ -113,7 +118,45 @@ def test_build_makes_an_sdist_and_a_wheel(built):
         metadata = wheel.read(f"torch_gradlint-{version}.dist-info/METADATA").decode()
     assert f"torch_gradlint-{version}.dist-info/licenses/LICENSE" in listed
     assert "License-Expression: MIT" in metadata and f"Version: {version}" in metadata
+    for field in ("Project-URL: Documentation, " + gradlint.DOCS_URL, "Project-URL: Changelog, ", "Project-URL: Issues, ",
+                  "Keywords: pytorch", "Author: ", "Classifier: Topic :: Software Development :: Quality Assurance"):
+        assert field in metadata, field
     assert "gradlint/rules/gl001_missing_zero_grad.py" in listed and not any(n.startswith("tests/") for n in listed)
+
+
+def sdist_names(built: Path) -> list[str]:
+    """The sdist's file names, without the `torch_gradlint-<version>/` prefix."""
+    import tarfile
+
+    with tarfile.open(next(built.glob("*.tar.gz"))) as sdist:
+        return [name.split("/", 1)[1] for name in sdist.getnames() if "/" in name]
+
+
+def test_sdist_holds_the_package_and_its_docs_but_no_tests(built):
+    """The tests need the whole checkout (conftest, helpers, fixtures,
+    benchmarks, git history): the sdist leaves them all out rather than ship
+    test files that cannot run (setuptools adds tests/test*.py by default)."""
+    names = sdist_names(built)
+    for needed in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in",
+                   "gradlint/__init__.py", "gradlint/rules/gl001_missing_zero_grad.py",
+                   "docs/index.md", "docs/rules/GL001.md"):
+        assert needed in names, needed
+    for left_out in ("tests/", "fixtures/", "benchmarks/", "scripts/", "notes/", ".git/", ".ci/"):
+        assert not any(name.startswith(left_out) for name in names), left_out
+    assert not any("__pycache__" in name or name.endswith(".pyc") for name in names)
+
+
+def test_the_readmes_relative_links_resolve_in_the_sdist(built):
+    """PyPI's page is the README without the repository; the sdist at least
+    carries every file the README links to."""
+    import re
+
+    names = set(sdist_names(built))
+    readme = (ROOT / "README.md").read_text()
+    targets = {target.split("#", 1)[0] for target in re.findall(r"\]\(([^)\s]+)\)", readme)}
+    relative = {target for target in targets if target and "://" not in target}
+    assert "docs/rules/GL001.md" in relative
+    assert relative <= names, relative - names
 
 
 @pytest.fixture(scope="module")

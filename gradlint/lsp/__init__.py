@@ -39,7 +39,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "diagnostics while you type, with quick fixes and hover. It speaks LSP over\n"
         "stdin/stdout unless --tcp is given. Configuration is the nearest [tool.gradlint].\n"
         "Needs the `lsp` extra: pip install 'torch-gradlint[lsp]'. Set-ups for Neovim,\n"
-        "Helix, Emacs and VS Code are in the README's Editors section.",
+        "Helix, Emacs and VS Code are in docs/editors.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mode = parser.add_mutually_exclusive_group()

@@ -4,8 +4,8 @@ The checker does all the work: ``check_source`` on the unsaved text, and
 ``report.lsp.to_diagnostic`` for each finding, so the editor and
 ``--output-format lsp`` describe a finding identically.
 
-The rule for a buffer that does not parse (documented in the README,
-"Editors"): its previous findings are cleared, because their positions
+The rule for a buffer that does not parse (documented in docs/editors.md):
+its previous findings are cleared, because their positions
 refer to text that no longer exists, and one diagnostic with code
 ``syntax-error`` marks where parsing stopped.  Findings come back with
 the first check after the buffer parses again.

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradlint import DOCS_URL
+from gradlint.rules.registry import rule_page_url
 from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
-
-README_URL = "https://github.com/gradlint/gradlint/blob/main/README.md"
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ _UNUSED = CodeInfo(
     UNUSED_SUMMARY,
     "Reported only with --report-unused-noqa. A suppression that silences nothing hides the next real "
     "finding on that line; remove it or correct its code.",
-    f"{README_URL}#suppressing-a-finding",
+    rule_page_url(UNUSED_CODE),
     True,
 )
 
@@ -47,7 +47,7 @@ def info(code: str) -> CodeInfo:
     if rule is None:
         if code == UNUSED_CODE:
             return _UNUSED
-        return CodeInfo(code, code.lower(), code, "", README_URL, True)
+        return CodeInfo(code, code.lower(), code, "", DOCS_URL, True)
     return CodeInfo(rule.code, rule.name, rule.summary, rule.rationale, rule.docs_url, rule.default)
 
 

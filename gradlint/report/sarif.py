@@ -22,11 +22,12 @@ import json
 import os
 from pathlib import Path
 
+from gradlint import REPOSITORY_URL
 from gradlint.findings import INTERNAL_ERROR
 from gradlint.report.meta import all_infos, info, path_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://github.com/gradlint/gradlint"
+INFORMATION_URI = REPOSITORY_URL
 
 
 def _region(span) -> dict:

@@ -40,6 +40,15 @@ RULE = Rule(
     right="opt = SGD(model.parameters())\nfor x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n    opt.step()\n",
     default=False,
     check=check,
+    limits=(
+        "GL101 judges only loops that step exactly one optimizer. In a loop that steps several (a GAN, "
+        "actor-critic, SAC), a module's zero_grad() is never reported, even one that clears exactly one "
+        "optimizer's parameters: there the question is which clear serves which optimizer, and GL003 "
+        "answers it (a clear that leaves some stepped parameters uncleared is a bug, not a matter of style). "
+        "GL101 is also silent when it cannot tell which parameters the optimizer holds (an optimizer passed "
+        "in as an argument), and when the module cleared is not exactly the one the optimizer was built "
+        "from (`model.head.zero_grad()` with `SGD(model.parameters())`)."
+    ),
     valid=(
         """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -47,6 +56,17 @@ for x, y in loader:
     opt.zero_grad()
     loss_fn(model(x), y).backward()
     opt.step()
+""",
+        """
+opt_g = torch.optim.Adam(generator.parameters())
+opt_d = torch.optim.Adam(discriminator.parameters())
+for real in loader:
+    discriminator.zero_grad()
+    d_loss(discriminator, generator, real).backward()
+    opt_d.step()
+    generator.zero_grad()
+    g_loss(discriminator, generator).backward()
+    opt_g.step()
 """,
     ),
     invalid=(

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable
 
+from gradlint import DOCS_URL
+
 RULE_MODULES = (
     "gl001_missing_zero_grad",
     "gl002_zero_grad_discards",
@@ -25,7 +27,10 @@ RULE_MODULES = (
     "gl102_set_to_none_false",
 )
 
-DOCS_URL = "https://github.com/gradlint/gradlint/blob/main/README.md#{anchor}"
+
+def rule_page_url(code: str) -> str:
+    """The page docs/rules/<code>.md (scripts/gen_rule_docs.py writes it from the rule's metadata)."""
+    return f"{DOCS_URL}rules/{code}.md"
 
 
 @dataclass(frozen=True)
@@ -43,12 +48,14 @@ class Rule:
     # offending lines with `# expect: GLxxx`; VALID samples must be clean.
     valid: tuple[str, ...] = ()
     invalid: tuple[str, ...] = ()
-    # What `--fix` does for it and whether that is safe (`gradlint explain`, README); "" if nothing.
+    # What `--fix` does for it and whether that is safe (`gradlint explain`, its docs page); "" if nothing.
     fix: str = ""
+    # What the rule deliberately leaves alone, for its docs page and `gradlint explain`; "" if nothing.
+    limits: str = ""
 
     @property
     def docs_url(self) -> str:
-        return DOCS_URL.format(anchor=f"{self.code.lower()}-{self.name}")
+        return rule_page_url(self.code)
 
 
 @lru_cache(maxsize=None)

@@ -1,6 +1,6 @@
 """`gradlint verify`: arguments, output and exit codes.  Never imports torch.
 
-Exit codes (the contract a CI gates on, also in `--help` and the README):
+Exit codes (the contract a CI gates on, also in `--help` and docs/verify.md):
 0 the script ran and no bug was confirmed or seen at run time; 1 a bug was
 confirmed or seen at run time (runtime only); 2 nothing could be verified
 (usage error, no torch, the script crashed, exited or timed out before its

@@ -1,5 +1,5 @@
 ;;; eglot_driver.el --- plays the user of Emacs + eglot on `gradlint lsp'  -*- lexical-binding: t -*-
-;; Loaded after the README's snippet (init.el), in `emacs --batch': opens
+;; Loaded after docs/editors.md's snippet (init.el), in `emacs --batch': opens
 ;; $GRADLINT_FILE, starts eglot the way `M-x eglot' does, waits for flymake's
 ;; diagnostics, applies the first quick fix through eglot's own code-action
 ;; code, waits for the re-check, and writes what it saw as JSON to

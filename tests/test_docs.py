@@ -1,0 +1,155 @@
+"""docs/ stays true and navigable: the rule pages are what
+scripts/gen_rule_docs.py writes from the rules' metadata (as ruff checks its
+generated rule docs), every relative link of the README and of docs/
+resolves (file and #anchor), and docs/index.md lists every page."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from gradlint.rules.registry import all_rules, rules_by_code
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def load_generator():
+    spec = importlib.util.spec_from_file_location("gen_rule_docs", ROOT / "scripts" / "gen_rule_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- generated rule pages ------------------------------------------------------------------
+
+
+def test_rule_pages_are_current():
+    """Run `python scripts/gen_rule_docs.py` after changing a rule's metadata or samples."""
+    assert load_generator().stale_pages() == []
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
+def test_a_rule_page_shows_the_rules_own_text_and_samples(rule):
+    page = (DOCS / "rules" / f"{rule.code}.md").read_text()
+    assert page.splitlines()[2] == f"# {rule.code} {rule.name}"
+    for text in (rule.summary, rule.rationale, rule.wrong.strip(), rule.right.strip(), rule.fix, rule.limits):
+        assert text in page
+    for sample in rule.valid + rule.invalid:
+        assert sample.strip("\n") in page
+
+
+def test_a_changed_rule_makes_its_page_stale(monkeypatch):
+    generator = load_generator()
+    rule = all_rules()[0]
+    changed = type(rule)(**{**rule.__dict__, "rationale": rule.rationale + " Changed."})
+    monkeypatch.setattr(generator, "all_rules", lambda: (changed,) + all_rules()[1:])
+    assert generator.stale_pages() == [f"{rule.code}.md"]
+
+
+def test_gl101_page_says_it_is_silent_with_several_optimizers():
+    page = (DOCS / "rules" / "GL101.md").read_text()
+    what_it_leaves = page.split("## What it leaves alone\n", 1)[1].split("\n## ", 1)[0]
+    assert "exactly one optimizer" in what_it_leaves and "several" in what_it_leaves
+    assert rules_by_code()["GL101"].limits.strip() in what_it_leaves
+
+
+# --- links ---------------------------------------------------------------------------------
+
+
+def pages() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "CHANGELOG.md"] + sorted(DOCS.rglob("*.md"))
+
+
+def without_fences(text: str) -> str:
+    """The Markdown outside fenced code blocks."""
+    return re.sub(r"^ {0,3}```.*?^ {0,3}```", "", text, flags=re.S | re.M)
+
+
+def without_code(text: str) -> str:
+    """The Markdown outside fenced code blocks and inline code (links there are not links)."""
+    return re.sub(r"`[^`\n]*`", "", without_fences(text))
+
+
+def links(path: Path) -> list[str]:
+    return re.findall(r"\]\(([^)\s]+)\)", without_code(path.read_text()))
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`|\*\*|\[|\]\([^)]*\)", "", heading.strip()).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+@lru_cache(maxsize=None)
+def anchors(path: Path) -> frozenset:
+    headings = re.findall(r"^#{1,6} (.+)$", without_fences(path.read_text()), re.M)
+    return frozenset(slug(heading) for heading in headings)
+
+
+def relative_links() -> list[tuple[Path, str]]:
+    return [(path, target) for path in pages() for target in links(path) if not re.match(r"[a-z]+:", target)]
+
+
+def test_there_are_relative_links_to_check():
+    targets = {target for _, target in relative_links()}
+    assert "docs/rules/GL001.md" in targets and "../README.md#pre-commit" in targets
+
+
+@pytest.mark.parametrize("path, target", relative_links(), ids=lambda value: str(value).replace(str(ROOT), ""))
+def test_relative_link_resolves(path, target):
+    file_part, _, anchor = target.partition("#")
+    resolved = (path.parent / file_part).resolve() if file_part else path
+    assert resolved.exists(), f"{path.relative_to(ROOT)}: no file {file_part}"
+    if anchor:
+        assert resolved.suffix == ".md", f"{path.relative_to(ROOT)}: an anchor into {file_part}"
+        assert anchor in anchors(resolved), f"{path.relative_to(ROOT)}: no heading #{anchor} in {resolved.name}"
+
+
+def test_slug_is_githubs():
+    assert slug("verify: proving a finding at run time") == "verify-proving-a-finding-at-run-time"
+    assert slug("Emacs (eglot)") == "emacs-eglot"
+    assert slug("The `gradlint-verify` hook") == "the-gradlint-verify-hook"
+
+
+def test_a_broken_link_is_caught(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n[ok](#title) [gone](missing.md) [no anchor](#nowhere)\n```\n[in code](x.md)\n```\n")
+    assert links(page) == ["#title", "missing.md", "#nowhere"]
+    assert "nowhere" not in anchors(page) and "title" in anchors(page)
+
+
+# --- the index -----------------------------------------------------------------------------
+
+
+def test_index_lists_every_page():
+    listed = {(DOCS / target.split("#")[0]).resolve() for target in links(DOCS / "index.md") if "://" not in target}
+    for page in sorted(DOCS.glob("*.md")):
+        if page.name != "index.md":
+            assert page.resolve() in listed, f"docs/index.md does not link {page.name}"
+    assert (DOCS / "rules" / "index.md").resolve() in listed
+
+
+# --- tables --------------------------------------------------------------------------------
+
+
+def table_rows(path: Path) -> list[list[int]]:
+    """The cell count of every row, for each Markdown table of the page (`\\|` is a pipe inside a cell)."""
+    tables, current = [], []
+    for line in without_fences(path.read_text()).splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(len(re.split(r"(?<!\\)\|", line.strip())[1:-1]))
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+@pytest.mark.parametrize("path", pages(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_table_row_has_the_headers_cells(path):
+    for counts in table_rows(path):
+        assert len(counts) >= 3 and len(set(counts)) == 1, f"{path.name}: a table with rows of {counts} cells"
