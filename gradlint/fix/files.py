@@ -10,21 +10,11 @@ that changed on disk after it was read is left alone (an error says so).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Optional
 
 from gradlint.atomic import ChangedOnDisk, write_atomically
 from gradlint.findings import READ_ERROR, FileError, FileResult
-from gradlint.fix.session import Outcome
-
-
-@dataclass
-class FileFix:
-    """One file's fixing: its text before and after (what --diff shows), and what was done."""
-
-    before: str
-    after: str
-    outcome: Outcome
+from gradlint.fix.session import FileFix
 
 
 def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = True) -> tuple[FileResult, Optional[FileFix]]:
