@@ -172,6 +172,7 @@ def parse_table(table: Any, path: str, root: str) -> FileConfig:
 
 def _read_toml(path: str) -> tuple[dict, str]:
     """The parsed table and the text (to place a bad key's message on its line)."""
+    text = ""
     try:
         with open(path, "rb") as handle:
             text = handle.read().decode("utf-8")
@@ -179,7 +180,7 @@ def _read_toml(path: str) -> tuple[dict, str]:
     except tomllib.TOMLDecodeError as exc:
         from gradlint.config_position import toml_error_position
 
-        line, col, reason = toml_error_position(exc)
+        line, col, reason = toml_error_position(exc, text)
         where = f"{path}:{line}:{col}" if line else path
         raise ConfigError(f"{where}: invalid TOML: {reason}") from None
     except UnicodeDecodeError as exc:

@@ -213,6 +213,22 @@ def test_invalid_toml_names_path_and_line(project, capsys):
 @pytest.mark.parametrize(
     "text, position",
     [
+        ('[project]\nname = "x"\n[tool.gradlint]\nselect = ["GL001"', "4:18"),  # an array never closed
+        ("[tool.gradlint", "1:15"),  # a table header never closed
+        ("[tool.gradlint]\nselect = ", "2:10"),  # a value missing at the very end
+    ],
+)
+def test_invalid_toml_at_end_of_document_names_line_and_column(project, capsys, text, position):
+    path = write(project, "pyproject.toml", text)
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, out, err = run_cli(capsys, "a.py")
+    assert code == 2 and out == ""
+    assert f"{path}:{position}: invalid TOML: " in err and "end of document" not in err
+
+
+@pytest.mark.parametrize(
+    "text, position",
+    [
         ('[project]\nname = "x"\n\n[tool.gradlint]\nignore = ["GL002"]\n  select = "GL001"\n', "6:3"),
         ('[tool.gradlint]\nselect = ["GL001"]\nselct = ["GL001"]\n', "3:1"),
         ('[tool.gradlint]\n[tool.gradlint.per-file-ignores]\n"t/*" = "GL001"\n', "2:1"),

@@ -101,6 +101,18 @@ def test_sarif(tree, capsys):
     assert run["invocations"][0]["executionSuccessful"] is True
 
 
+def test_sarif_links_each_related_line_once():
+    """A message that names `(line 7)` gets that link in place, not a second `([line 7](1))`
+    at its end; a related event the message does not name is linked at the end."""
+    finding = Finding(
+        "a.py", "GL002", "opt.zero_grad() (line 8) discards what loss.backward() (line 7) computed",
+        Span(8, 5, 8, 20), (Related(Span(7, 5, 7, 20), "backward"), Related(Span(9, 5, 9, 15), "step")),
+    )
+    data = json.loads(render("sarif", RunResult([FileResult("a.py", findings=[finding])])))
+    text = data["runs"][0]["results"][0]["message"]["text"]
+    assert text == "opt.zero_grad() (line 8) discards what loss.backward() ([line 7](1)) computed ([line 9](2))"
+
+
 def test_sarif_fix_and_suppression_and_absolute_path(tmp_path):
     validator = _sarif_validator()
     span = Span(8, 5, 8, 20)
