@@ -329,10 +329,11 @@ def run_check(argv: list[str]) -> int:
         raise UsageError("--jobs must be at least 1")
     resolver = Resolver(_overrides(args), config_path=args.config, isolated=args.isolated)
 
-    if (args.fix or args.diff) and "-" in args.paths:
-        raise UsageError("--fix and --diff work on files, not on standard input")
+    _warn_about_idle_options(args)
     if args.add_noqa and ("-" in args.paths or args.fix or args.diff or args.report_unused_noqa):
         raise UsageError("--add-noqa works on files, alone (not with standard input, --fix, --diff or --report-unused-noqa)")
+    if args.paths == ["-"] and (args.fix or args.diff):
+        return _fix_stdin(args, resolver)
     if args.paths == ["-"]:
         run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
@@ -355,36 +356,104 @@ def run_check(argv: list[str]) -> int:
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
 
 
+def _warn_about_idle_options(args) -> None:
+    """Options that only mean something with --fix or --diff say so rather than doing nothing."""
+    if args.fix or args.diff:
+        return
+    for given, option in ((args.unsafe_fixes, "--unsafe-fixes"), (args.show_fixes, "--show-fixes")):
+        if given:
+            print(f"gradlint: warning: {option} has no effect without --fix or --diff", file=sys.stderr)
+
+
 def _fix(run, resolver, args, write=True):
     """Fix every file; the fresh run and each file's fixing (for --diff)."""
     from gradlint.fix.files import fix_file
 
-    total, results, fixings = 0, [], []
+    results, fixings = [], []
     for result in run.results:
         fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
-        results.append(fixed)
+        results.append(_without_tried_fixes(fixed, args.unsafe_fixes))
         if fixing is not None:
             fixings.append((result.path, fixing))
-            total += len(fixing.outcome.fixed)
-    verb = "Fixed" if write else "Would fix"
-    if total:
-        print(f"{verb} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
-    if args.show_fixes:
-        for path, fixing in fixings:
-            for line in fixing.outcome.fixed:
-                print(f"{path}: fixed {line}", file=sys.stderr)
-            for line in fixing.outcome.not_fixed:
-                print(f"{path}: not fixed: {line}", file=sys.stderr)
+    _tell_fixes(fixings, args, write)
     run.results = results
     return run if write else fixings
 
 
+def _tell_fixes(fixings, args, write: bool) -> None:
+    """`Fixed 2 problems.` (`Would fix` for --diff) and, with --show-fixes, each one and each not fixed."""
+    total = sum(len(fixing.outcome.fixed) for _, fixing in fixings)
+    if total:
+        print(f"{'Fixed' if write else 'Would fix'} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+    if args.show_fixes:
+        done, not_done = ("fixed", "not fixed") if write else ("would fix", "would not fix")
+        for path, fixing in fixings:
+            for line in fixing.outcome.fixed:
+                print(f"{path}: {done} {line}", file=sys.stderr)
+            for line in fixing.outcome.not_fixed:
+                print(f"{path}: {not_done}: {line}", file=sys.stderr)
+
+
+def _without_tried_fixes(result, unsafe: bool):
+    """After --fix, a finding whose fix was tried and dropped is no longer offered as fixable
+    (the text output's `[*]`); one whose fixes are all unsafe, without --unsafe-fixes, still is."""
+    from dataclasses import replace
+
+    from gradlint.report.text import SAFE, fix_kind
+
+    def untried(finding):
+        kind = fix_kind(finding)
+        return finding if kind is None or (kind != SAFE and not unsafe) else replace(finding, fix=None)
+
+    result.findings = [untried(f) for f in result.findings]
+    return result
+
+
+def _fix_stdin(args, resolver) -> int:
+    """`--fix -`: the fixed text on standard output (as ruff does), the report on standard
+    error; `--diff -`: the diff on standard output.  Nothing is written anywhere else."""
+    from gradlint.fix.files import fix_data
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    run, _ = _checked_stdin(args, resolver, data)
+    result = run.results[0] if run.results else None
+    fixing = None
+    if result is not None and not (args.stdin_filename and args.force_exclude and resolver.is_excluded(name)):
+        fixing = fix_data(data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes)
+    fixings = [(name, fixing)] if fixing is not None else []
+    _tell_fixes(fixings, args, write=not args.diff)
+    if args.diff:
+        return _print_diffs(fixings)
+    if fixing is not None and fixing.outcome.changed:
+        from gradlint.fix.files import encode_like
+
+        sys.stdout.buffer.write(encode_like(fixing.after, fixing.before, data))
+        run.results = [_without_tried_fixes(fixing.outcome.result, args.unsafe_fixes)]
+    else:
+        sys.stdout.buffer.write(data)  # unchanged, byte for byte
+        if run.results:
+            run.results = [_without_tried_fixes(run.results[0], args.unsafe_fixes)]
+    sys.stdout.flush()
+    text = _render(args, run)
+    if args.output_file is None:
+        sys.stderr.write(text)  # standard output holds the fixed text
+    else:
+        _write(text, args.output_file)
+    code = run.exit_code()
+    return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
+
+
 def _diff(run, resolver, args) -> int:
     """--diff: the unified diff of what --fix would write; exit 1 when there is one."""
+    return _print_diffs(_fix(run, resolver, args, write=False))
+
+
+def _print_diffs(fixings) -> int:
     import difflib
 
     changed = False
-    for path, fixing in _fix(run, resolver, args, write=False):
+    for path, fixing in fixings:
         if fixing.before == fixing.after:
             continue
         changed = True
@@ -418,10 +487,13 @@ def _add_noqa(run, resolver):
 
 
 def _check_stdin(args, resolver):
+    return _checked_stdin(args, resolver, sys.stdin.buffer.read())
+
+
+def _checked_stdin(args, resolver, data: bytes):
     from gradlint import engine
 
     name = args.stdin_filename or "-"
-    data = sys.stdin.buffer.read()
     if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
         return engine.RunResult([]), {}
     settings = resolver.settings_for(name)

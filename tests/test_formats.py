@@ -45,10 +45,13 @@ def test_every_format_is_tested():
 
 def test_text(tree, capsys):
     out = output(capsys, "text")
-    assert "a.py:8:5: GL002 opt.zero_grad() discards" in out
-    assert "b.py:10:5: GL004 " in out
+    assert "a.py:8:5: GL002 [*] opt.zero_grad() discards" in out
+    assert "b.py:10:5: GL004 [*] " in out
     assert re.search(r"^broken\.py:\d+:\d+: error: syntax error", out, re.M)
-    assert out.splitlines()[-1] == "Found 2 problems in 2 files (3 files checked, 1 could not be checked)."
+    assert out.splitlines()[-2:] == [
+        "Found 2 problems in 2 files (3 files checked, 1 could not be checked).",
+        "[*] 2 fixable with `--fix`.",
+    ]
 
 
 def test_json(tree, capsys):
