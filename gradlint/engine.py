@@ -10,6 +10,7 @@ from __future__ import annotations
 import traceback
 
 from gradlint.findings import (
+    EXIT_ERROR_KINDS,
     INTERNAL_ERROR,
     READ_ERROR,
     SYNTAX_ERROR,
@@ -314,8 +315,9 @@ class RunResult:
         return text + ")."
 
     def exit_code(self) -> int:
-        """0 clean, 1 findings or unreadable/unparsable input, 2 an internal error."""
-        if any(e.kind == INTERNAL_ERROR for e in self.errors()):
+        """0 clean, 1 findings or unreadable/unparsable input, 2 an internal error, a timeout
+        or a named file that is not Python."""
+        if any(e.kind in EXIT_ERROR_KINDS for e in self.errors()):
             return 2
         return 1 if self.findings() or self.errors() else 0
 

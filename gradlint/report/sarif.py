@@ -8,7 +8,7 @@
 - Files that could not be checked are not results (they are no finding on
   the code) but toolExecutionNotifications of the invocation, level error,
   with the kind (`syntax-error`, `read-error`, `internal-error`) as
-  descriptor id; an internal error sets executionSuccessful to false.
+  descriptor id; an internal error or a timeout sets executionSuccessful to false.
 - with --show-suppressed, suppressed findings are results carrying an
   `inSource` suppression (viewers show them as dismissed).
 
@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from gradlint.findings import INTERNAL_ERROR
+from gradlint.findings import TOOL_FAILURES
 from gradlint.report.meta import all_infos, info, path_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -156,7 +156,7 @@ def build(run, show_suppressed: bool = False) -> dict:
                 "columnKind": "unicodeCodePoints",
                 "invocations": [
                     {
-                        "executionSuccessful": not any(e.kind == INTERNAL_ERROR for e in errors),
+                        "executionSuccessful": not any(e.kind in TOOL_FAILURES for e in errors),
                         "toolExecutionNotifications": [_notification(e) for e in errors],
                     }
                 ],
