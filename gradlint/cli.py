@@ -79,6 +79,18 @@ class _HelpShown(Exception):
         self.status = status
 
 
+def _seconds(value: str) -> float:
+    import argparse
+
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
 def _codes(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -187,6 +199,11 @@ def check_parser() -> argparse.ArgumentParser:
         "--jobs", "-j", type=int, default=None, metavar="N",
         help="worker processes (default: the number of cores; one process below 8 files)",
     )
+    run.add_argument(
+        "--file-timeout", type=_seconds, metavar="SECONDS",
+        help="stop the analysis of a file that takes longer and report it as an error for that file"
+        " (default: file-timeout in [tool.gradlint], else 30)",
+    )
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     run.add_argument(
         "--cache-dir", metavar="DIR",
@@ -195,7 +212,17 @@ def check_parser() -> argparse.ArgumentParser:
     return p
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C anywhere, even before a command started
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] in (["-h"], ["--help"]):  # before anything else is imported
         print(TOP_HELP, end="")
@@ -217,8 +244,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (UsageError, ConfigError) as exc:
         print(f"gradlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:
         return EXIT_CLEAN
     except Exception as exc:  # gradlint's own bug: one line, no traceback, exit 2
@@ -308,6 +333,7 @@ def _overrides(args):
         layer=layer,
         exclude=None if args.exclude is None else tuple(args.exclude),
         extend_exclude=tuple(args.extend_exclude),
+        file_timeout=args.file_timeout,
     )
 
 
