@@ -134,3 +134,33 @@ def test_ctrl_c_stops_the_run_and_its_workers_at_once(tmp_path, args):
     time.sleep(0.5)
     assert [pid for pid in workers if _running(pid)] == []
     assert {p.name: p.read_bytes() for p in root.iterdir()} == before  # no file touched, no temp file left
+
+
+def _lsp_message(payload: dict) -> bytes:
+    import json
+
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sends SIGINT to a process group")
+def test_language_server_started_by_hand_stops_at_the_first_ctrl_c(tmp_path):
+    pytest.importorskip("pygls")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gradlint", "lsp"], cwd=tmp_path,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"processId": None, "rootUri": None, "capabilities": {}}}
+        proc.stdin.write(_lsp_message(initialize))
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith(b"Content-Length:")  # serving, its reader waits on stdin
+        os.killpg(proc.pid, signal.SIGINT)  # once; stdin stays open, as in a terminal
+        code = proc.wait(timeout=STOP_WITHIN)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        err = proc.communicate()[1]
+    assert code == 130, err
+    assert b"Fatal Python error" not in err and b"Traceback" not in err
