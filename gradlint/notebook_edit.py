@@ -14,6 +14,19 @@ import re
 from typing import Optional
 
 
+def code_cells(notebook: dict) -> list[tuple[int, str]]:
+    """(index in the `cells` list, source text) of each code cell in order: code cell
+    number n (as findings name it, counted from 1) is item n - 1."""
+    found = []
+    for index, cell in enumerate(notebook.get("cells") or ()):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            if isinstance(source, list):
+                source = "".join(s for s in source if isinstance(s, str))
+            found.append((index, source if isinstance(source, str) else ""))
+    return found
+
+
 def replace_cell_sources(text: str, spans: list, sources: dict[int, str]) -> str:
     """`text` with the `source` of each cell `index` (in the top-level `cells` list) set to
     `sources[index]`; `spans` is what source_spans(text) returned."""

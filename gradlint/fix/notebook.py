@@ -16,7 +16,7 @@ from typing import Optional
 from gradlint.findings import Edit, FileResult, Fix, Span
 from gradlint.fix import apply
 from gradlint.fix.session import FileFix
-from gradlint.notebook_edit import replace_cell_sources, source_spans
+from gradlint.notebook_edit import code_cells, replace_cell_sources, source_spans
 
 
 def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Optional[FileFix]:
@@ -33,8 +33,9 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Opt
     joined, where, error = notebook_source(data, result.path)
     if error is not None or spans is None or joined is None:
         return None
-    code_cells = [i for i, cell in enumerate(notebook["cells"]) if isinstance(cell, dict) and cell.get("cell_type") == "code"]
-    cells = _Cells(joined, where, [_cell_source(notebook["cells"][i]) for i in code_cells])
+    found = code_cells(notebook)
+    indices = [index for index, _ in found]
+    cells = _Cells(joined, where, [source for _, source in found])
     outcome = fix_source(
         joined,
         lambda code: check_source(code, result.path, settings),
@@ -43,19 +44,12 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Opt
         cells.accepted,
         where=cells.name,
     )
-    after = replace_cell_sources(text, spans, {code_cells[n - 1]: cells.real[n - 1] for n in cells.changed})
+    after = replace_cell_sources(text, spans, {indices[n - 1]: cells.real[n - 1] for n in cells.changed})
     if after != text:
         outcome.result, _ = check_notebook_data(after.encode("utf-8"), result.path, settings)
     else:
         outcome.result = result
     return FileFix(text, after, outcome)
-
-
-def _cell_source(cell: dict) -> str:
-    source = cell.get("source", "")
-    if isinstance(source, list):
-        return "".join(s for s in source if isinstance(s, str))
-    return source if isinstance(source, str) else ""
 
 
 class _Cells:
