@@ -197,7 +197,8 @@ def check_parser() -> argparse.ArgumentParser:
     run = p.add_argument_group("speed")
     run.add_argument(
         "--jobs", "-j", type=int, default=None, metavar="N",
-        help="worker processes (default: the number of cores; one process below 8 files)",
+        help="worker processes, from 8 files to analyse (default: the number of cores when"
+        " there is enough to analyse to pay for them, about 64 KB of source; else one process)",
     )
     run.add_argument(
         "--file-timeout", type=_seconds, metavar="SECONDS",
