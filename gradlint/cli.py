@@ -360,6 +360,8 @@ def run_check(argv: list[str]) -> int:
     if args.add_noqa and ("-" in args.paths or args.fix or args.diff or args.report_unused_noqa):
         raise UsageError("--add-noqa works on files, alone (not with standard input, --fix, --diff or --report-unused-noqa)")
     if args.paths == ["-"] and (args.fix or args.diff):
+        if args.report_unused_noqa:
+            raise UsageError("--report-unused-noqa does not combine with --fix or --diff on standard input")
         return _fix_stdin(args, resolver)
     if args.paths == ["-"]:
         run, sources = _check_stdin(args, resolver)
@@ -426,7 +428,8 @@ def _without_tried_fixes(result, unsafe: bool):
     (the text output's `[*]`); one whose fixes are all unsafe, without --unsafe-fixes, still is."""
     from dataclasses import replace
 
-    from gradlint.report.text import SAFE, fix_kind
+    from gradlint.findings import SAFE
+    from gradlint.report.text import fix_kind
 
     def untried(finding):
         kind = fix_kind(finding)
@@ -444,24 +447,20 @@ def _fix_stdin(args, resolver) -> int:
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     run, _ = _checked_stdin(args, resolver, data)
-    result = run.results[0] if run.results else None
-    fixing = None
-    if result is not None and not (args.stdin_filename and args.force_exclude and resolver.is_excluded(name)):
-        fixing = fix_data(data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes)
+    result = run.results[0] if run.results else None  # None: --force-exclude excluded it
+    fixing = None if result is None else fix_data(data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes)
     fixings = [(name, fixing)] if fixing is not None else []
     _tell_fixes(fixings, args, write=not args.diff)
     if args.diff:
         return _print_diffs(fixings)
-    if fixing is not None and fixing.outcome.changed:
-        from gradlint.fix.files import encode_like
+    from gradlint.fix.files import encode_like
 
-        sys.stdout.buffer.write(encode_like(fixing.after, fixing.before, data))
-        run.results = [_without_tried_fixes(fixing.outcome.result, args.unsafe_fixes)]
-    else:
-        sys.stdout.buffer.write(data)  # unchanged, byte for byte
-        if run.results:
-            run.results = [_without_tried_fixes(run.results[0], args.unsafe_fixes)]
+    fixed = fixing is not None and fixing.outcome.changed
+    sys.stdout.buffer.write(encode_like(fixing.after, fixing.before, data) if fixed else data)  # else byte for byte
     sys.stdout.flush()
+    if fixed:
+        run.results = [fixing.outcome.result]
+    run.results = [_without_tried_fixes(r, args.unsafe_fixes) for r in run.results]
     text = _render(args, run)
     if args.output_file is None:
         sys.stderr.write(text)  # standard output holds the fixed text

@@ -83,7 +83,10 @@ def _ctrl_c_ends_the_server() -> None:
         finally:
             os._exit(130)
 
-    signal.signal(signal.SIGINT, leave)
+    try:
+        signal.signal(signal.SIGINT, leave)
+    except ValueError:  # not the main thread (an embedding program): its own Ctrl-C handling stands
+        pass
 
 
 def _quiet_exit_in_tcp_mode() -> None:
