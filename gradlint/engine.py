@@ -373,11 +373,10 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
     analyse = _slowed_check_file if os.environ.get(SLOW_FOR_TESTS) else _check_file
-    if work:
-        load_analysis()  # here, before any fork: workers inherit the imports instead of repeating them
     if jobs > 1:
         from gradlint.pool import run_parallel
 
+        load_analysis()  # here, before the fork: the workers inherit the imports instead of repeating them
         outcomes = run_parallel(analyse, work, jobs, load_analysis)
     else:
         from gradlint.pool import guarded
@@ -401,8 +400,9 @@ def _workers(asked: int | None, files: int, size: int) -> int:
 
 
 def load_analysis() -> None:
-    """Import what analysing a file needs (libcst, the model, the rules: 0.4 s), before the
-    first file's clock starts: its time limit is for the analysis, not for imports."""
+    """Import what analysing a file needs (libcst, the model, the rules: 0.4 s) in a worker
+    before its first file's clock starts.  A single-process run does not: a file that the
+    screen finds empty never needs libcst, and a run of such files should not pay for it."""
     import libcst  # noqa: F401
 
     from gradlint.fix import plan  # noqa: F401

@@ -50,10 +50,11 @@ def gradlint(*args, cwd, stall="train3.py", timeout=120):
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_file_past_its_time_limit_is_an_error_for_that_file_only(tmp_path, jobs):
-    proc = gradlint("-j", jobs, "--file-timeout", "3", ".", cwd=project(tmp_path))
+    # 5 s: with -j 1 the first file's clock includes importing libcst (a second or two when loaded)
+    proc = gradlint("-j", jobs, "--file-timeout", "5", ".", cwd=project(tmp_path))
     assert proc.returncode == 2, proc.stderr  # gradlint's own failure, as a crashed worker
     errors = [line for line in proc.stdout.splitlines() if line.startswith("error:")]
-    assert errors == ["error: train3.py: analysis stopped after 3 s"]
+    assert errors == ["error: train3.py: analysis stopped after 5 s"]
     assert "train4.py:5:5: GL002" in proc.stdout
     assert f"Found {FILES - 1} problems in {FILES - 1} files ({FILES - 1} files checked, 1 could not be checked)." in proc.stdout
 
@@ -61,16 +62,16 @@ def test_a_file_past_its_time_limit_is_an_error_for_that_file_only(tmp_path, job
 def test_the_time_limit_comes_from_the_configuration_and_the_option_wins(tmp_path):
     root = project(tmp_path)
     (root / "pyproject.toml").write_text("[tool.gradlint]\nfile-timeout = 2.5\n")
-    proc = gradlint("-j", "1", ".", cwd=root)
+    proc = gradlint("-j", "2", ".", cwd=root)  # workers import before their clock starts
     assert "error: train3.py: analysis stopped after 2.5 s" in proc.stdout, proc.stderr
-    proc = gradlint("-j", "1", "--file-timeout", "2", ".", cwd=root)
+    proc = gradlint("-j", "2", "--file-timeout", "2", ".", cwd=root)
     assert "error: train3.py: analysis stopped after 2 s" in proc.stdout, proc.stderr
 
 
 def test_json_names_the_timeout_kind(tmp_path):
     import json
 
-    proc = gradlint("-j", "1", "--file-timeout", "2", "--output-format", "json", ".", cwd=project(tmp_path, 4))
+    proc = gradlint("-j", "2", "--file-timeout", "2", "--output-format", "json", ".", cwd=project(tmp_path))
     data = json.loads(proc.stdout)
     assert [(e["path"], e["kind"]) for e in data["errors"]] == [("train3.py", "timeout")]
 
