@@ -151,11 +151,16 @@ def _isolated(work, path: str, settings: Settings, prepare) -> Outcome:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_start_worker, initargs=(prepare,))
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_start_worker, initargs=(prepare,)) as pool:
-            return pool.submit(guarded, work, path, settings).result()
+        outcome = pool.submit(guarded, work, path, settings).result()
     except BrokenProcessPool:
-        return crashed(path, "the worker process checking this file died"), None
+        outcome = crashed(path, "the worker process checking this file died"), None
+    except BaseException:  # Ctrl-C: as in run_parallel
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+    return outcome
 
 
 def _size(path: str) -> int:
