@@ -8,8 +8,9 @@ A finding is silenced by a directive on its own line (suppress.py), which
 for a call spread over several lines is the call's first line, so that is
 where the comment goes.  An existing `# noqa: E501` or
 `# gradlint: ignore[...]` list gets the code added (the same edit as the
-editor's "Suppress" quick fix); other comments stay as they are.  A line
-that cannot take a comment (it ends in a backslash continuation or inside
+editor's "Suppress" quick fix); other comments stay as they are.  In a
+notebook the comment goes on the finding's line of its cell, and nothing
+else in the JSON changes.  A line that cannot take a comment (it ends in a backslash continuation or inside
 a multi-line string) is left alone and its finding stays reported.
 Running it twice changes nothing: the second run has no finding to mark.
 """
@@ -74,11 +75,13 @@ def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
     from gradlint.atomic import write_atomically
     from gradlint.engine import check_source, read_source
 
-    if not result.findings or result.errors or result.path.lower().endswith(".ipynb"):
+    if not result.findings or result.errors:
         return result, 0
     data, error = read_source(result.path)
     if error is not None:
         return result, 0
+    if result.path.lower().endswith(".ipynb"):
+        return _add_noqa_to_notebook(result, settings, data)
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -96,3 +99,49 @@ def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
         return result, 0  # a directive that does not silence: write nothing rather than a half-truth
     write_atomically(result.path, edited, mode=os.stat(result.path).st_mode & 0o7777)
     return after, len(marked)
+
+
+def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[FileResult, int]:
+    """The directives in a notebook's code cells: each goes on its finding's line of the cell;
+    the JSON keeps every other byte (gradlint/notebook_edit.py).  A finding on a line that is
+    not the cell's own text (a blanked IPython line) stays reported."""
+    import json
+    import os
+
+    from gradlint.atomic import write_atomically
+    from gradlint.notebook import check_notebook_data, notebook_source
+    from gradlint.notebook_edit import code_cells, replace_cell_sources, source_spans
+
+    joined, where, error = notebook_source(data, result.path)
+    text = data.decode("utf-8")  # notebook_source decoded it already
+    spans = source_spans(text)
+    if error is not None or joined is None or spans is None:
+        return result, 0
+    cells = code_cells(json.loads(text))
+    old_lines = joined.split("\n")
+    edited, marked = with_noqa(joined, result.findings)
+    new_lines = edited.split("\n")
+    cell_lines = {number: source.splitlines(keepends=True) for number, (_, source) in enumerate(cells, start=1)}
+    kept, changed = [], set()
+    for finding in marked:
+        number, line = where[finding.span.line - 1]
+        old, new = old_lines[finding.span.line - 1], new_lines[finding.span.line - 1]
+        real = cell_lines[number][line - 1]
+        body = real.rstrip("\r\n")
+        if body != old:
+            continue  # a blanked IPython line: the comment would land in the joined text only
+        if new != old:
+            cell_lines[number][line - 1] = new + real[len(body):]
+            changed.add(number)
+        kept.append(finding)
+    if not kept:
+        return result, 0
+    after = replace_cell_sources(text, spans, {cells[n - 1][0]: "".join(cell_lines[n]) for n in changed})
+    fresh, _ = check_notebook_data(after.encode("utf-8"), result.path, settings)
+    if fresh.errors:
+        return result, 0
+    left = {(f.span.line, f.code) for f in fresh.findings}
+    if any((f.span.line, f.code) in left for f in kept):
+        return result, 0  # as for a .py file: no half-truth
+    write_atomically(result.path, after, mode=os.stat(result.path).st_mode & 0o7777)
+    return fresh, len(kept)

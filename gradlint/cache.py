@@ -25,7 +25,7 @@ from typing import Optional
 
 from gradlint.atomic import write_atomically
 from gradlint.digest import hex_digest
-from gradlint.findings import INTERNAL_ERROR, READ_ERROR, FileResult
+from gradlint.findings import INTERNAL_ERROR, READ_ERROR, TIMEOUT, FileResult
 from gradlint.settings import Settings
 
 CACHE_DIR_NAME = ".gradlint_cache"
@@ -77,8 +77,9 @@ def default_cache_dir(paths: list[str]) -> str:
 
 
 def cacheable(result: FileResult) -> bool:
-    """An internal error may be a passing crash, a read error depends on more than the bytes."""
-    return not any(e.kind in (INTERNAL_ERROR, READ_ERROR) for e in result.errors)
+    """An internal error may be a passing crash, a read error depends on more than the bytes,
+    a timeout on the machine's load and the limit."""
+    return not any(e.kind in (INTERNAL_ERROR, READ_ERROR, TIMEOUT) for e in result.errors)
 
 
 class Cache:

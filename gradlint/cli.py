@@ -79,6 +79,18 @@ class _HelpShown(Exception):
         self.status = status
 
 
+def _seconds(value: str) -> float:
+    import argparse
+
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return seconds
+
+
 def _codes(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -185,7 +197,13 @@ def check_parser() -> argparse.ArgumentParser:
     run = p.add_argument_group("speed")
     run.add_argument(
         "--jobs", "-j", type=int, default=None, metavar="N",
-        help="worker processes (default: the number of cores; one process below 8 files)",
+        help="worker processes, from 8 files to analyse (default: the number of cores when"
+        " there is enough to analyse to pay for them, about 64 KB of source; else one process)",
+    )
+    run.add_argument(
+        "--file-timeout", type=_seconds, metavar="SECONDS",
+        help="stop the analysis of a file that takes longer and report it as an error for that file"
+        " (default: file-timeout in [tool.gradlint], else 30)",
     )
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     run.add_argument(
@@ -195,7 +213,17 @@ def check_parser() -> argparse.ArgumentParser:
     return p
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C anywhere, even before a command started
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] in (["-h"], ["--help"]):  # before anything else is imported
         print(TOP_HELP, end="")
@@ -217,8 +245,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (UsageError, ConfigError) as exc:
         print(f"gradlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:
         return EXIT_CLEAN
     except Exception as exc:  # gradlint's own bug: one line, no traceback, exit 2
@@ -308,6 +334,7 @@ def _overrides(args):
         layer=layer,
         exclude=None if args.exclude is None else tuple(args.exclude),
         extend_exclude=tuple(args.extend_exclude),
+        file_timeout=args.file_timeout,
     )
 
 
@@ -329,10 +356,13 @@ def run_check(argv: list[str]) -> int:
         raise UsageError("--jobs must be at least 1")
     resolver = Resolver(_overrides(args), config_path=args.config, isolated=args.isolated)
 
-    if (args.fix or args.diff) and "-" in args.paths:
-        raise UsageError("--fix and --diff work on files, not on standard input")
+    _warn_about_idle_options(args)
     if args.add_noqa and ("-" in args.paths or args.fix or args.diff or args.report_unused_noqa):
         raise UsageError("--add-noqa works on files, alone (not with standard input, --fix, --diff or --report-unused-noqa)")
+    if args.paths == ["-"] and (args.fix or args.diff):
+        if args.report_unused_noqa:
+            raise UsageError("--report-unused-noqa does not combine with --fix or --diff on standard input")
+        return _fix_stdin(args, resolver)
     if args.paths == ["-"]:
         run, sources = _check_stdin(args, resolver)
     elif "-" in args.paths:
@@ -355,36 +385,101 @@ def run_check(argv: list[str]) -> int:
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
 
 
+def _warn_about_idle_options(args) -> None:
+    """Options that only mean something with --fix or --diff say so rather than doing nothing."""
+    if args.fix or args.diff:
+        return
+    for given, option in ((args.unsafe_fixes, "--unsafe-fixes"), (args.show_fixes, "--show-fixes")):
+        if given:
+            print(f"gradlint: warning: {option} has no effect without --fix or --diff", file=sys.stderr)
+
+
 def _fix(run, resolver, args, write=True):
     """Fix every file; the fresh run and each file's fixing (for --diff)."""
     from gradlint.fix.files import fix_file
 
-    total, results, fixings = 0, [], []
+    results, fixings = [], []
     for result in run.results:
         fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
-        results.append(fixed)
+        results.append(_without_tried_fixes(fixed, args.unsafe_fixes))
         if fixing is not None:
             fixings.append((result.path, fixing))
-            total += len(fixing.outcome.fixed)
-    verb = "Fixed" if write else "Would fix"
-    if total:
-        print(f"{verb} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
-    if args.show_fixes:
-        for path, fixing in fixings:
-            for line in fixing.outcome.fixed:
-                print(f"{path}: fixed {line}", file=sys.stderr)
-            for line in fixing.outcome.not_fixed:
-                print(f"{path}: not fixed: {line}", file=sys.stderr)
+    _tell_fixes(fixings, args, write)
     run.results = results
     return run if write else fixings
 
 
+def _tell_fixes(fixings, args, write: bool) -> None:
+    """`Fixed 2 problems.` (`Would fix` for --diff) and, with --show-fixes, each one and each not fixed."""
+    total = sum(len(fixing.outcome.fixed) for _, fixing in fixings)
+    if total:
+        print(f"{'Fixed' if write else 'Would fix'} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
+    if args.show_fixes:
+        done, not_done = ("fixed", "not fixed") if write else ("would fix", "would not fix")
+        for path, fixing in fixings:
+            for line in fixing.outcome.fixed:
+                print(f"{path}: {done} {line}", file=sys.stderr)
+            for line in fixing.outcome.not_fixed:
+                print(f"{path}: {not_done}: {line}", file=sys.stderr)
+
+
+def _without_tried_fixes(result, unsafe: bool):
+    """After --fix, a finding whose fix was tried and dropped is no longer offered as fixable
+    (the text output's `[*]`); one whose fixes are all unsafe, without --unsafe-fixes, still is."""
+    from dataclasses import replace
+
+    from gradlint.findings import SAFE
+    from gradlint.report.text import fix_kind
+
+    def untried(finding):
+        kind = fix_kind(finding)
+        return finding if kind is None or (kind != SAFE and not unsafe) else replace(finding, fix=None)
+
+    result.findings = [untried(f) for f in result.findings]
+    return result
+
+
+def _fix_stdin(args, resolver) -> int:
+    """`--fix -`: the fixed text on standard output (as ruff does), the report on standard
+    error; `--diff -`: the diff on standard output.  Nothing is written anywhere else."""
+    from gradlint.fix.files import fix_data
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    run, _ = _checked_stdin(args, resolver, data)
+    result = run.results[0] if run.results else None  # None: --force-exclude excluded it
+    fixing = None if result is None else fix_data(data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes)
+    fixings = [(name, fixing)] if fixing is not None else []
+    _tell_fixes(fixings, args, write=not args.diff)
+    if args.diff:
+        return _print_diffs(fixings)
+    from gradlint.fix.files import encode_like
+
+    fixed = fixing is not None and fixing.outcome.changed
+    sys.stdout.buffer.write(encode_like(fixing.after, fixing.before, data) if fixed else data)  # else byte for byte
+    sys.stdout.flush()
+    if fixed:
+        run.results = [fixing.outcome.result]
+    run.results = [_without_tried_fixes(r, args.unsafe_fixes) for r in run.results]
+    text = _render(args, run)
+    if args.output_file is None:
+        sys.stderr.write(text)  # standard output holds the fixed text
+    else:
+        _write(text, args.output_file)
+    code = run.exit_code()
+    return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
+
+
 def _diff(run, resolver, args) -> int:
     """--diff: the unified diff of what --fix would write; exit 1 when there is one."""
+    return _print_diffs(_fix(run, resolver, args, write=False))
+
+
+def _print_diffs(fixings) -> int:
     import difflib
 
     changed = False
-    for path, fixing in _fix(run, resolver, args, write=False):
+    for path, fixing in fixings:
         if fixing.before == fixing.after:
             continue
         changed = True
@@ -418,10 +513,13 @@ def _add_noqa(run, resolver):
 
 
 def _check_stdin(args, resolver):
+    return _checked_stdin(args, resolver, sys.stdin.buffer.read())
+
+
+def _checked_stdin(args, resolver, data: bytes):
     from gradlint import engine
 
     name = args.stdin_filename or "-"
-    data = sys.stdin.buffer.read()
     if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
         return engine.RunResult([]), {}
     settings = resolver.settings_for(name)
@@ -587,7 +685,8 @@ def run_explain(argv: list[str]) -> int:
         "gradlint explain",
         "Explain a code that gradlint prints: why it is a bug, with a wrong and a right\n"
         "example for a rule; what it means and what to do for GL900 and for the kinds of\n"
-        "files that could not be checked (syntax-error, read-error, internal-error).",
+        "files that could not be checked (syntax-error, read-error, internal-error,\n"
+        "timeout, not-python).",
     )
     parser.add_argument("code", metavar="CODE", help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error")
     args = parser.parse_args(argv)

@@ -17,6 +17,7 @@ one more layer on top (`Overrides`).
     step-functions = ["optimizer_step"]
     zero-grad-functions = ["clear_grads"]
     clip-functions = ["clip_all"]
+    file-timeout = 60                # seconds one file's analysis may take (default 30)
 
 Globs are relative to the directory of the file that declares them (the
 command line's are relative to the working directory).  A glob without a
@@ -36,7 +37,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from gradlint.settings import Settings, Wrappers
+from gradlint.settings import DEFAULT_FILE_TIMEOUT, Settings, Wrappers
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,7 +52,7 @@ WRAPPER_KEYS = {
     "zero-grad-functions": "zero_grad_functions",
     "clip-functions": "clip_functions",
 }
-KNOWN_KEYS = CODE_LIST_KEYS + GLOB_LIST_KEYS + ("per-file-ignores",) + tuple(WRAPPER_KEYS)
+KNOWN_KEYS = CODE_LIST_KEYS + GLOB_LIST_KEYS + ("per-file-ignores",) + tuple(WRAPPER_KEYS) + ("file-timeout",)
 
 
 class ConfigError(Exception):
@@ -78,6 +79,7 @@ class FileConfig:
     extend_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     wrappers: Wrappers = field(default_factory=Wrappers)
+    file_timeout: Optional[float] = None  # None: the default
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class Overrides:
     layer: Layer = field(default_factory=Layer)
     exclude: Optional[tuple[str, ...]] = None  # None: the file's exclude stands
     extend_exclude: tuple[str, ...] = ()
+    file_timeout: Optional[float] = None  # None: the file's (or the default) stands
 
 
 # --- reading one file -------------------------------------------------------------
@@ -167,11 +170,21 @@ def parse_table(table: Any, path: str, root: str) -> FileConfig:
         extend_exclude=globs["extend-exclude"],
         per_file_ignores=per_file_ignores,
         wrappers=wrappers,
+        file_timeout=_seconds(table["file-timeout"], where("file-timeout")) if "file-timeout" in table else None,
     )
+
+
+def _seconds(value: Any, where: str) -> float:
+    """A positive number of seconds (a time limit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        shown = _type_name(value) if isinstance(value, bool) or not isinstance(value, (int, float)) else repr(value)
+        raise ConfigError(f"{where}: expected a positive number of seconds (e.g. 60), got {shown}")
+    return float(value)
 
 
 def _read_toml(path: str) -> tuple[dict, str]:
     """The parsed table and the text (to place a bad key's message on its line)."""
+    text = ""
     try:
         with open(path, "rb") as handle:
             text = handle.read().decode("utf-8")
@@ -179,7 +192,7 @@ def _read_toml(path: str) -> tuple[dict, str]:
     except tomllib.TOMLDecodeError as exc:
         from gradlint.config_position import toml_error_position
 
-        line, col, reason = toml_error_position(exc)
+        line, col, reason = toml_error_position(exc, text)
         where = f"{path}:{line}:{col}" if line else path
         raise ConfigError(f"{where}: invalid TOML: {reason}") from None
     except UnicodeDecodeError as exc:
@@ -342,7 +355,8 @@ class Resolver:
         settings = self._settings.get(key)
         if settings is None:
             select = _apply_layer(_apply_layer(None, config.layer), self.overrides.layer)
-            settings = Settings(select=frozenset(select - expand(ignored)), wrappers=config.wrappers)
+            timeout = self.overrides.file_timeout or config.file_timeout or DEFAULT_FILE_TIMEOUT
+            settings = Settings(select=frozenset(select - expand(ignored)), wrappers=config.wrappers, file_timeout=timeout)
             self._settings[key] = settings
         return settings
 

@@ -14,13 +14,15 @@ import re
 # Linear-time patterns only: no repeated group whose alternatives overlap (a
 # `\s*` beside a class that also takes spaces backtracks quadratically or worse).
 _AT = re.compile(r"\(at line (\d+), column (\d+)\)$")
+_AT_END = " (at end of document)"
 _HEADER = re.compile(r"^\s*\[([^\[\]]+)\]")  # the name is stripped by its reader
 # parse_table's messages: "PATH: [tool.gradlint] KEY: ..." or "PATH: [tool.gradlint]: unknown key 'KEY' ..."
 _KEY_IN_MESSAGE = re.compile(r"^\[tool\.gradlint\](?: ([\w-]+)|: unknown key '([^']+)')")
 
 
-def toml_error_position(exc) -> tuple[int, int, str]:
-    """(line, column, the reason without its position) of a TOMLDecodeError; line 0 when unknown."""
+def toml_error_position(exc, text: str) -> tuple[int, int, str]:
+    """(line, column, the reason without its position) of a TOMLDecodeError in `text`;
+    line 0 when unknown."""
     message = str(exc)
     line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)  # Python 3.14+
     if getattr(exc, "msg", None) and line:
@@ -28,7 +30,16 @@ def toml_error_position(exc) -> tuple[int, int, str]:
     found = _AT.search(message)
     if found:
         return int(found.group(1)), int(found.group(2)), message[: found.start()].rstrip()
+    if message.endswith(_AT_END):  # tomllib before 3.14 gives no position there: the text's end is it
+        line, col = end_position(text)
+        return line, col, message[: -len(_AT_END)]
     return 0, 0, message
+
+
+def end_position(text: str) -> tuple[int, int]:
+    """(line, column) just after the last character of `text`, 1-based."""
+    last_line = text.rsplit("\n", 1)[-1]
+    return text.count("\n") + 1, len(last_line) + 1
 
 
 def with_key_position(message: str, path: str, text: str, top_level: bool) -> str:

@@ -1,5 +1,9 @@
 """Which files a run checks: walk the given paths, skip what no one wants linted.
 
+Walking a directory picks .py, .pyi and .ipynb files; a file named on the
+command line is checked when it is one of those or a python `#!` script,
+and is an error for that path otherwise (`gradlint data.csv`).
+
 Directory symlinks are followed, but a link back into a directory already
 on the way down is reported as a loop instead of being walked forever.
 """
@@ -10,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from gradlint.findings import READ_ERROR, FileError
+from gradlint.findings import NOT_PYTHON, READ_ERROR, FileError
 
 SKIP_DIRS = frozenset(
     {
@@ -20,6 +24,24 @@ SKIP_DIRS = frozenset(
     }
 )
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks too, as ruff does
+NOT_PYTHON_MESSAGE = "not a Python file (gradlint checks .py, .pyi, .ipynb and scripts whose #! line names python)"
+
+
+def is_python_file(path: str) -> bool:
+    """Whether a file named on the command line is one to check: a Python source or stub, a
+    notebook, or a script whose first line is a `#!` naming python (`train`, `run.sh`), as ruff
+    checks those.  A FIFO or a device is not opened here (reading it could block): it goes on to
+    be read, and refused, as a file that is not regular."""
+    if path.lower().endswith(SOURCE_SUFFIXES):
+        return True
+    if not os.path.isfile(path):
+        return True  # read_source says what it is
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return True  # read_source says why it cannot be read
+    return first.startswith(b"#!") and b"python" in first
 
 
 @dataclass
@@ -58,6 +80,8 @@ def discover(
                 continue
             if os.path.islink(path) and not os.path.exists(path):
                 found.errors.append(FileError(path, READ_ERROR, "broken symbolic link"))
+            elif not is_python_file(path):
+                found.errors.append(FileError(path, NOT_PYTHON, NOT_PYTHON_MESSAGE))
             else:
                 add(path)
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import traceback
 
 from gradlint.findings import (
+    EXIT_ERROR_KINDS,
     INTERNAL_ERROR,
     READ_ERROR,
     SYNTAX_ERROR,
@@ -318,20 +319,24 @@ class RunResult:
         return text + ")."
 
     def exit_code(self) -> int:
-        """0 clean, 1 findings or unreadable/unparsable input, 2 an internal error."""
-        if any(e.kind == INTERNAL_ERROR for e in self.errors()):
+        """0 clean, 1 findings or unreadable/unparsable input, 2 an internal error, a timeout
+        or a named file that is not Python."""
+        if any(e.kind in EXIT_ERROR_KINDS for e in self.errors()):
             return 2
         return 1 if self.findings() or self.errors() else 0
 
 
-# Below this many files that need an analysis, starting worker processes
-# (each imports libcst, 0.4 s) costs more than it saves.
+# When to start worker processes.  With --jobs N given, from MIN_FILES_FOR_POOL files that
+# need an analysis.  By default (the core count), only when the work is large enough to pay
+# for the pool: MIN_BYTES_FOR_POOL bytes of source to analyse, about half a second of work
+# (benchmarks/pool_threshold.py; a small run was 1.4x slower with the pool than without).
 MIN_FILES_FOR_POOL = 8
+MIN_BYTES_FOR_POOL = 64 * 1024
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    jobs: int | None = None  # None: the core count (one process for a handful of files)
+    jobs: int | None = None  # None: the core count, when the work is large enough (see above)
     cache_dir: str | None = None  # None: no cache (the CLI passes cache.default_cache_dir() by default)
 
 
@@ -348,6 +353,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     cache = Cache(options.cache_dir) if options.cache_dir else None
     results: list = [None] * len(tasks)
     pending: list[int] = []
+    pending_bytes = 0
     for i, (path, settings) in enumerate(tasks):
         data, error = read_source(path)
         if error is not None:
@@ -366,23 +372,61 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
                 results[i] = hit
                 continue
         pending.append(i)
+        pending_bytes += len(data)
 
     work = [tasks[i] for i in pending]
-    jobs = options.jobs if options.jobs and options.jobs > 0 else (os.cpu_count() or 1)
-    if jobs > 1 and len(work) >= MIN_FILES_FOR_POOL:
+    jobs = _workers(options.jobs, len(work), pending_bytes)
+    analyse = _slowed_check_file if os.environ.get(SLOW_FOR_TESTS) else _check_file
+    if jobs > 1:
         from gradlint.pool import run_parallel
 
-        outcomes = run_parallel(_check_file, work, min(jobs, len(work)))
+        load_analysis()  # here, before the fork: the workers inherit the imports instead of repeating them
+        outcomes = run_parallel(analyse, work, jobs, load_analysis)
     else:
         from gradlint.pool import guarded
 
-        outcomes = [guarded(_check_file, path, settings) for path, settings in work]
+        outcomes = [guarded(analyse, path, settings) for path, settings in work]
     for i, (result, digest) in zip(pending, outcomes):
         results[i] = result
         if cache is not None and digest is not None:
             path, settings = tasks[i]
             cache.put(cache.key(path, digest, settings), result)
     return results
+
+
+def _workers(asked: int | None, files: int, size: int) -> int:
+    """How many processes analyse `files` files of `size` bytes in all (1: this one)."""
+    if asked is not None and asked > 0:
+        return min(asked, files) if files >= MIN_FILES_FOR_POOL else 1
+    if files < MIN_FILES_FOR_POOL or size < MIN_BYTES_FOR_POOL:
+        return 1
+    return min(os.cpu_count() or 1, files)
+
+
+def load_analysis() -> None:
+    """Import what analysing a file needs (libcst, the model, the rules: 0.4 s) in a worker
+    before its first file's clock starts.  A single-process run does not: a file that the
+    screen finds empty never needs libcst, and a run of such files should not pay for it."""
+    import libcst  # noqa: F401
+
+    from gradlint.fix import plan  # noqa: F401
+    from gradlint.model import loops  # noqa: F401
+    from gradlint.rules.registry import all_rules
+
+    all_rules()
+
+
+# Tests only: the analysis of a file with this base name stalls (until its time limit stops
+# it).  Read once per run, so the hook costs a normal run nothing per file.
+SLOW_FOR_TESTS = "GRADLINT_TEST_STALL_ON"
+
+
+def _slowed_check_file(path: str, settings: Settings):
+    if os.path.basename(path) == os.environ.get(SLOW_FOR_TESTS):
+        import time
+
+        time.sleep(24 * 3600)
+    return _check_file(path, settings)
 
 
 def check_paths(paths: list[str], settings: Settings, options: RunOptions = RunOptions()) -> RunResult:

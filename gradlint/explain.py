@@ -2,14 +2,14 @@
 
 The rules come from the registry; GL900 (an unused suppression) and the
 kinds of files that could not be checked (`syntax-error`, `read-error`,
-`internal-error`: the `code` of those diagnostics in the json, sarif,
+`internal-error`, `timeout`, `not-python`: the `code` of those diagnostics in the json, sarif,
 github and lsp formats) are not rules, and are explained here so that
 every code a user meets in output has an answer.
 """
 
 from __future__ import annotations
 
-from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
+from gradlint.findings import INTERNAL_ERROR, NOT_PYTHON, READ_ERROR, SYNTAX_ERROR, TIMEOUT
 from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
 
 _NOT_RULES = {
@@ -51,6 +51,25 @@ it was checked; the other files were. The run exits 1.
 gradlint failed while checking this file: a bug in gradlint, not in your
 code. The other files were checked; the run exits 2. Please report it with
 the file (or a small piece of it that still fails) and `gradlint --version`.
+""",
+    TIMEOUT: f"""\
+{TIMEOUT} (a file whose analysis took too long)
+
+`PATH: analysis stopped after 30 s`: checking this one file took longer
+than the per-file time limit, so gradlint stopped it and went on with the
+other files. No file should take that long: it is gradlint's failure, and
+the run exits 2 as for an internal error. Please report it with the file.
+Meanwhile, a larger limit (`--file-timeout SECONDS`, or `file-timeout` in
+[tool.gradlint]) lets the file finish, and `exclude` skips it.
+""",
+    NOT_PYTHON: f"""\
+{NOT_PYTHON} (a file named on the command line that is not Python)
+
+gradlint checks .py and .pyi files, Jupyter notebooks (.ipynb) and scripts
+whose first line is a `#!` naming python. A file named on the command line
+that is none of these (`gradlint data.csv`) is not checked; the run exits
+2, as for a usage error. Files found by walking a directory are chosen by
+their extension and never give this error.
 """,
 }
 

@@ -103,10 +103,19 @@ class Finding:
 
 
 # Kinds of file diagnostics.  A syntax or read error is the user's input
-# (exit 1 at least); an internal error is gradlint's own bug (exit 2).
+# (exit 1 at least); an internal error or a timeout is gradlint's own
+# failure (exit 2).
 SYNTAX_ERROR = "syntax-error"
 READ_ERROR = "read-error"
 INTERNAL_ERROR = "internal-error"
+# The analysis of one file ran past its time limit: gradlint's failure, as an internal error is.
+TIMEOUT = "timeout"
+# A file named on the command line that is not Python: a usage error for that file (exit 2).
+NOT_PYTHON = "not-python"
+# Kinds that make the run exit 2 (and SARIF's executionSuccessful false for gradlint's own).
+TOOL_FAILURES = (INTERNAL_ERROR, TIMEOUT)
+EXIT_ERROR_KINDS = TOOL_FAILURES + (NOT_PYTHON,)
+FILE_ERROR_KINDS = (SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR, TIMEOUT, NOT_PYTHON)  # `gradlint explain` knows each
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,13 @@ must describe what was analysed, even if the file changed meanwhile).
 A worker that dies (a segfault, the OOM killer) breaks the whole pool in
 concurrent.futures; the files that were in flight are then rerun one per
 fresh process, and a file that kills its process again becomes an
-internal-error FileError: the run goes on.
+internal-error FileError: the run goes on.  A file whose analysis runs past
+its time limit (Settings.file_timeout) becomes a timeout FileError the same
+way (guarded), in a worker or in the CLI's own process.
+
+Ctrl-C reaches the parent only (workers ignore SIGINT); the parent then
+drops the queued files and terminates the workers instead of waiting for
+them, so the run ends at once with KeyboardInterrupt (the CLI exits 130).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import sys
 import traceback
 from typing import Callable
 
-from gradlint.findings import INTERNAL_ERROR, FileError, FileResult
+from gradlint.findings import INTERNAL_ERROR, TIMEOUT, FileError, FileResult
 from gradlint.settings import Settings
 
 Outcome = tuple[FileResult, "str | None"]  # the result, the digest of the bytes analysed
@@ -32,26 +38,78 @@ def _context():
     return multiprocessing.get_context()
 
 
-def _quiet_worker() -> None:
+def _start_worker(prepare: "Callable[[], None] | None") -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if prepare is not None:
+        prepare()
 
 
 def crashed(path: str, why: str) -> FileResult:
     return FileResult(path, errors=[FileError(path, INTERNAL_ERROR, f"internal error: {why}")])
 
 
-def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Settings) -> Outcome:
+def stopped(path: str, seconds: float) -> FileResult:
+    return FileResult(path, errors=[FileError(path, TIMEOUT, f"analysis stopped after {seconds:g} s")])
+
+
+class _TimeUp(BaseException):
+    """Raised in the analysing process when a file's time is up.  Not an Exception: the
+    analysis's own `except Exception` (engine.check_source) must not take it for a bug."""
+
+
+def _time_up(signum, frame):
+    raise _TimeUp
+
+
+def _arm(seconds: float):
+    """Start the file's clock: SIGALRM after `seconds` in this process.  Returns what to restore,
+    or None where no alarm can be set (Windows, or a thread other than the main one)."""
+    import signal
+
+    if not hasattr(signal, "setitimer"):
+        return None
     try:
-        return work(path, settings)
+        previous = signal.signal(signal.SIGALRM, _time_up)
+    except ValueError:  # not the main thread of the main interpreter
+        return None
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return signal.SIG_DFL if previous is None else previous
+
+
+def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Settings) -> Outcome:
+    """`work(path, settings)`, with a crash or a stall turned into an error for that file.
+
+    The time limit is a SIGALRM in the process that analyses (a worker, or the CLI's own process
+    with -j 1): the handler raises between two bytecodes, and the `re` module checks for signals
+    while it matches, so Python code and regular expressions stop on time.  Native code that
+    never looks at signals (libcst's parser) is stopped when it returns.
+    """
+    previous = _arm(settings.file_timeout)
+    try:
+        try:
+            return work(path, settings)
+        finally:
+            if previous is not None:
+                import signal
+
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except _TimeUp:
+        return stopped(path, settings.file_timeout), None
     except Exception as exc:  # check_source already catches analysis bugs; this is the rest
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return crashed(path, f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"), None
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGALRM, previous)
 
 
-def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int) -> list[Outcome]:
-    """`work(path, settings)` for every task in `jobs` processes; outcomes in task order."""
+def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int, prepare=None) -> list[Outcome]:
+    """`work(path, settings)` for every task in `jobs` processes; outcomes in task order.
+    `prepare()` runs once in each worker before its first task (imports, say)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -59,7 +117,8 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int) -> list[Out
     broken: list[int] = []
     # Big files first: the last file to finish then is a small one.
     order = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i][0]))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_quiet_worker) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_worker, initargs=(prepare,))
+    try:
         futures = {i: pool.submit(guarded, work, *tasks[i]) for i in order}
         for i in order:
             try:
@@ -68,20 +127,40 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int) -> list[Out
                 broken.append(i)
             except Exception as exc:  # an unpicklable result, say
                 outcomes[i] = (crashed(tasks[i][0], f"{type(exc).__name__}: {exc}"), None)
+    except BaseException:  # Ctrl-C (or any failure here): stop now, not after the queued files
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
     for i in broken:
-        outcomes[i] = _isolated(work, *tasks[i])
+        outcomes[i] = _isolated(work, *tasks[i], prepare)
     return outcomes
 
 
-def _isolated(work, path: str, settings: Settings) -> Outcome:
+def _stop(pool) -> None:
+    """End the pool at once: queued files are dropped and the workers terminated (they only
+    read files and send results back; nothing they do is left half-written)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=1)
+
+
+def _isolated(work, path: str, settings: Settings, prepare) -> Outcome:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_start_worker, initargs=(prepare,))
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_quiet_worker) as pool:
-            return pool.submit(guarded, work, path, settings).result()
+        outcome = pool.submit(guarded, work, path, settings).result()
     except BrokenProcessPool:
-        return crashed(path, "the worker process checking this file died"), None
+        outcome = crashed(path, "the worker process checking this file died"), None
+    except BaseException:  # Ctrl-C: as in run_parallel
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+    return outcome
 
 
 def _size(path: str) -> int:

@@ -10,7 +10,7 @@ sure:
 * the arguments are `[check] FILE...` with flags that cannot change a clean
   answer (``--no-cache``, ``--cache-dir DIR``, ``--jobs N``, ``--exit-zero``,
   ``--force-exclude``, ``--isolated``, ``--show-suppressed``);
-* every FILE is a regular file, not a notebook, of at most
+* every FILE is a regular .py or .pyi file of at most
   engine.MAX_FILE_BYTES, plain UTF-8 (no BOM, no coding line, no NUL), in
   which the prefilter finds no spelling of a gradient event: such a file
   has no finding, and no error either;
@@ -73,8 +73,8 @@ def _paths(args: list[str]) -> list[str]:
 
 
 def _clean_file(path: str) -> bool:
-    if path.lower().endswith(".ipynb"):
-        return False
+    if not path.lower().endswith((".py", ".pyi")):
+        return False  # a notebook, a #! script, or no Python at all: the full CLI says which
     data = _regular_file_bytes(path)
     if data is None:
         return False

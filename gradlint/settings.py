@@ -28,10 +28,16 @@ class Wrappers:
         return self.backward_functions + self.step_functions + self.zero_grad_functions + self.clip_functions
 
 
+DEFAULT_FILE_TIMEOUT = 30.0  # seconds; no real file takes more than a few
+
+
 @dataclass(frozen=True)
 class Settings:
     select: frozenset[str] = field(default_factory=frozenset)
     wrappers: Wrappers = field(default_factory=Wrappers)
+    # How long one file's analysis may run before it is stopped and reported (pool.py).
+    # It changes no finding, so it is not part of the fingerprint.
+    file_timeout: float = DEFAULT_FILE_TIMEOUT
 
     @staticmethod
     def default() -> "Settings":

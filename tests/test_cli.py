@@ -100,3 +100,40 @@ def test_missing_path_is_reported_in_json(tmp_path, monkeypatch, capsys):
     assert json.loads(out)["errors"] == [
         {"path": "missing.py", "kind": "read-error", "message": "no such file or directory", "line": 1, "column": 1}
     ]
+
+
+def test_named_file_that_is_not_python_is_an_error_for_that_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "data.csv", "a,b\n1,2\n")
+    write(tmp_path, "README.md", "# Train\n\n    loss.backward()\n    opt.step()\n")
+    write(tmp_path, "a.py", snippet(GL002_LOOP))
+    code, out, err = run_cli(capsys, "data.csv", "README.md", "a.py")
+    assert code == 2, err
+    lines = out.splitlines()
+    assert lines[0].startswith("error: README.md: not a Python file")
+    assert lines[1].startswith("error: data.csv: not a Python file")
+    assert "syntax error" not in out
+    assert "Found 1 problem in 1 file (1 file checked, 2 could not be checked)." in lines
+    # alone, and without a gradient event in it (the quick path for clean runs answers no differently)
+    code, out, _ = run_cli(capsys, "data.csv")
+    assert code == 2 and out.startswith("error: data.csv: not a Python file")
+
+
+def test_named_stub_and_python_script_are_checked(tmp_path, monkeypatch, capsys):
+    """As ruff: a .pyi stub and an extensionless script whose #! names python are Python."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "stub.pyi", snippet(GL002_LOOP))
+    write(tmp_path, "train", "#!/usr/bin/env python3\n" + snippet(GL002_LOOP))
+    write(tmp_path, "notes", snippet(GL002_LOOP))  # no #! line: not a script anyone runs as Python
+    code, out, _ = run_cli(capsys, "stub.pyi", "train", "notes")
+    assert code == 2
+    assert {(path, rule) for path, _, rule in codes_by_file(out)} == {("stub.pyi", "GL002"), ("train", "GL002")}
+    assert "error: notes: not a Python file" in out
+
+
+def test_walked_directory_skips_other_files_silently(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "pkg/data.csv", "a,b\n")
+    write(tmp_path, "pkg/a.py", snippet(GL002_LOOP))
+    code, out, _ = run_cli(capsys, "pkg")
+    assert code == 1 and "not a Python file" not in out and "(1 file checked)" in out

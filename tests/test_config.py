@@ -187,6 +187,9 @@ def test_glob_matches(pattern, path, expected):
         ('per-file-ignores = { "t/*" = "GL001" }\n', ["per-file-ignores 't/*'", "expected a list"]),
         ("exclude = true\n", ["exclude", "expected a list of glob patterns", "got a boolean"]),
         ("step-functions = [{a = 1}]\n", ["step-functions", "a list containing a table"]),
+        ('file-timeout = "30"\n', ["file-timeout", "expected a positive number of seconds", "got a string"]),
+        ("file-timeout = 0\n", ["file-timeout", "expected a positive number of seconds", "got 0"]),
+        ("file-timeout = true\n", ["file-timeout", "got a boolean"]),
     ],
 )
 def test_bad_config_is_a_clear_error(project, capsys, body, expected):
@@ -208,6 +211,22 @@ def test_invalid_toml_names_path_and_line(project, capsys):
     code, out, err = run_cli(capsys, "a.py")
     assert code == 2 and out == ""
     assert f"{path}:5:1: invalid TOML: " in err and "(at line" not in err
+
+
+@pytest.mark.parametrize(
+    "text, position",
+    [
+        ('[project]\nname = "x"\n[tool.gradlint]\nselect = ["GL001"', "4:18"),  # an array never closed
+        ("[tool.gradlint", "1:15"),  # a table header never closed
+        ("[tool.gradlint]\nselect = ", "2:10"),  # a value missing at the very end
+    ],
+)
+def test_invalid_toml_at_end_of_document_names_line_and_column(project, capsys, text, position):
+    path = write(project, "pyproject.toml", text)
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, out, err = run_cli(capsys, "a.py")
+    assert code == 2 and out == ""
+    assert f"{path}:{position}: invalid TOML: " in err and "end of document" not in err
 
 
 @pytest.mark.parametrize(
@@ -280,3 +299,16 @@ def test_force_exclude_skips_named_files_in_builtin_skipped_dirs(project, capsys
     assert codes_by_file(out) == {("src/b.py", 8, "GL002")}
     # a directory named explicitly is still walked
     assert codes_by_file(run_cli(capsys, "build")[1]) == {("build/lib/a.py", 8, "GL002")}
+
+
+def test_file_timeout_comes_from_the_nearest_table_and_the_command_line_wins(project):
+    from gradlint.config import Overrides, Resolver
+    from gradlint.settings import DEFAULT_FILE_TIMEOUT
+
+    pyproject(project, "pyproject.toml", "file-timeout = 90\n")
+    write(project, "a.py", snippet(GL002_LOOP))
+    path = str(project / "a.py")
+    assert Resolver().settings_for(path).file_timeout == 90
+    assert Resolver(Overrides(file_timeout=5)).settings_for(path).file_timeout == 5
+    assert Resolver(isolated=True).settings_for(path).file_timeout == DEFAULT_FILE_TIMEOUT == 30
+    assert Resolver().settings_for(path).fingerprint() == Resolver(isolated=True).settings_for(path).fingerprint()

@@ -243,7 +243,8 @@ def test_diff_prints_and_writes_nothing(tmp_path, capsys):
     assert "+    opt.zero_grad()\n" in out and out.startswith(f"--- {path}\n+++ {path}\n")  # absolute: as is
     assert path.read_text() == REPAIRS["GL001"][0]
     assert "Would fix 1 problem." in err
-    assert f"{path}: fixed GL001 line 3: Insert opt.zero_grad() before loss.backward()" in err
+    assert f"{path}: would fix GL001 line 3: Insert opt.zero_grad() before loss.backward()" in err
+    assert ": fixed" not in err  # --diff writes nothing: nothing was fixed
 
 
 def test_fix_with_unsafe_fixes_writes_and_shows(tmp_path, capsys):
@@ -321,3 +322,81 @@ def test_json_offers_only_fixes_that_help(tmp_path, capsys):
     assert fixes[str(hopeless)] is None
     assert fixes[str(good)]["description"] == "Move scaler.scale(f(x, y)).backward() before scaler.unscale_(opt)"
     assert fixes[str(good)]["applicability"] == "safe"
+
+
+# --- what the text output and the fix options say ---------------------------------------
+
+SAFE_AND_UNSAFE = FIXABLE["GL002"] + REPAIRS["GL001"][0].replace("opt", "opt2")  # GL002 safe, GL001 unsafe
+
+
+def test_text_marks_fixable_findings_and_counts_them_as_ruff_does(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(SAFE_AND_UNSAFE)
+    code, out, err = run_cli(capsys, str(path))
+    assert code == 1
+    lines = out.splitlines()
+    assert f"{path}:4:5: GL002 [*] opt.zero_grad() discards" in out
+    assert any(line.startswith(f"{path}:8:5: GL001 loss.backward()") for line in lines), out  # unsafe: no mark
+    assert lines[-1] == "[*] 1 fixable with `--fix` (1 unsafe fix available with `--fix --unsafe-fixes`)."
+    # After --fix the safe one is gone; the unsafe one is still on offer, unmarked.
+    code, out, err = run_cli(capsys, "--fix", str(path))
+    assert code == 1 and "[*]" not in out
+    assert out.splitlines()[-1] == "1 unsafe fix available with `--fix --unsafe-fixes`."
+    code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(path))
+    assert code == 0 and out == ""
+
+
+def test_no_fixable_line_without_fixes(tmp_path, capsys):
+    path = tmp_path / "train.py"
+    path.write_text(FIXABLE["GL002"])
+    out = run_cli(capsys, str(path))[1]
+    assert out.splitlines()[-1] == "[*] 1 fixable with `--fix`."
+    dropped = tmp_path / "other.py"  # a fix --fix tried and dropped is no longer offered
+    dropped.write_text(REPAIRS["GL001"][0])
+    from gradlint.fix import session
+
+    original = session._worse
+    try:
+        session._worse = lambda before, after: "refused for the test"
+        code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(dropped))
+    finally:
+        session._worse = original
+    assert code == 1 and " GL001 [*]" not in out and out.splitlines()[-1].startswith("Found 1 problem")
+
+
+@pytest.mark.parametrize("option", ["--unsafe-fixes", "--show-fixes"])
+def test_fix_options_without_fix_warn(tmp_path, capsys, option):
+    path = tmp_path / "train.py"
+    path.write_text(FIXABLE["GL002"])
+    code, out, err = run_cli(capsys, option, str(path))
+    assert code == 1 and f"gradlint: warning: {option} has no effect without --fix or --diff" in err
+    assert path.read_text() == FIXABLE["GL002"]
+    assert "warning" not in run_cli(capsys, option, "--diff", str(path))[2]
+
+
+def _feed(monkeypatch, data: bytes) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def test_fix_on_stdin_writes_the_fixed_text_to_stdout(monkeypatch, capsys):
+    _feed(monkeypatch, SAFE_AND_UNSAFE.encode())
+    code, out, err = run_cli(capsys, "--fix", "--show-fixes", "-", "--stdin-filename", "train.py")
+    assert code == 1  # the unsafe GL001 is left
+    assert out == SAFE_AND_UNSAFE.replace("    opt.zero_grad()\n    opt.step()\n", "    opt.step()\n    opt.zero_grad()\n", 1)
+    assert "Fixed 1 problem." in err and "train.py: fixed GL002 line 4" in err
+    assert "train.py:8:5: GL001 " in err  # the report goes to standard error
+    _feed(monkeypatch, SAFE_AND_UNSAFE.encode())
+    code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", "-")
+    assert code == 0 and "opt2.zero_grad()\n    loss.backward()" in out and err == "Fixed 2 problems.\n"
+    crlf = b"x = 1\r\n"  # nothing to fix: the very bytes come back
+    _feed(monkeypatch, crlf)
+    assert run_cli(capsys, "--fix", "-")[:2] == (0, crlf.decode())
+
+
+def test_diff_on_stdin(monkeypatch, capsys):
+    _feed(monkeypatch, FIXABLE["GL002"].encode())
+    code, out, err = run_cli(capsys, "--diff", "-", "--stdin-filename", "train.py")
+    assert code == 1 and out.startswith("--- a/train.py\n+++ b/train.py\n") and "+    opt.step()\n" in out

@@ -100,6 +100,7 @@ def test_marks_name_only_default_rules():
 
 _FINDING_LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>GL\d+) ")
 _SUMMARY_LINE = re.compile(r"^Found \d+ problems? in \d+ files? \(\d+ files? checked\)\.$")
+_FIXABLE_LINE = re.compile(r"^(\[\*\] \d+ fixable with `--fix`|\d+ unsafe fix)")
 
 
 def gradlint_command() -> list[str]:
@@ -127,6 +128,8 @@ def test_cli_prints_exactly_the_marks():
     assert proc.returncode == 1, proc.stderr
     found = []
     lines = proc.stdout.splitlines()
+    if lines and _FIXABLE_LINE.match(lines[-1]):
+        lines.pop()
     assert lines and _SUMMARY_LINE.match(lines[-1]), proc.stdout[-500:]
     for text in lines[:-1]:
         match = _FINDING_LINE.match(text)

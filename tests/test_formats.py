@@ -45,10 +45,13 @@ def test_every_format_is_tested():
 
 def test_text(tree, capsys):
     out = output(capsys, "text")
-    assert "a.py:8:5: GL002 opt.zero_grad() discards" in out
-    assert "b.py:10:5: GL004 " in out
+    assert "a.py:8:5: GL002 [*] opt.zero_grad() discards" in out
+    assert "b.py:10:5: GL004 [*] " in out
     assert re.search(r"^broken\.py:\d+:\d+: error: syntax error", out, re.M)
-    assert out.splitlines()[-1] == "Found 2 problems in 2 files (3 files checked, 1 could not be checked)."
+    assert out.splitlines()[-2:] == [
+        "Found 2 problems in 2 files (3 files checked, 1 could not be checked).",
+        "[*] 2 fixable with `--fix`.",
+    ]
 
 
 def test_json(tree, capsys):
@@ -99,6 +102,18 @@ def test_sarif(tree, capsys):
     assert [(n["descriptor"]["id"], n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
             for n in notifications] == [("syntax-error", "broken.py")]
     assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_links_each_related_line_once():
+    """A message that names `(line 7)` gets that link in place, not a second `([line 7](1))`
+    at its end; a related event the message does not name is linked at the end."""
+    finding = Finding(
+        "a.py", "GL002", "opt.zero_grad() (line 8) discards what loss.backward() (line 7) computed",
+        Span(8, 5, 8, 20), (Related(Span(7, 5, 7, 20), "backward"), Related(Span(9, 5, 9, 15), "step")),
+    )
+    data = json.loads(render("sarif", RunResult([FileResult("a.py", findings=[finding])])))
+    text = data["runs"][0]["results"][0]["message"]["text"]
+    assert text == "opt.zero_grad() (line 8) discards what loss.backward() ([line 7](1)) computed ([line 9](2))"
 
 
 def test_sarif_fix_and_suppression_and_absolute_path(tmp_path):

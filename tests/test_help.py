@@ -11,7 +11,7 @@ import pytest
 
 from ci_snippets import run_cli
 from gradlint.cli import check_parser
-from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
+from gradlint.findings import FILE_ERROR_KINDS
 from gradlint.rules.registry import all_rules
 from gradlint.suppress import UNUSED_CODE
 
@@ -69,7 +69,7 @@ def test_bad_arguments_are_usage_errors(capsys, argv):
 
 def codes_in_output() -> list[str]:
     """Every code a finding or a file diagnostic can carry in any output format."""
-    return [rule.code for rule in all_rules()] + [UNUSED_CODE, SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR]
+    return [rule.code for rule in all_rules()] + [UNUSED_CODE, *FILE_ERROR_KINDS]
 
 
 @pytest.mark.parametrize("code", codes_in_output())

@@ -218,3 +218,22 @@ def test_stdin_notebooks_name_their_cells(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     code, out, err = run_cli(capsys, "-", "--stdin-filename", "nb.ipynb")
     assert code == 1 and "[cell 2, line 3]" in out, out + err
+
+
+def test_add_noqa_marks_each_finding_on_its_cell_line_and_the_rerun_is_clean(tmp_path, monkeypatch, capsys):
+    """The adoption steps on a directory with a notebook: --add-noqa, then a clean rerun."""
+    from ci_snippets import GL002_LOOP, snippet
+
+    monkeypatch.chdir(tmp_path)
+    original = indented_notebook(("markdown", "# T\n"), ("code", "!nvidia-smi\n" + HEADER), ("code", LOOP))
+    write(tmp_path, "nb.ipynb", original)
+    write(tmp_path, "a.py", snippet(GL002_LOOP))
+    code, out, _ = run_cli(capsys, "--no-cache", ".")
+    assert code == 1 and "nb.ipynb:" in out
+    code, out, err = run_cli(capsys, "--no-cache", "--add-noqa", ".")
+    assert (code, out, err) == (0, "", "Added 2 noqa directives to 2 files.\n")
+    expected = json.loads(original)
+    expected["cells"][2]["source"] = LOOP.replace("opt.zero_grad()\n", "opt.zero_grad()  # noqa: GL002\n").splitlines(keepends=True)
+    assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"
+    assert run_cli(capsys, "--no-cache", ".") == (0, "", "")
+    assert run_cli(capsys, "--no-cache", "--add-noqa", ".") == (0, "", "")  # nothing left to mark

@@ -105,7 +105,7 @@ def test_commit_blocked_then_allowed(tmp_path):
     output = blocked.stdout + blocked.stderr
     assert blocked.returncode != 0, output
     assert "gradlint" in output and "Failed" in output, output
-    assert "train.py:8:5: GL002 opt.zero_grad() discards the gradients" in output, output
+    assert "train.py:8:5: GL002 [*] opt.zero_grad() discards the gradients" in output, output
     assert "legacy/old_train.py" not in output, output
     with pytest.raises(subprocess.CalledProcessError):
         git(work, "rev-parse", "HEAD")  # nothing was committed

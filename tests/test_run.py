@@ -210,3 +210,27 @@ def test_the_same_findings_under_every_hash_seed(tmp_path):
         outputs.add(proc.stdout)
     assert len(outputs) == 1
     assert "opt_a.step()" in outputs.pop()  # the first optimizer stepped
+
+
+def test_a_small_default_run_starts_no_worker_and_a_large_one_does(tmp_path, monkeypatch):
+    """Default jobs: the pool only when there is enough to analyse to pay for it (issue 22:
+    30 small files were 1.4x slower with the pool; benchmarks/pool_threshold.py)."""
+    import gradlint.pool
+
+    started = []
+
+    def parallel(work, tasks, jobs, prepare=None):
+        started.append(jobs)
+        return [gradlint.pool.guarded(work, *task) for task in tasks]
+
+    monkeypatch.setattr(gradlint.pool, "run_parallel", parallel)
+    monkeypatch.setattr(engine.os, "cpu_count", lambda: 4)
+    small = [(write(tmp_path, BUGGY, f"s{i}.py"), SETTINGS) for i in range(30)]
+    assert all(r.findings for r in engine.check_files(small, engine.RunOptions()))
+    assert started == []
+    assert engine.check_files(small, engine.RunOptions(jobs=2)) and started == [2]  # asked for: given
+    padding = "# " + "x" * 78 + "\n"
+    large_text = BUGGY + padding * (engine.MIN_BYTES_FOR_POOL // len(padding) // 30 + 1)
+    large = [(write(tmp_path, large_text, f"l{i}.py"), SETTINGS) for i in range(30)]
+    assert all(r.findings for r in engine.check_files(large, engine.RunOptions()))
+    assert started == [2, 4]

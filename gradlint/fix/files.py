@@ -10,44 +10,23 @@ that changed on disk after it was read is left alone (an error says so).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Optional
 
 from gradlint.atomic import ChangedOnDisk, write_atomically
 from gradlint.findings import READ_ERROR, FileError, FileResult
-from gradlint.fix.session import Outcome
-
-
-@dataclass
-class FileFix:
-    """One file's fixing: its text before and after (what --diff shows), and what was done."""
-
-    before: str
-    after: str
-    outcome: Outcome
+from gradlint.fix.session import FileFix
 
 
 def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = True) -> tuple[FileResult, Optional[FileFix]]:
     """Fix what can be fixed in one file: its fresh result, and the fixing (None: nothing to try)."""
-    from gradlint.engine import check_source, decode, read_source
-    from gradlint.fix.session import fix_source
-    from gradlint.notebook import is_notebook
+    from gradlint.engine import read_source
 
     if result.errors or not result.findings:
         return result, None
     data, error = read_source(result.path)
     if error is not None:
         return result, None
-    if is_notebook(result.path):
-        from gradlint.fix.notebook import fix_notebook
-
-        fixing = fix_notebook(data, result, settings, unsafe)
-    else:
-        source, error = decode(data, result.path)
-        if error is not None or source is None:
-            return result, None
-        outcome = fix_source(source, lambda text: check_source(text, result.path, settings), unsafe, initial=result)
-        fixing = FileFix(source, outcome.text, outcome)
+    fixing = fix_data(data, result, settings, unsafe)
     if fixing is None:
         return result, None
     if write and fixing.outcome.changed:
@@ -60,6 +39,25 @@ def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = T
             return _unwritten(result, f"cannot write the fixed file: {getattr(exc, 'strerror', None) or exc}"), None
     fresh = fixing.outcome.result if fixing.outcome.changed else result
     return fresh, fixing
+
+
+def fix_data(data: bytes, result: FileResult, settings, unsafe: bool = False) -> Optional[FileFix]:
+    """The fixing of a file's bytes `data` (whose check gave `result`); None: nothing to try."""
+    from gradlint.engine import check_source, decode
+    from gradlint.fix.session import fix_source
+    from gradlint.notebook import is_notebook
+
+    if result.errors or not result.findings:
+        return None
+    if is_notebook(result.path):
+        from gradlint.fix.notebook import fix_notebook
+
+        return fix_notebook(data, result, settings, unsafe)
+    source, error = decode(data, result.path)
+    if error is not None or source is None:
+        return None
+    outcome = fix_source(source, lambda text: check_source(text, result.path, settings), unsafe, initial=result)
+    return FileFix(source, outcome.text, outcome)
 
 
 def _unwritten(result: FileResult, message: str) -> FileResult:

@@ -4,21 +4,19 @@ The checker sees a notebook as its code cells joined (gradlint/notebook.py),
 so a fix's edits count lines of that joined text.  Here each fix is allowed
 only when all its edits fall in one cell and touch no blanked IPython line;
 each kept fix is replayed on that cell's real source.  The notebook's JSON
-is then rewritten by replacing only the changed cells' `source` values in
-the original text, in the style they were written (a list of lines or one
-string, the same indentation): outputs, metadata, key order, indentation
-and every other byte stay as they were.
+is then rewritten cell by cell (gradlint/notebook_edit.py): every byte but
+the changed cells' `source` values stays as it was.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Optional
 
 from gradlint.findings import Edit, FileResult, Fix, Span
 from gradlint.fix import apply
-from gradlint.fix.files import FileFix
+from gradlint.fix.session import FileFix
+from gradlint.notebook_edit import code_cells, replace_cell_sources, source_spans
 
 
 def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Optional[FileFix]:
@@ -35,8 +33,9 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Opt
     joined, where, error = notebook_source(data, result.path)
     if error is not None or spans is None or joined is None:
         return None
-    code_cells = [i for i, cell in enumerate(notebook["cells"]) if isinstance(cell, dict) and cell.get("cell_type") == "code"]
-    cells = _Cells(joined, where, [_cell_source(notebook["cells"][i]) for i in code_cells])
+    found = code_cells(notebook)
+    indices = [index for index, _ in found]
+    cells = _Cells(joined, where, [source for _, source in found])
     outcome = fix_source(
         joined,
         lambda code: check_source(code, result.path, settings),
@@ -45,24 +44,12 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Opt
         cells.accepted,
         where=cells.name,
     )
-    after = text
-    # Replace from the end of the text so earlier spans stay valid.
-    for number in sorted(cells.changed, key=lambda n: spans[code_cells[n - 1]][0], reverse=True):
-        index = code_cells[number - 1]
-        start, end = spans[index]
-        after = after[:start] + _dump_like(text[start:end], cells.real[number - 1]) + after[end:]
+    after = replace_cell_sources(text, spans, {indices[n - 1]: cells.real[n - 1] for n in cells.changed})
     if after != text:
         outcome.result, _ = check_notebook_data(after.encode("utf-8"), result.path, settings)
     else:
         outcome.result = result
     return FileFix(text, after, outcome)
-
-
-def _cell_source(cell: dict) -> str:
-    source = cell.get("source", "")
-    if isinstance(source, list):
-        return "".join(s for s in source if isinstance(s, str))
-    return source if isinstance(source, str) else ""
 
 
 class _Cells:
@@ -132,88 +119,3 @@ class _Cells:
             if code != real
         }
         self.changed.add(number)
-
-
-def _dump_like(original: str, source: str) -> str:
-    """`source` as a JSON value written the way `original` (the old value's text) was."""
-    ascii_only = "\\u" in original and original.isascii()
-    dump = lambda s: json.dumps(s, ensure_ascii=ascii_only)  # noqa: E731
-    if not original.lstrip().startswith("["):
-        return dump(source)
-    lines = source.splitlines(keepends=True)
-    items = list(re.finditer(r'"(?:[^"\\]|\\.)*"', original))
-    if not items or not lines:
-        return "[" + ", ".join(dump(line) for line in lines) + "]"
-    opener = original[1 : items[0].start()]
-    between = original[items[0].end() : items[1].start()] if len(items) > 1 else "," + opener
-    closer = original[items[-1].end() : -1]
-    return "[" + opener + between.join(dump(line) for line in lines) + closer + "]"
-
-
-# --- where each cell's "source" value sits in the JSON text ------------------------
-
-_WS = re.compile(r"[ \t\n\r]*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
-
-
-def source_spans(text: str) -> Optional[list[Optional[tuple[int, int]]]]:
-    """For each element of the top-level `cells` list, the (start, end) offsets of its
-    `source` value in `text` (None for an element without one); None if not readable."""
-    found: dict[int, tuple[int, int]] = {}
-    count = [0]
-    try:
-        _value(text, 0, (), found, count)
-    except (IndexError, ValueError, RecursionError):
-        return None
-    return [found.get(i) for i in range(count[0])]
-
-
-def _ws(text: str, i: int) -> int:
-    return _WS.match(text, i).end()
-
-
-def _value(text: str, i: int, path: tuple, found: dict, count: list) -> int:
-    i = _ws(text, i)
-    char = text[i]
-    if char == "{":
-        i = _ws(text, i + 1)
-        if text[i] == "}":
-            return i + 1
-        while True:
-            key = _STRING.match(text, i)
-            if key is None:
-                raise ValueError("object key")
-            name = json.loads(key.group())
-            i = _ws(text, key.end())
-            if text[i] != ":":
-                raise ValueError("colon")
-            start = _ws(text, i + 1)
-            end = _value(text, start, path + (name,), found, count)
-            if len(path) == 2 and path[0] == "cells" and name == "source":
-                found[path[1]] = (start, end)
-            i = _ws(text, end)
-            if text[i] == "}":
-                return i + 1
-            if text[i] != ",":
-                raise ValueError("comma")
-            i = _ws(text, i + 1)
-    if char == "[":
-        i = _ws(text, i + 1)
-        if text[i] == "]":
-            return i + 1
-        index = 0
-        while True:
-            i = _ws(text, _value(text, i, path + (index,), found, count))
-            index += 1
-            if path == ("cells",):
-                count[0] = index
-            if text[i] == "]":
-                return i + 1
-            if text[i] != ",":
-                raise ValueError("comma")
-            i += 1
-    match = (_STRING if char == '"' else _SCALAR).match(text, i)
-    if match is None:
-        raise ValueError("value")
-    return match.end()

@@ -32,6 +32,15 @@ class Outcome:
         return bool(self.fixed)
 
 
+@dataclass
+class FileFix:
+    """One file's fixing: its text before and after (what --diff shows), and what was done."""
+
+    before: str
+    after: str
+    outcome: Outcome
+
+
 def _line(line: int) -> str:
     return f"line {line}"
 

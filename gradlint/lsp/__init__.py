@@ -57,6 +57,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
     server = make_server()
+    _ctrl_c_ends_the_server()
     if args.tcp is not None:
         _quiet_exit_in_tcp_mode()
         _disconnect_ends_the_session()
@@ -65,6 +66,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         server.start_io()
     # `exit` after `shutdown` is a clean stop; `exit` without it is 1 (the LSP rule).
     return 0 if server.shutdown_requested else 1
+
+
+def _ctrl_c_ends_the_server() -> None:
+    """A server started by hand stops at the first Ctrl-C, exit 130.  pygls would catch the
+    KeyboardInterrupt and then wait for its reader thread, which is blocked reading stdin
+    for good: the first Ctrl-C seemed ignored and the second killed the interpreter while
+    that thread held stdin's lock (`Fatal Python error: _enter_buffered_busy`).  The server
+    writes no file and each message is flushed as it is sent: nothing is lost by leaving now."""
+    import os
+    import signal
+
+    def leave(signum, frame):
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(130)
+
+    try:
+        signal.signal(signal.SIGINT, leave)
+    except ValueError:  # not the main thread (an embedding program): its own Ctrl-C handling stands
+        pass
 
 
 def _quiet_exit_in_tcp_mode() -> None:

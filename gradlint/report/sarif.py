@@ -3,12 +3,12 @@
 - tool.driver.rules: every gradlint code with its summary, rationale and
   documentation link; results point at them by ruleId and ruleIndex.
 - results: level `warning` for bug rules, `note` for advice; the related
-  events (the backward, the step) as relatedLocations, referenced from the
-  message as [line N](id); a Finding's Fix as a SARIF fix.
+  events (the backward, the step) as relatedLocations, the message's
+  `(line N)` for each made a link to it, `([line N](id))`; a Finding's Fix as a SARIF fix.
 - Files that could not be checked are not results (they are no finding on
   the code) but toolExecutionNotifications of the invocation, level error,
   with the kind (`syntax-error`, `read-error`, `internal-error`) as
-  descriptor id; an internal error sets executionSuccessful to false.
+  descriptor id; an internal error or a timeout sets executionSuccessful to false.
 - with --show-suppressed, suppressed findings are results carrying an
   `inSource` suppression (viewers show them as dismissed).
 
@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from gradlint import REPOSITORY_URL
-from gradlint.findings import INTERNAL_ERROR
+from gradlint.findings import TOOL_FAILURES
 from gradlint.report.meta import all_infos, info, path_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -82,19 +82,29 @@ def _fix(finding) -> dict:
     }
 
 
+def _linked_message(finding) -> str:
+    """The message with each related event's `(line N)` made a link to its relatedLocation,
+    `([line N](id))`; the events the message does not name are linked at its end."""
+    text, unnamed = finding.message, []
+    for number, related in enumerate(finding.related, start=1):
+        named = f"(line {related.span.line})"
+        if named in text:
+            text = text.replace(named, f"([line {related.span.line}]({number}))", 1)
+        else:
+            unnamed.append(f"[line {related.span.line}]({number})")
+    return f"{text} ({'; '.join(unnamed)})" if unnamed else text
+
+
 def _result(finding, index: dict[str, int], suppressed: bool = False) -> dict:
     meta = info(finding.code)
     related = [
         _location(finding.path, r.span, id=number, message={"text": r.message})
         for number, r in enumerate(finding.related, start=1)
     ]
-    text = finding.message
-    if related:
-        text += " (" + "; ".join(f"[line {r.span.line}]({n})" for n, r in enumerate(finding.related, start=1)) + ")"
     result = {
         "ruleId": finding.code,
         "level": "warning" if meta.default else "note",
-        "message": {"text": text},
+        "message": {"text": _linked_message(finding)},
         "locations": [_location(finding.path, finding.span)],
     }
     if finding.code in index:
@@ -147,7 +157,7 @@ def build(run, show_suppressed: bool = False) -> dict:
                 "columnKind": "unicodeCodePoints",
                 "invocations": [
                     {
-                        "executionSuccessful": not any(e.kind == INTERNAL_ERROR for e in errors),
+                        "executionSuccessful": not any(e.kind in TOOL_FAILURES for e in errors),
                         "toolExecutionNotifications": [_notification(e) for e in errors],
                     }
                 ],

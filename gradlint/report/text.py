@@ -1,8 +1,18 @@
-"""ruff-style text: `path:line:col: CODE message`, then a one-line summary."""
+"""ruff-style text: `path:line:col: CODE message`, then a one-line summary.
+
+As ruff does, a finding that `--fix` can repair is marked `[*]` before its
+message, and the summary is followed by how many `--fix` would repair and
+how many more only `--unsafe-fixes` would (ruff 0.17's words).  Unlike
+ruff's, gradlint's --unsafe-fixes is no setting that lasts: without --fix or
+--diff it changes nothing (cli.py warns), so only safe fixes are marked.  A mark is
+a fix on offer, not a promise: --fix keeps a fix only if the file ends up
+with fewer findings (fix/session.py), and after --fix the fixes it tried
+are no longer on offer (cli.py drops them).
+"""
 
 from __future__ import annotations
 
-from gradlint.findings import SYNTAX_ERROR
+from gradlint.findings import SAFE, SYNTAX_ERROR, UNSAFE
 
 
 def error_line(error) -> str:
@@ -21,11 +31,34 @@ def render(run, show_suppressed: bool = False) -> str:
     # One list in file, line and column order: a suppressed finding sits where it is in the file.
     rows = sorted(findings + [(f, " (suppressed)") for f in suppressed], key=lambda row: row[0].sort_key())
     for finding, mark in rows:
-        lines.append(f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}{mark}")
+        fixable = "[*] " if not mark and fix_kind(finding) == SAFE else ""
+        lines.append(f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {fixable}{finding.message}{mark}")
     summary = run.summary()
     if suppressed:
         note = f"{len(suppressed)} finding{'s' if len(suppressed) != 1 else ''} suppressed by noqa comments."
         summary = f"{summary} {note}".strip()
     if summary:
         lines.append(summary)
+    fixes = fixable_summary(run.findings())
+    if fixes:
+        lines.append(fixes)
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def fix_kind(finding) -> str | None:
+    """SAFE when --fix has a fix to try for the finding, UNSAFE when only --unsafe-fixes has, else None."""
+    if finding.fix is None:
+        return None
+    choices = (finding.fix, *finding.fix.alternatives)
+    return SAFE if any(fix.safe for fix in choices) else UNSAFE
+
+
+def fixable_summary(findings) -> str:
+    """ruff's line (0.17): `[*] 2 fixable with `--fix` (1 unsafe fix available with
+    `--fix --unsafe-fixes`).`, or only the part in brackets when no safe fix is on offer."""
+    kinds = [fix_kind(f) for f in findings]
+    safe, unsafe = kinds.count(SAFE), kinds.count(UNSAFE)
+    hidden = f"{unsafe} unsafe fix{'es' if unsafe != 1 else ''} available with `--fix --unsafe-fixes`"
+    if safe:
+        return f"[*] {safe} fixable with `--fix`" + (f" ({hidden})." if unsafe else ".")
+    return f"{hidden}." if unsafe else ""
