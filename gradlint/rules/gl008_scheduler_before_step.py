@@ -14,7 +14,9 @@ def check(file):
         for walk in walks(loop):
             for i in walk.first_iteration():
                 sched = walk.events[i]
-                if sched.kind != L or sched.plateau:
+                if sched.kind != L or sched.plateau or sched.has_args or sched.skips_first:
+                    # `sched.step(epoch)` sets the position itself; under `if epoch > 0:` the
+                    # step at the top of an iteration is the previous iteration's last
                     continue
                 if any(e.kind == S for e in walk.events[:i]):
                     continue
