@@ -2,9 +2,8 @@
 
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
-from gradlint.model.params import stepped_optimizers
 from gradlint.rules.base import RawFinding, at, may_clear, sometimes_cleared
-from gradlint.rules.gl007_step_before_backward import step_before_backward
+from gradlint.rules.gl007_step_before_backward import steps_before_backward
 from gradlint.rules.registry import Rule
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
@@ -23,22 +22,12 @@ def check(file):
             # clear runs only on some iterations: the others never clear it.
             optimizers = {o: sometimes_cleared(file, loop, o) for o in optimizers if o is not None}
             optimizers = {o: clears for o, clears in optimizers.items() if clears}
-        early = _steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
+        early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
         for walk in walks(loop):
             for optimizer, clears in optimizers.items():
                 for finding in _follow(file, loop, walk, optimizer, clears):
                     if not (clears and finding.related[0][0].key in early):
                         yield finding  # (a step before its backward is GL007's one finding)
-
-
-def _steps_before_backward(file, loop) -> frozenset:
-    only_one = len(stepped_optimizers(loop)) == 1
-    return frozenset(
-        walk.events[i].key
-        for walk in walks(loop)
-        for i in walk.first_iteration()
-        if step_before_backward(file, walk, i, only_one) is not None
-    )
 
 
 def _follow(file, loop, walk, optimizer, clears):

@@ -38,6 +38,18 @@ def check(file):
                 )
 
 
+def steps_before_backward(file, loop) -> frozenset:
+    """Keys of the steps this rule reports in `loop`.  Other rules leave them alone: a step
+    before its backward also re-applies or piles up gradients, but it is one misplaced call."""
+    only_one = len(stepped_optimizers(loop)) == 1
+    return frozenset(
+        walk.events[i].key
+        for walk in walks(loop)
+        for i in walk.first_iteration()
+        if step_before_backward(file, walk, i, only_one) is not None
+    )
+
+
 def step_before_backward(file, walk, i, only_one):
     """(index of the step's optimizer's last clear or -1, the backward after it) when the event
     at `i` is a step with no backward for it since that clear and a backward later in its
