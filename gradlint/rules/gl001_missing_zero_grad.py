@@ -124,5 +124,14 @@ for i, (x, y) in enumerate(loader):
     if (i + 1) % 4 == 0:
         optimizer.step()
 """,
+        """
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, (x, y) in enumerate(loader):
+    if i % 100 == 0:
+        print(i)
+        opt.zero_grad()
+    loss_fn(model(x), y).backward()  # expect: GL001
+    opt.step()
+""",
     ),
 )

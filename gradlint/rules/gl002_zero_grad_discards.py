@@ -199,5 +199,13 @@ for batch in loader:
         optimizer.step()
         model.zero_grad()  # expect: GL002
 """,
+        """
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    if (i + 1) % k == 0:
+        opt.step()
+    else:
+        opt.zero_grad()  # expect: GL002
+""",
     ),
 )

@@ -221,5 +221,19 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     opt.step()
 """,
+        """
+class Distiller(nn.Module):
+    def __init__(self, student):
+        super().__init__()
+        self.student = student
+        self.proj = nn.Linear(8, 16)
+student = Net()
+distiller = Distiller(student)
+opt = torch.optim.SGD([{"params": student.parameters()}, {"params": distiller.proj.parameters()}], lr=0.1)
+for x, y in loader:
+    student.zero_grad()  # expect: GL003
+    loss_fn(distiller(x), y).backward()
+    opt.step()
+""",
     ),
 )

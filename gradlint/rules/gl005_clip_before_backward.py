@@ -66,6 +66,16 @@ class Lit(pl.LightningModule):
     def training_step(self, batch, batch_idx):
         return self.loss(batch)
 """,
+        """
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(batch))
+        if accelerator.sync_gradients and max_grad_norm != 0:
+            accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+""",
     ),
     invalid=(
         """

@@ -78,6 +78,16 @@ for batch in loader:
     optimizer.step()
     optimizer.zero_grad()
 """,
+        """
+use_amp = False
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+for x, y in loader:
+    opt.zero_grad()
+    scaler.scale(loss_fn(model(x), y)).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(opt)
+    scaler.update()
+""",
     ),
     invalid=(
         """
