@@ -28,11 +28,12 @@ def _walk(file, loop, walk, only_one):
                 yield finding
 
 
-def discards(file, loop, walk, z_index, only_one) -> bool:
-    """Is the clear at `z_index` of the walk this rule's finding (it throws away a backward's
-    gradients before the step meant to use them)?  GL007 asks: the step after such a clear
-    finds no gradients, but the misplaced call is the clear, and it gets one finding."""
-    return any(e.kind == B for e in walk.events[:z_index]) and _judge(file, loop, walk, z_index, only_one) is not None
+def discarding_clears(file, loop) -> frozenset:
+    """Keys of the clears this rule reports in `loop` (in any walk).  GL007 asks: the step
+    after such a clear finds no gradients, but the misplaced call is the clear, and it gets
+    one finding."""
+    only_one = len(stepped_optimizers(loop)) == 1
+    return frozenset(finding.event.key for walk in walks(loop) for finding in _walk(file, loop, walk, only_one))
 
 
 def _pending(file, events, z_index, optimizer, only_one) -> list[int]:

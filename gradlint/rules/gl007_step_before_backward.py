@@ -5,20 +5,23 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
-from gradlint.rules.gl002_zero_grad_discards import discards
+from gradlint.rules.gl002_zero_grad_discards import discarding_clears
 from gradlint.rules.registry import Rule
 
 
 def check(file):
     for loop in file.loops:
         only_one = len(stepped_optimizers(loop)) == 1
+        discarding = None
         for walk in walks(loop):
             for i in walk.first_iteration():
                 found = step_before_backward(file, walk, i, only_one)
                 if found is None:
                     continue
                 cleared, later = found
-                if cleared >= 0 and discards(file, loop, walk, cleared, only_one):
+                if cleared >= 0 and discarding is None:
+                    discarding = discarding_clears(file, loop)
+                if cleared >= 0 and walk.events[cleared].key in discarding:
                     continue  # the clear sits between a backward and this step: GL002's one finding
                 step = walk.events[i]
                 if cleared >= 0:
