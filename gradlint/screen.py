@@ -395,7 +395,8 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
         for name in names
     } | set(callees)
     # A function is needed only when code the model walks can call it (loops.py inlines
-    # helpers and closures by name); bindings.py reads no function body, so the words of
+    # helpers and closures by name), or when an assignment reached calls it: bindings.py
+    # reads what it returns (`sched = make_sched(opt)`).  Otherwise the words of
     # assignments, class headers and imports reach classes, imports and assignments only.
     callables: dict[tuple[str, str], list] = {}
     bound: dict[str, list] = {}
@@ -434,15 +435,18 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
     def add_text(start: int, end: int) -> None:
         add(_WORD.findall("\n".join(lines[start - 1 : end])))
 
+    def call(kind: str, word: str, depth: int) -> None:
+        if depth_of.get((kind, word), depth + 1) > depth:
+            depth_of[kind, word] = depth
+            heapq.heappush(by_depth, (depth, kind, word))
+
     def add_code(node: ast.AST, depth: int) -> None:
         bare, self_calls, closures, names = _resolved_names(node, eventish, aliases)
         calls = [(FUNCTION, bare), (METHOD, self_calls)] if depth < MAX_HELPER_DEPTH else []
         for kinds, words in calls + [((FUNCTION, METHOD), closures)]:
             for kind in kinds if isinstance(kinds, tuple) else (kinds,):
                 for word in words:
-                    if depth_of.get((kind, word), depth + 2) > depth + 1:
-                        depth_of[kind, word] = depth + 1
-                        heapq.heappush(by_depth, (depth + 1, kind, word))
+                    call(kind, word, depth + 1)
         add(bare | self_calls | names)
 
     for loop in candidates:
@@ -472,6 +476,8 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
                 if node is not None:
                     partial.setdefault(unit.top, []).append(node)  # this assignment, not its function
                     add(_assignment_needs(node))
+                    if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+                        call(FUNCTION, node.value.func.id, 1)  # a factory: what it returns
                     continue
                 needed.add(unit.top)
                 add_text(*span)

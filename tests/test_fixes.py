@@ -209,6 +209,29 @@ def test_a_fix_that_would_add_a_finding_is_dropped_and_said_so():
     assert line.startswith("GL005 line 5: Move the clip before scaler.step(opt) was dropped: it would add GL006")
 
 
+def test_no_fix_moves_a_scheduler_told_its_epoch():
+    # issue 19: moving `sched.step(epoch)` after the inner loop delays the schedule by one epoch
+    source = (
+        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 3)\nfor epoch in range(3):\n"
+        "    sched.step(epoch)\n    for x, y in loader:\n        opt.zero_grad()\n        f(x, y).backward()\n"
+        "        opt.step()\n"
+    )
+    assert fixed_by_session(source).text == source
+
+
+def test_no_step_is_moved_where_its_optimizer_already_steps():
+    # the step at the top belongs in the warm-up branch; moving it after the other path's
+    # backward would step twice there (and never in the warm-up)
+    source = (
+        "for i, (x, y) in enumerate(loader):\n    opt.step()\n    opt.zero_grad()\n    loss = f(x, y)\n"
+        "    if i < warmup:\n        loss.backward()\n        continue\n    (loss + g(x)).backward()\n"
+        "    opt.step()\n"
+    )
+    outcome = fixed_by_session(source)
+    assert outcome.text == source
+    assert [line.split(":")[0] for line in outcome.not_fixed] == ["GL007 line 2"]
+
+
 def test_a_statement_never_moves_out_of_its_block():
     source = (
         "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    if ready:\n"

@@ -92,6 +92,69 @@ def test_same_condition_takes_the_same_side():
     assert [p.deferred for p in paths if len(p.events) == 1] == [frozenset({"opt"})]
 
 
+def shapes(loop):
+    return sorted("".join(e.kind for e in p.events) for p in iteration_paths(loop))
+
+
+def test_a_guard_keeps_its_meaning_inside_and_and_or():
+    # `a and b` true means a true; `a or b` false means both false; and a part decided
+    # earlier decides the whole (issue 19: `if accelerator.sync_gradients and max_norm > 0:`)
+    m = model(
+        "import torch\n"
+        "for i, x in enumerate(data):\n"
+        "    loss.backward()\n"
+        "    if sync and max_norm > 0:\n"
+        "        torch.nn.utils.clip_grad_norm_(net.parameters(), 1)\n"
+        "    if sync:\n"
+        "        opt.step()\n"
+        "    if not (first or not sync):\n"
+        "        opt.zero_grad()\n"
+    )
+    assert shapes(m.loops[0]) == ["B", "BCS", "BCSZ", "BS", "BSZ"]
+    m = model(
+        "import torch\n"
+        "for i, x in enumerate(data):\n"
+        "    loss.backward()\n"
+        "    if sync:\n"
+        "        opt.step()\n"
+        "    if (warm and sync) and max_norm > 0:\n"
+        "        torch.nn.utils.clip_grad_norm_(net.parameters(), 1)\n"
+    )
+    assert shapes(m.loops[0]) == ["B", "BS", "BSC"]
+    m = model(
+        "import torch\n"
+        "for i, x in enumerate(data):\n"
+        "    loss.backward()\n"
+        "    if sync:\n"
+        "        opt.step()\n"
+        "    if warm:\n"
+        "        opt.zero_grad()\n"
+        "    if sync and warm:\n"
+        "        torch.nn.utils.clip_grad_norm_(net.parameters(), 1)\n"
+    )
+    assert shapes(m.loops[0]) == ["B", "BS", "BSZC", "BZ"]
+
+
+def test_the_else_of_a_step_test_is_off_the_boundary_and_counters_skip_the_first_iteration():
+    m = model(
+        "import torch\n"
+        "sched = torch.optim.lr_scheduler.StepLR(opt, 3)\n"
+        "for i, x in enumerate(data):\n"
+        "    if i > 0:\n"
+        "        sched.step()\n"
+        "    if warmup > 0:\n"
+        "        sched.step()\n"
+        "    loss.backward()\n"
+        "    if (i + 1) % k == 0:\n"
+        "        opt.step()\n"
+        "    else:\n"
+        "        opt.zero_grad()\n"
+    )
+    loop = m.loops[0]
+    assert [(e.kind, e.skips_first) for e in loop.events if e.kind == "L"] == [("L", True), ("L", False)]
+    assert [(e.kind, e.off_boundary) for e in loop.events if e.kind in "SZ"] == [("S", False), ("Z", True)]
+
+
 def test_invariant_condition_is_the_same_in_both_iterations():
     m = model(
         "for x in data:\n"

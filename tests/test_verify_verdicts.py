@@ -74,6 +74,12 @@ def test_scheduler_before_first_step_is_gl008():
     assert codes(log(B(10), lr, S(13))) == [("GL008", 12)]
 
 
+def test_scheduler_told_its_epoch_is_not_gl008():
+    # `sched.step(epoch)` before the first step sets the schedule's position: nothing is skipped
+    lr = ("L", 12, {"oid": 1, "scheduler": "sched", "state": has(1), "positioned": True})
+    assert codes(log(B(10), lr, S(13))) == []
+
+
 # --- issue 12: verdicts that meet the rule contract --------------------------------------------
 
 

@@ -9,9 +9,12 @@ variants labelled with the rule that must fire.  gradlint (the installed
 CLI, `--isolated --output-format json`) checks the originals and the
 mutants.  A mutant is *detected* when a finding with the expected code lies
 inside the mutated loop.  A mutant whose original already has that code in
-that loop proves nothing and is counted apart.  Prints the per-rule table
-and the clean files with findings; --report appends the table and every
-undetected mutant's diff to a Markdown file.
+that loop proves nothing and is counted apart.  Every finding a mutant has
+beyond its original's is new: of the expected code it is right, of any other
+code it is a cascade (one misplaced call must give one finding), and
+precision is right / new.  Prints the per-rule table and the clean files
+with findings; --report appends the table and every undetected mutant's
+diff to a Markdown file.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +52,8 @@ class Case:
     mutant: Mutant
     file: Path  # where the mutant was written
     status: str = ""  # detected, missed, preexisting
+    right: int = 0  # new findings of the mutant's code
+    cascades: int = 0  # new findings of other codes
 
 
 def gradlint_findings(paths: list[Path]) -> dict[str, list[dict]]:
@@ -92,6 +97,18 @@ def judge(mutant: Mutant, clean_findings: list[dict], mutant_findings: list[dict
     return "missed"
 
 
+def new_findings(mutant: Mutant, clean_findings: list[dict], mutant_findings: list[dict]) -> tuple[int, int]:
+    """(right, cascades): the mutant's findings beyond its original's (counted per code), of
+    the mutant's own code and of other codes."""
+    new = Counter(f["code"] for f in mutant_findings) - Counter(f["code"] for f in clean_findings)
+    right = new.pop(mutant.code, 0)
+    return right, sum(new.values())
+
+
+def precision(right: int, cascades: int) -> float:
+    return right / (right + cascades) if right + cascades else 1.0
+
+
 def study(sources: list[Path], workdir: Path, label_root: Path):
     cases: list[Case] = []
     skips = []
@@ -112,7 +129,9 @@ def study(sources: list[Path], workdir: Path, label_root: Path):
     mutated = gradlint_findings([c.file.resolve() for c in cases])
     for case in cases:
         m = case.mutant
-        case.status = judge(m, clean.get(str(case.source_path.resolve()), []), mutated.get(str(case.file.resolve()), []))
+        before, after = clean.get(str(case.source_path.resolve()), []), mutated.get(str(case.file.resolve()), [])
+        case.status = judge(m, before, after)
+        case.right, case.cascades = new_findings(m, before, after)
     return cases, skips, clean, originals
 
 
@@ -120,7 +139,12 @@ def table(cases: list[Case]) -> tuple[str, dict]:
     counts = {rule: defaultdict(int) for rule in RULES}
     for case in cases:
         counts[case.mutant.code][case.status] += 1
-    rows = ["| rule | mutants | detected | rate | missed | original already fired |", "|---|---|---|---|---|---|"]
+        counts[case.mutant.code]["right"] += case.right
+        counts[case.mutant.code]["cascades"] += case.cascades
+    rows = [
+        "| rule | mutants | detected | rate | missed | original already fired | cascades | precision |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     rates = {}
     for rule in RULES:
         c = counts[rule]
@@ -128,7 +152,12 @@ def table(cases: list[Case]) -> tuple[str, dict]:
         rate = c["detected"] / total if total else None
         rates[rule] = rate
         shown = f"{100 * rate:.1f}%" if rate is not None else "-"
-        rows.append(f"| {rule} | {total} | {c['detected']} | {shown} | {c['missed']} | {c['preexisting']} |")
+        rows.append(
+            f"| {rule} | {total} | {c['detected']} | {shown} | {c['missed']} | {c['preexisting']} | "
+            f"{c['cascades']} | {precision(c['right'], c['cascades']):.3f} |"
+        )
+    right, cascades = sum(c.right for c in cases), sum(c.cascades for c in cases)
+    rows.append(f"\nprecision over all mutants: {precision(right, cascades):.3f} ({cascades} cascade findings)")
     return "\n".join(rows), rates
 
 

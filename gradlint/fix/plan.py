@@ -148,6 +148,10 @@ def _gl007(raw, file):
             if event.kind not in (B, U, C) or event.via != step.via:
                 break
             last = event
+    if last in events and _stepped_next(events[events.index(last) + 1 :], step):
+        # that backward already has its step (`if warmup: B; continue` ... `B; S`): moving this
+        # one there would step twice; moving the backward up would leave the other step bare
+        return []
     down = move(file.lines, step, last, after=True, description=f"Move {step.text} after {last.text}")
     up = _move_up(file, backward, step, f"Move {backward.text} before {step.text}")
     plain = (
@@ -156,6 +160,16 @@ def _gl007(raw, file):
         else None
     )
     return [down, up, plain]
+
+
+def _stepped_next(following: list[Event], step: Event) -> bool:
+    """Is the first step or backward of `following` (source order) another step of `step`'s optimizer?"""
+    for event in following:
+        if event.kind == B:
+            return False
+        if event.kind == S and event.optimizer == step.optimizer and event.key != step.key:
+            return True
+    return False
 
 
 def _move_up(file, moved: Event, anchor: Event, description: str) -> Optional[Fix]:

@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from gradlint.model import events as api
-from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, last, root, target_names
+from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, keyword_argument, last, root, target_names
 from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
@@ -242,7 +242,7 @@ class Bindings(Numbering):
     def finish(self) -> None:
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
-        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags"):
+        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values"):
             self.__dict__.pop(name, None)
         # handlers of an object built by an iteration runner (`trainer = Engine(step)`)
         handlers = [
@@ -386,7 +386,8 @@ class Bindings(Numbering):
     def _union(self, a: str, b: str) -> None:
         ra, rb = self._find(a), self._find(b)
         if ra != rb:
-            low, high = sorted((ra, rb))
+            # the representative names the object in messages: `student`, not `self.student`
+            low, high = sorted((ra, rb), key=lambda name: (root(name) == "self", name))
             self._parent[high] = low
             self._parent.setdefault(low, low)
 
@@ -451,6 +452,11 @@ class Bindings(Numbering):
             return OPTIMIZER
         if name in self.classes:
             return self._kind_of_class(name, depth)
+        returned = self.returned_values(callee)
+        if returned:
+            # `sched = make_sched(opt)` where `def make_sched(opt): return StepLR(opt, 10)`
+            kinds = {self._kind_of_value(v, depth + 1) for v in returned} - {None}
+            return kinds.pop() if len(kinds) == 1 and kinds <= _MADE_BY_FACTORIES else None
         source = self._alias_source(value)
         if source is not None:
             return self.kind(source, depth + 1)
@@ -482,11 +488,47 @@ class Bindings(Numbering):
         return name in api.OPTIMIZER_CLASSES or name in api.OPTIMIZER_FACTORIES
 
     def is_plateau_scheduler(self, name: str) -> bool:
-        for value in self.assigns.get(name, ()):
-            if isinstance(value, cst.Call):
-                if last(self.imports.qualify(dotted(value.func)) or "") in api.PLATEAU_SCHEDULERS:
-                    return True
-        return False
+        return any(self._builds_plateau(value, 0) for value in self.assigns.get(name, ()))
+
+    def _builds_plateau(self, value: cst.BaseExpression, depth: int) -> bool:
+        if not isinstance(value, cst.Call) or depth > _MAX_DEPTH:
+            return False
+        callee = self.imports.qualify(dotted(value.func)) or ""
+        if last(callee) in api.PLATEAU_SCHEDULERS:
+            return True
+        return any(self._builds_plateau(v, depth + 1) for v in self.returned_values(callee))
+
+    def returned_values(self, callee: str) -> tuple:
+        """What the one function of the file that a bare call `callee(...)` runs returns (the
+        values of its `return` statements, not those of defs inside it); () if none or unknown."""
+        if not callee or "." in callee or self.imports.is_imported(callee):
+            return ()
+        cache = self.__dict__.setdefault("_returned", {})
+        if callee not in cache:
+            found = self.helper_function(callee)
+            returns = _Returns()
+            if found is not None:
+                walk(found[0].body, returns)
+            cache[callee] = tuple(returns.values)
+        return cache[callee]
+
+    def scaler_disabled(self, name: Optional[str]) -> bool:
+        """Is `name` a GradScaler built with `enabled=False`, or with `enabled=` a name the file
+        only ever sets to False?  Its scale() returns the loss as is: nothing to unscale."""
+        values = list(self._values_following_aliases(name)) if name else []
+        return bool(values) and all(
+            isinstance(v, cst.Call)
+            and last(self.imports.qualify(dotted(v.func)) or "") in api.GRAD_SCALERS
+            and self._only_false(keyword_argument(v, "enabled"), 0)
+            for v in values
+        )
+
+    def _only_false(self, node: Optional[cst.BaseExpression], depth: int) -> bool:
+        if isinstance(node, cst.Name) and node.value == "False":
+            return True
+        name = dotted(node) if node is not None else None
+        values = self.assigns.get(name, ()) if name and depth < _MAX_DEPTH else ()
+        return bool(values) and all(self._only_false(v, depth + 1) for v in values)
 
     def is_optimizer(self, name: Optional[str]) -> bool:
         if name is None:
@@ -596,6 +638,43 @@ class Bindings(Numbering):
             out |= part
         return out
 
+    def fresh_member(self, name: str) -> bool:
+        """`distiller.proj` when `distiller = Distiller(...)` (a class of the file) and every
+        method of Distiller sets `self.proj` to new parameters: a torch.nn layer, or a
+        module built from none of the method's arguments.  (Not `self.backbone =
+        student.encoder`: that is the argument's.)"""
+        owner, _, attr = name.rpartition(".")
+        if not owner or "." in owner:
+            return False
+        cls = self.instance_class(owner)
+        if cls is None:
+            return False
+        values = self._members(cls).get(attr)
+        return bool(values) and all(self._new_parameters(value, params) for value, params in values)
+
+    def _members(self, cls: str) -> dict:
+        """`attr` -> [(value, names of the method's arguments)] of every `self.attr = value` in cls."""
+        cache = self.__dict__.setdefault("_member_values", {})
+        if cls not in cache:
+            members = _Members()
+            for method in self.classes[cls].methods.values():
+                members.arguments = frozenset(p.name.value for p in method.params.params[1:]) | frozenset(
+                    p.name.value for p in method.params.kwonly_params
+                )
+                walk(method.body, members)
+            cache[cls] = members.values
+        return cache[cls]
+
+    def _new_parameters(self, value: cst.BaseExpression, arguments: frozenset) -> bool:
+        if not isinstance(value, cst.Call) or self._alias_source(value) is not None:
+            return False
+        callee = self.imports.qualify(dotted(value.func)) or ""
+        if callee.startswith("torch.nn.") and last(callee) not in _MODULE_CONTAINERS and last(callee)[:1].isupper():
+            return True  # a layer: its arguments are sizes, not modules
+        words = _Words()
+        walk(value, words)
+        return last(callee)[:1].isupper() and not words.names & arguments
+
     def instance_class(self, name: str) -> Optional[str]:
         """The class of the file that every assignment of `name` instantiates (`agent = Agent()`)."""
         found = set()
@@ -623,6 +702,8 @@ class Bindings(Numbering):
             return False
         if "." in ca and "." in cb and ca.rsplit(".", 1)[0] == cb.rsplit(".", 1)[0]:
             return True  # siblings: model.backbone and model.head are different submodules
+        if self.fresh_member(ca) or self.fresh_member(cb):
+            return True  # `distiller.proj`, a layer Distiller builds itself, is no part of `student`
         # Objects built separately, or parts of such objects (`agent` and `rnd_model.predictor`),
         # unless one was built from the other (`model = Wrapper(backbone)` holds backbone).
         ra, rb = (ca, cb) if self.constructed_here(a) and self.constructed_here(b) else (root(ca), root(cb))
@@ -638,6 +719,57 @@ class Bindings(Numbering):
             if root(other) in words.names:
                 return True
         return False
+
+
+# Kinds a function of the file can hand back that make its call that object (item: a
+# scheduler factory); a module or a value it returns stays unknown, as before.
+_MADE_BY_FACTORIES = frozenset({SCHEDULER, OPTIMIZER, SCALER})
+# torch.nn classes that hold the modules they are given, not parameters of their own.
+_MODULE_CONTAINERS = frozenset("Sequential ModuleList ModuleDict DataParallel".split())
+
+
+class _Returns(cst.CSTVisitor):
+    """The values of a function body's `return` statements (not those of defs inside it)."""
+
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
+
+
+class _Members(cst.CSTVisitor):
+    """`self.attr = value` of the methods walked, with the arguments of each method."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list] = {}
+        self.arguments: frozenset = frozenset()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._member(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._member(node.target, node.value)
+
+    def _member(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        name = dotted(target)
+        if name and name.startswith("self.") and name.count(".") == 1:
+            self.values.setdefault(name[len("self.") :], []).append((value, self.arguments))
 
 
 class _Words(cst.CSTVisitor):

@@ -33,6 +33,7 @@ from gradlint.model.events import (
     Z,
     ZERO_GRAD_METHODS,
 )
+from gradlint.model.names import keyword_argument
 from gradlint.model.walk import walk
 
 # --- classification -------------------------------------------------------------
@@ -47,11 +48,6 @@ def _positional(call: cst.Call) -> list[cst.BaseExpression]:
     return [a.value for a in call.args if a.keyword is None and not a.star]
 
 
-def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
 
 
 def _is_false(node: Optional[cst.BaseExpression]) -> bool:
@@ -114,7 +110,7 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
         return ctx.event(B, call)
 
     if method in ZERO_GRAD_METHODS:
-        flag = _is_false(_keyword(call, "set_to_none")) or (
+        flag = _is_false(keyword_argument(call, "set_to_none")) or (
             bool(_positional(call)) and _is_false(_positional(call)[0])
         )
         if receiver is None:
@@ -125,8 +121,10 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
 
     if method == "backward":
         if isinstance(receiver_node, cst.Call) and isinstance(receiver_node.func, cst.Attribute):
-            if receiver_node.func.attr.value == "scale" and bindings.is_scaler(ctx.name(receiver_node.func.value)):
-                return ctx.event(B, call, scaled=True)
+            scaler = ctx.name(receiver_node.func.value)
+            if receiver_node.func.attr.value == "scale" and bindings.is_scaler(scaler):
+                # `GradScaler(enabled=False)` scales nothing
+                return ctx.event(B, call, scaled=not bindings.scaler_disabled(scaler))
         return ctx.event(B, call)
     if method in MANUAL_BACKWARD_METHODS:
         return ctx.event(B, call)
@@ -184,7 +182,7 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
 def _measures_only(call: cst.Call) -> bool:
     """`clip_grad_norm_(params, float('inf'))` only computes the norm (for logging): not a clip."""
     args = _positional(call)
-    limit = _keyword(call, "max_norm") or _keyword(call, "clip_value") or (args[1] if len(args) > 1 else None)
+    limit = keyword_argument(call, "max_norm") or keyword_argument(call, "clip_value") or (args[1] if len(args) > 1 else None)
     if limit is None and len(args) == 1 and isinstance(call.func, cst.Attribute):
         limit = args[0]  # model.clip_grad_norm_(max_norm)
     if limit is None:

@@ -27,6 +27,10 @@ class Event:
     plateau: bool = False  # L of a ReduceLROnPlateau-style scheduler
     sync_only: bool = False  # S or Z inside `with accelerator.accumulate(...)`
     accumulation_guarded: bool = False  # runs only under an accumulation condition
+    # on the other side of an accumulation step test (`if (i+1) % k == 0: S else: Z`):
+    # runs on exactly the iterations that skip the step
+    off_boundary: bool = False
+    skips_first: bool = False  # under a condition false on the loop's first iteration (`if epoch > 0:`)
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
     manual: bool = False  # S by hand: parameters updated from their own gradients
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here

@@ -16,7 +16,7 @@ from typing import Optional
 
 from gradlint.model.event import Event
 from gradlint.model.events import S
-from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested
+from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, steps_in
 
 MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
 NORMAL, CONTINUE, BREAK, RETURN = "normal", "continue", "break", "return"
@@ -62,19 +62,6 @@ class Walk:
         return [i for i, it in enumerate(self.iteration) if it == 0]
 
 
-def _stepped(nodes) -> frozenset:
-    """The optimizers that some path through `nodes` steps."""
-    out: set = set()
-    for node in nodes:
-        if isinstance(node, Event) and node.kind == S:
-            out.add(node.optimizer)
-        elif isinstance(node, Branch):
-            out |= _stepped(node.then) | _stepped(node.orelse)
-        elif isinstance(node, (Nested, Helper)):
-            out |= _stepped(node.body)
-    return frozenset(out)
-
-
 def _run(nodes, states: list[_State]) -> list[_State]:
     for node in nodes:
         active = [s for s in states if s.status == NORMAL]
@@ -108,20 +95,33 @@ def _step(node, state: _State) -> list[_State]:
 
 
 def _branch(node: Branch, state: _State) -> list[_State]:
-    sides = [True, False]
-    taken = state.decided(node.key)
-    if taken is not None:
-        sides = [taken]
     out: list[_State] = []
-    for side in sides:
-        decisions = state.decisions | {(node.key, side, node.invariant)}
+    for side in (True, False):
+        implied = node.then_implies if side else node.else_implies
+        if not _possible(node, side, state):
+            continue
+        decisions = state.decisions | {(node.key, side, node.invariant)} | frozenset(implied)
         body = node.then if side else node.orelse
         other = node.orelse if side else node.then
         deferred = state.deferred
         if node.accumulation:
-            deferred = deferred | (_stepped(other) - _stepped(body))
+            deferred = deferred | (steps_in(other) - steps_in(body))
         out.extend(_run(body, [_State(state.events, decisions, NORMAL, deferred)]))
     return out
+
+
+def _possible(node: Branch, side: bool, state: _State) -> bool:
+    """Can this side be taken after the decisions of the path so far?  Not when the condition
+    (or a part of it: `a` of `a and b`) went the other way, nor when the parts that decide the
+    other side all went that way already."""
+    taken = state.decided(node.key)
+    if taken is not None:
+        return taken == side
+    implied = node.then_implies if side else node.else_implies
+    if any(state.decided(key) not in (None, part) for key, part, _ in implied):
+        return False
+    other = node.else_implies if side else node.then_implies
+    return not (other and all(state.decided(key) == part for key, part, _ in other))
 
 
 def _next_iteration(state: _State) -> _State:
@@ -191,3 +191,28 @@ def _walks(loop: LoopModel) -> list[Walk]:
             if first.exits:
                 result.append(Walk(first.events, (0,) * len(first.events), (first,)))
     return result or []
+
+
+def conditional(loop: LoopModel) -> dict:
+    """The events that run only under a condition, by key: True when the condition can
+    change between iterations (`if i > 10:`, `if i % 100 == 0:`), so the event runs only
+    on some of them; False when every condition around it is one the loop never changes
+    (`if use_amp:`: every iteration alike).  Events that always run are absent."""
+    if loop.conditional is None:
+        found: dict = {}
+        _conditional(loop.body, None, found)
+        loop.conditional = found
+    return loop.conditional
+
+
+def _conditional(nodes, varying, found: dict) -> None:
+    for node in nodes:
+        if isinstance(node, Event):
+            if varying is not None:
+                found[node.key] = varying or found.get(node.key, False)
+        elif isinstance(node, Branch):
+            inner = bool(varying) or not node.invariant
+            _conditional(node.then, inner, found)
+            _conditional(node.orelse, inner, found)
+        elif isinstance(node, (Nested, Helper)):
+            _conditional(node.body, varying, found)

@@ -38,6 +38,10 @@ class Branch:
     invariant: bool  # names nothing the loop assigns: same side in every iteration
     then: list["Node"]
     orelse: list["Node"]
+    # What each side says of the conditions it is made of, as (key, side, invariant):
+    # the `then` of `a and b` has a and b true, the `else` of `a or b` has both false.
+    then_implies: tuple = ()
+    else_implies: tuple = ()
 
 
 @dataclass
@@ -73,6 +77,7 @@ class LoopModel:
     # that loop reports them, so this one does not
     foreign: frozenset = frozenset()
     walks: Optional[list] = field(default=None, repr=False, compare=False)  # flow.walks() fills it
+    conditional: Optional[dict] = field(default=None, repr=False, compare=False)  # flow.conditional() fills it
 
     def has(self, kind: str) -> bool:
         return any(e.kind == kind for e in self.events)
@@ -318,6 +323,21 @@ class Builder:
         # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, then, orelse = test.expression, orelse, then
+        key, accumulation, invariant = self.condition(test, ctx)
+        # A guard keeps its meaning inside `and`/`or`: `if accelerator.sync_gradients and
+        # max_norm > 0:` runs only on sync steps, so it takes the side `if accelerator.sync_gradients:` takes.
+        then_implies = self.implied(test, cst.And, True, ctx)
+        else_implies = self.implied(test, cst.Or, False, ctx)
+        if accumulation:
+            then_steps, else_steps = steps_in(then), steps_in(orelse)
+            then = _mark(then, accumulation_guarded=True, off_boundary=bool(else_steps - then_steps))
+            orelse = _mark(orelse, accumulation_guarded=True, off_boundary=bool(then_steps - else_steps))
+        if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
+            then = _mark(then, skips_first=True)
+        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies)
+
+    def condition(self, test: cst.BaseExpression, ctx: Context) -> tuple[str, bool, bool]:
+        """A condition's key (its text), whether it is an accumulation test, whether it is loop-invariant."""
         names = ExpressionNames()
         walk(test, names)
         key = " ".join(self.module.code_for_node(test).split())
@@ -329,9 +349,19 @@ class Builder:
         )
         assigned = ctx.assigned
         varying = names.has_call or any(n in assigned or root(n) in assigned for n in names.names)
-        if accumulation:
-            then, orelse = _mark_accumulation(then), _mark_accumulation(orelse)
-        return Branch(key, accumulation, not (varying or accumulation), then, orelse)
+        return key, accumulation, not (varying or accumulation)
+
+    def implied(self, test: cst.BaseExpression, operator: type, side: bool, ctx: Context) -> tuple:
+        """(key, side, invariant) of each operand of an `and` chain (operator And, for its
+        `then`) or an `or` chain (Or, for its `else`); () for any other condition."""
+        parts = _parts(test, operator, side)
+        if len(parts) < 2:
+            return ()
+        out = []
+        for atom, atom_side in parts:
+            key, _, invariant = self.condition(atom.with_changes(lpar=(), rpar=()), ctx)
+            out.append((key, atom_side, invariant))
+        return tuple(out)
 
     def match_statement(self, stmt: cst.Match, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.subject, ctx)
@@ -505,20 +535,73 @@ class Builder:
         return Span(start.line, start.col, start.line, start.col + 3)
 
 
-def _mark_accumulation(nodes: list[Node]) -> list[Node]:
-    """Flag events that only run on an accumulation boundary."""
+def _mark(nodes: list[Node], **flags) -> list[Node]:
+    """Set these Event flags (only the true ones) on every event of `nodes`, at any depth:
+    `accumulation_guarded` for events that run only on an accumulation boundary, and so on."""
+    flags = {name: value for name, value in flags.items() if value}
+    if not flags:
+        return nodes
     out: list[Node] = []
     for node in nodes:
         if isinstance(node, Event):
-            out.append(replace(node, accumulation_guarded=True))
+            out.append(replace(node, **flags))
         elif isinstance(node, Branch):
-            out.append(Branch(node.key, node.accumulation, node.invariant,
-                              _mark_accumulation(node.then), _mark_accumulation(node.orelse)))
+            out.append(replace(node, then=_mark(node.then, **flags), orelse=_mark(node.orelse, **flags)))
         elif isinstance(node, (Nested, Helper)):
-            out.append(type(node)(_mark_accumulation(node.body)))
+            out.append(type(node)(_mark(node.body, **flags)))
         else:
             out.append(node)
     return out
+
+
+def steps_in(nodes) -> frozenset:
+    """The optimizers that some path through `nodes` steps."""
+    out: set = set()
+    for node in nodes:
+        if isinstance(node, Event) and node.kind == api.S:
+            out.add(node.optimizer)
+        elif isinstance(node, Branch):
+            out |= steps_in(node.then) | steps_in(node.orelse)
+        elif isinstance(node, (Nested, Helper)):
+            out |= steps_in(node.body)
+    return frozenset(out)
+
+
+def _parts(test: cst.BaseExpression, operator: type, side: bool) -> list[tuple[cst.BaseExpression, bool]]:
+    """The operands of an `and` (or `or`) chain, at any nesting of that operator, each
+    with the side it must take when the chain is `side`: `not x` is x on the other side."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, operator):
+        return _parts(test.left, operator, side) + _parts(test.right, operator, side)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return [(test.expression, not side)]
+    return [(test, side)]
+
+
+# `x > 0`, `x >= 1`, `x != 0` on a counter the loop advances: false while it is still 0,
+# that is on the loop's first iteration (`it > 1` after `it += 1` too).
+_FIRST_FALSE = {cst.GreaterThan: 0, cst.GreaterThanEqual: 1, cst.NotEqual: 0}
+_MIRRORED = {cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual, cst.NotEqual: cst.NotEqual}
+
+
+def _false_at_first(atom: cst.BaseExpression, side: bool, assigned: frozenset) -> bool:
+    """Is `atom` surely not `side` on the first iteration: a counter of the loop compared
+    with a bound it has not passed yet when it starts from zero?"""
+    if not side or not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
+        return False
+    target = atom.comparisons[0]
+    left, op, right = atom.left, type(target.operator), target.comparator
+    if isinstance(left, cst.Integer) and op in _MIRRORED:  # `0 < epoch`
+        left, op, right = right, _MIRRORED[op], left
+    counter = dotted(left)
+    if counter is None or not (counter in assigned or root(counter) in assigned):
+        return False  # a setting (`if warmup_epochs > 0:`) is the same on every iteration
+    if op not in _FIRST_FALSE or not isinstance(right, cst.Integer):
+        return False
+    try:
+        bound = int(right.evaluated_value)
+    except (TypeError, ValueError):
+        return False
+    return bound >= _FIRST_FALSE[op] if op is not cst.NotEqual else bound == 0
 
 
 def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> None:

@@ -32,6 +32,14 @@ def target_names(target: cst.BaseExpression) -> list[str]:
     return [name] if name else []
 
 
+def keyword_argument(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    """The value of `name=` in the call, or None."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
 def root(name: str) -> str:
     return name.split(".", 1)[0]
 

@@ -7,7 +7,10 @@ from typing import Optional
 
 from gradlint.findings import Fix
 from gradlint.model.event import Event
+from gradlint.model.events import S, Z
+from gradlint.model.flow import conditional
 from gradlint.model.loops import LoopModel
+from gradlint.model.params import coverage
 
 
 @dataclass(frozen=True)
@@ -54,3 +57,21 @@ def later_in_iteration(walk, index: int, kind: str) -> Optional[Event]:
         if walk.events[j].kind == kind:
             return walk.events[j]
     return None
+
+
+def may_clear(file, clear: Event, optimizer: str) -> bool:
+    """Can `clear` reset (some of) the parameters `optimizer` steps?  Unknown counts as yes."""
+    return coverage(file, [clear], optimizer) is not False
+
+
+def sometimes_cleared(file, loop: LoopModel, optimizer: str) -> list[Event]:
+    """The clears of `optimizer`, when every one of them runs only on some iterations (`if i >
+    10: opt.zero_grad()`) while its steps run on every one; else [].  The iterations that
+    skip the clear pile up gradients: GL001's bug, not a clear of the wrong target (GL003)."""
+    some = conditional(loop)
+    steps = [e for e in loop.events if e.kind == S and e.optimizer == optimizer]
+    if not steps or any(some.get(e.key) or e.accumulation_guarded for e in steps):
+        return []
+    clears = [e for e in loop.events if e.kind == Z and may_clear(file, e, optimizer)]
+    return clears if clears and all(some.get(e.key) for e in clears) else []
+

@@ -2,7 +2,8 @@
 
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at, may_clear, sometimes_cleared
+from gradlint.rules.gl007_step_before_backward import steps_before_backward
 from gradlint.rules.registry import Rule
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
@@ -10,18 +11,26 @@ CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 
 def check(file):
     for loop in file.loops:
-        if loop.has(Z) or not (loop.has(B) and loop.has(S)):
-            continue  # a loop that clears anything is GL003's to judge
+        if not (loop.has(B) and loop.has(S)):
+            continue
         # Which parameters a backward reaches is unknown, so each optimizer is
         # followed on its own: a backward after its step piles onto what it used.
         # In order of first step: a set would make the message depend on the hash seed.
-        optimizers = dict.fromkeys(e.optimizer for e in loop.events if e.kind == S)
+        optimizers = {e.optimizer: [] for e in loop.events if e.kind == S}
+        if loop.has(Z):
+            # A loop that clears is GL003's to judge, but for an optimizer whose every
+            # clear runs only on some iterations: the others never clear it.
+            optimizers = {o: sometimes_cleared(file, loop, o) for o in optimizers if o is not None}
+            optimizers = {o: clears for o, clears in optimizers.items() if clears}
+        early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
         for walk in walks(loop):
-            for optimizer in optimizers:
-                yield from _follow(loop, walk, optimizer)
+            for optimizer, clears in optimizers.items():
+                for finding in _follow(file, loop, walk, optimizer, clears):
+                    if not (clears and finding.related[0][0].key in early):
+                        yield finding  # (a step before its backward is GL007's one finding)
 
 
-def _follow(loop, walk, optimizer):
+def _follow(file, loop, walk, optimizer, clears):
     state, writer, consumer = CLEAN, None, None
     for event in walk.events:
         if event.kind == B:
@@ -31,28 +40,33 @@ def _follow(loop, walk, optimizer):
                 state, writer = STALE, event
             elif state == CLEAN:
                 state = FRESH
+        elif event.kind == Z:
+            if may_clear(file, event, optimizer):
+                state = CLEAN
         elif event.kind == S and event.optimizer == optimizer:
             if event.clears:
                 state = CLEAN
                 continue
             if state == STALE:
-                yield _finding(loop, writer, consumer, event)
+                yield _finding(loop, writer, consumer, event, clears)
             state, consumer = CONSUMED, event
 
 
-def _finding(loop, writer, consumer, step):
+def _finding(loop, writer, consumer, step, clears):
+    if clears:
+        cleared = f"{at(clears[0])} runs only on some iterations, so the others do not clear them"
+    else:
+        cleared = "nothing in this loop clears them"
     if consumer == step:
         message = (
             f"{writer.text} adds to gradients that {at(step)} already used in the previous iteration: "
-            "nothing in this loop clears them (call zero_grad() once per step)"
+            f"{cleared} (call zero_grad() once per step)"
         )
         related = ((step, "the step that uses the piled-up gradients"),)
     else:
-        message = (
-            f"{writer.text} adds to gradients that {at(consumer)} already used: "
-            f"nothing in this loop clears them before {at(step)}"
-        )
+        message = f"{writer.text} adds to gradients that {at(consumer)} already used: {cleared} before {at(step)}"
         related = ((step, "the step that uses the piled-up gradients"), (consumer, "the step that used them first"))
+    related += tuple((z, "a clear that only some iterations run") for z in clears[:1])
     return RawFinding("GL001", message, writer, related, loop)
 
 
@@ -109,6 +123,15 @@ for i, (x, y) in enumerate(loader):
     loss.backward()  # expect: GL001
     if (i + 1) % 4 == 0:
         optimizer.step()
+""",
+        """
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, (x, y) in enumerate(loader):
+    if i % 100 == 0:
+        print(i)
+        opt.zero_grad()
+    loss_fn(model(x), y).backward()  # expect: GL001
+    opt.step()
 """,
     ),
 )

@@ -28,6 +28,14 @@ def _walk(file, loop, walk, only_one):
                 yield finding
 
 
+def discarding_clears(file, loop) -> frozenset:
+    """Keys of the clears this rule reports in `loop` (in any walk).  GL007 asks: the step
+    after such a clear finds no gradients, but the misplaced call is the clear, and it gets
+    one finding."""
+    only_one = len(stepped_optimizers(loop)) == 1
+    return frozenset(finding.event.key for walk in walks(loop) for finding in _walk(file, loop, walk, only_one))
+
+
 def _pending(file, events, z_index, optimizer, only_one) -> list[int]:
     """Indexes of the backward passes before `z_index` whose gradients `optimizer` has not
     used yet: since its last step or clear.  Each optimizer on its own: another
@@ -103,7 +111,10 @@ def _judge(file, loop, walk, z_index, only_one):
                 lost = events[here]
                 lost_when = at(lost)
                 fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
-            elif accumulated and not z.accumulation_guarded:
+            elif accumulated and (z.off_boundary or not z.accumulation_guarded):
+                # (a clear under another accumulation test may start the next window:
+                # `if i % k == 0: Z` ... `if (i + 1) % k == 0: S`; the `else:` of the step's
+                # own test surely runs between a micro-batch and its step)
                 lost = events[accumulated[-1]]
                 lost_when = at_earlier(lost, z, walk.iteration[accumulated[-1]] != walk.iteration[z_index])
             else:
@@ -188,6 +199,14 @@ for batch in loader:
         accelerator.backward(loss)
         optimizer.step()
         model.zero_grad()  # expect: GL002
+""",
+        """
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    if (i + 1) % k == 0:
+        opt.step()
+    else:
+        opt.zero_grad()  # expect: GL002
 """,
     ),
 )

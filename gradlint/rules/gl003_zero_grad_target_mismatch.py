@@ -1,9 +1,10 @@
 """GL003: the loop clears, but not the parameters an optimizer steps."""
 
 from gradlint.model.events import B, S, Z
-from gradlint.model.flow import walks
+from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
-from gradlint.rules.base import RawFinding, at
+from gradlint.rules.base import RawFinding, at, at_earlier
+from gradlint.rules.gl007_step_before_backward import steps_before_backward
 from gradlint.rules.registry import Rule
 
 
@@ -64,11 +65,18 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
         # Accumulation windows clear and step under two conditions the paths cannot
         # correlate (`if i % k == 0: clear` ... `if (i + 1) % k == 0: step`): GL001/GL002's.
         return
+    # A module whose every clear runs only under a condition piles up gradients when it is
+    # false: a clear skipped, not a clear of the wrong target (GL001's question, or none).
+    skipped = {m for m in modules if _only_sometimes(file, loop, clears, optimizer, m)}
+    early = None  # steps GL007 reports: re-applying gradients is part of that one finding
     for walk in walks(loop):
-        for module in sorted(modules):
+        for module in sorted(modules - skipped):
             found = _follow_module(file, walk.events, optimizer, module)
-            if found is not None:
-                step, consumer = found
+            if found is not None and early is None:
+                early = steps_before_backward(file, loop)
+            if found is not None and found[0].key not in early:
+                step, consumer, index, used_at = found
+                other_iteration = walk.iteration[used_at] != walk.iteration[index]
                 misplaced = [z for z in clears if _next_step(loop, z) == optimizer and not _clears(file, z, optimizer, module)]
                 if misplaced:
                     blamed = misplaced[0]
@@ -76,10 +84,17 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
                         f"{blamed.text} does not clear {module}, whose gradients {at(consumer)} already used: "
                         f"{at(step)} applies them again"
                     )
+                elif consumer.key == step.key:  # its own previous run: never cite its own line
+                    blamed = step
+                    message = (
+                        f"{step.text} steps {module} with gradients that it already used in the previous "
+                        f"iteration: no clear of {module} runs between them"
+                    )
                 else:
                     blamed = step
                     message = (
-                        f"{step.text} steps {module} with gradients that {at(consumer)} already used: "
+                        f"{step.text} steps {module} with gradients that "
+                        f"{at_earlier(consumer, step, other_iteration)} already used: "
                         f"no clear of {module} runs between them"
                     )
                 yield RawFinding(
@@ -92,16 +107,25 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
                 return
 
 
+def _only_sometimes(file, loop, clears, optimizer, module) -> bool:
+    """Do all the clears of `module` run only under a condition (on some iterations, or in
+    some configurations: `if use_amp:`)?  Skipping a clear is no clear of the wrong target."""
+    mine = [z for z in clears if _clears(file, z, optimizer, module)]
+    guarded = conditional(loop)
+    return bool(mine) and all(z.key in guarded for z in mine)
+
+
 def _clears(file, z, optimizer, module) -> bool:
     """Does `z` reset `module`'s gradients?  Unknown counts as yes (precision first)."""
     return clears_module(file, z, optimizer, module) is not False
 
 
 def _follow_module(file, events, optimizer, module):
-    """(step of `optimizer`, earlier step) when `module`'s used gradients reach that step."""
+    """(step of `optimizer`, earlier step, their indexes) when `module`'s used gradients
+    reach that step."""
     b = file.bindings
-    state, consumer = CLEAN, None
-    for event in events:
+    state, consumer, used_at = CLEAN, None, -1
+    for index, event in enumerate(events):
         if event.kind == Z and _clears(file, event, optimizer, module):
             state = CLEAN
         elif event.kind == S and event.clears:
@@ -110,9 +134,9 @@ def _follow_module(file, events, optimizer, module):
             state = FRESH if state == CLEAN else STALE if state == CONSUMED else state
         elif event.kind == S and steps_module(file, event.optimizer, module):
             if state == STALE and b.same(event.optimizer, optimizer):
-                return event, consumer
+                return event, consumer, index, used_at
             if state != CLEAN:
-                state, consumer = CONSUMED, event
+                state, consumer, used_at = CONSUMED, event, index
     return None
 
 
@@ -195,6 +219,20 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
     model.head.zero_grad()  # expect: GL003
     loss_fn(model(x), y).backward()
+    opt.step()
+""",
+        """
+class Distiller(nn.Module):
+    def __init__(self, student):
+        super().__init__()
+        self.student = student
+        self.proj = nn.Linear(8, 16)
+student = Net()
+distiller = Distiller(student)
+opt = torch.optim.SGD([{"params": student.parameters()}, {"params": distiller.proj.parameters()}], lr=0.1)
+for x, y in loader:
+    student.zero_grad()  # expect: GL003
+    loss_fn(distiller(x), y).backward()
     opt.step()
 """,
     ),

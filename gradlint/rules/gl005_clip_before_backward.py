@@ -1,19 +1,14 @@
 """GL005: a clip before the backward whose gradients the next step uses."""
 
 from gradlint.fix import move
-from gradlint.model.events import B, S, Z
+from gradlint.model.events import S
 from gradlint.rules.base import RawFinding, at_later
-from gradlint.rules.clip_placement import clips_with_walks, next_of, step_before
+from gradlint.rules.clip_placement import clips_before_backward, next_of
 from gradlint.rules.registry import Rule
 
 
 def check(file):
-    for loop, walk, i in clips_with_walks(file):
-        if step_before(walk, i) is not None:
-            continue  # GL004's case
-        following = next_of(walk, i, B + S + Z)
-        if following is None or following.kind != B:
-            continue
+    for loop, walk, i, following in clips_before_backward(file):
         clip = walk.events[i]
         later_iteration = walk.iteration[walk.events.index(following, i)] != walk.iteration[i]
         step = next_of(walk, walk.events.index(following, i), S)
@@ -70,6 +65,16 @@ for i, (x, y) in enumerate(loader):
 class Lit(pl.LightningModule):
     def training_step(self, batch, batch_idx):
         return self.loss(batch)
+""",
+        """
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(batch))
+        if accelerator.sync_gradients and max_grad_norm != 0:
+            accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        optimizer.zero_grad()
 """,
     ),
     invalid=(

@@ -3,16 +3,20 @@
 from gradlint.model.events import B, C, S, U
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
+from gradlint.rules.clip_placement import misplaced_clips
 from gradlint.rules.registry import Rule
 
 
 def check(file):
+    misplaced = None
     for loop in file.loops:
         if not any(e.kind == C and not e.unscales for e in loop.events):
             continue
+        if misplaced is None:
+            misplaced = misplaced_clips(file)  # GL004's or GL005's: moving the clip is the one finding
         for walk in walks(loop):
             for i, clip in enumerate(walk.events):
-                if clip.kind != C or clip.unscales:
+                if clip.kind != C or clip.unscales or clip.key in misplaced:
                     continue
                 backward = _last_backward_or_unscale(walk.events, i)
                 if backward is None or backward.kind != B or not backward.scaled:
@@ -73,6 +77,16 @@ for batch in loader:
     accelerator.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     optimizer.zero_grad()
+""",
+        """
+use_amp = False
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+for x, y in loader:
+    opt.zero_grad()
+    scaler.scale(loss_fn(model(x), y)).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(opt)
+    scaler.update()
 """,
     ),
     invalid=(

@@ -5,24 +5,25 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
+from gradlint.rules.gl002_zero_grad_discards import discarding_clears
 from gradlint.rules.registry import Rule
 
 
 def check(file):
     for loop in file.loops:
         only_one = len(stepped_optimizers(loop)) == 1
+        discarding = None
         for walk in walks(loop):
             for i in walk.first_iteration():
+                found = step_before_backward(file, walk, i, only_one)
+                if found is None:
+                    continue
+                cleared, later = found
+                if cleared >= 0 and discarding is None:
+                    discarding = discarding_clears(file, loop)
+                if cleared >= 0 and walk.events[cleared].key in discarding:
+                    continue  # the clear sits between a backward and this step: GL002's one finding
                 step = walk.events[i]
-                if step.kind != S or step.closure:
-                    continue
-                # Each optimizer on its own: a backward counts for it only after its last clear.
-                cleared = _last_clear(file, walk.events[:i], step.optimizer, only_one)
-                if any(e.kind == B for e in walk.events[cleared + 1 : i]):
-                    continue
-                later = later_in_iteration(walk, i, B)
-                if later is None:
-                    continue
                 if cleared >= 0:
                     consequence = (
                         f"it finds no gradients at all after {at(walk.events[cleared])}, "
@@ -38,6 +39,33 @@ def check(file):
                     loop,
                     move(file.lines, step, later, after=True, description=f"Move {step.text} after {later.text}"),
                 )
+
+
+def steps_before_backward(file, loop) -> frozenset:
+    """Keys of the steps this rule reports in `loop`.  Other rules leave them alone: a step
+    before its backward also re-applies or piles up gradients, but it is one misplaced call."""
+    only_one = len(stepped_optimizers(loop)) == 1
+    return frozenset(
+        walk.events[i].key
+        for walk in walks(loop)
+        for i in walk.first_iteration()
+        if step_before_backward(file, walk, i, only_one) is not None
+    )
+
+
+def step_before_backward(file, walk, i, only_one):
+    """(index of the step's optimizer's last clear or -1, the backward after it) when the event
+    at `i` is a step with no backward for it since that clear and a backward later in its
+    iteration; else None."""
+    step = walk.events[i]
+    if step.kind != S or step.closure:
+        return None
+    # Each optimizer on its own: a backward counts for it only after its last clear.
+    cleared = _last_clear(file, walk.events[:i], step.optimizer, only_one)
+    if any(e.kind == B for e in walk.events[cleared + 1 : i]):
+        return None
+    later = later_in_iteration(walk, i, B)
+    return None if later is None else (cleared, later)
 
 
 def _last_clear(file, events, optimizer, only_one) -> int:

@@ -14,7 +14,9 @@ def check(file):
         for walk in walks(loop):
             for i in walk.first_iteration():
                 sched = walk.events[i]
-                if sched.kind != L or sched.plateau:
+                if sched.kind != L or sched.plateau or sched.has_args or sched.skips_first:
+                    # `sched.step(epoch)` sets the position itself; under `if epoch > 0:` the
+                    # step at the top of an iteration is the previous iteration's last
                     continue
                 if any(e.kind == S for e in walk.events[:i]):
                     continue
@@ -70,6 +72,25 @@ for x, y in loader:
     opt.step()
     sched.step()
 """,
+        """
+sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+for epoch in range(10):
+    sched.step(epoch)
+    for x, y in loader:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+""",
+        """
+sched = torch.optim.lr_scheduler.ExponentialLR(opt, 0.9)
+for epoch in range(10):
+    if epoch > 0:
+        sched.step()
+    for x, y in loader:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+""",
     ),
     invalid=(
         """
@@ -89,6 +110,16 @@ for batch in loader:
     optimizer.zero_grad()
     model(batch).backward()
     optimizer.step()
+""",
+        """
+def make_sched(opt):
+    return torch.optim.lr_scheduler.StepLR(opt, 10)
+sched = make_sched(opt)
+for x, y in loader:
+    sched.step()  # expect: GL008
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    opt.step()
 """,
     ),
 )

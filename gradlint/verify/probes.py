@@ -1008,6 +1008,7 @@ def _scheduler_step(original):
         return rec.around(
             "L", frames, lambda: original(self, *args, **kwargs), api="scheduler.step", oid=oid, scheduler=label,
             cls=type(self).__name__, plateau=isinstance(self, _sched_module.ReduceLROnPlateau),
+            positioned=bool(args or kwargs),  # step(epoch): the schedule is set to that position
         )
 
     step.__wrapped__ = original

@@ -15,7 +15,7 @@ GL005        a clip followed by another backward into the same gradients
 GL006        a clip on gradients written through an enabled GradScaler with no
              unscale_ since;
 GL007        a step with no backward into its parameters since its last step;
-GL008        a scheduler step before its optimizer's first step, or while that
+GL008        a scheduler step (without an explicit epoch) before its optimizer's first step, or while that
              optimizer has fresh gradients it has not stepped yet.
 
 A detection remembers every line of the user's stack at the events that
@@ -464,8 +464,8 @@ class Analysis:
                 return
 
     def _on_L(self, i, event):
-        if event.raw.get("plateau") or event.raw.get("error"):
-            return
+        if event.raw.get("plateau") or event.raw.get("error") or event.raw.get("positioned"):
+            return  # `sched.step(epoch)` sets its position itself: stepping first skips nothing
         oid = event.raw.get("oid")
         if oid is None:
             return
