@@ -9,6 +9,7 @@ their blocks cheaply; it runs only for files that have a fixable finding.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Optional
 
@@ -35,6 +36,8 @@ class Statements:
         self.lines = source.splitlines(keepends=True)
         self.tree = ast.parse(source)
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
+        self._reads: Optional[dict[str, list[int]]] = None  # name -> sorted lines that read it
+        self._binds: Optional[tuple[list[int], list[frozenset]]] = None  # statements' first lines, names bound
         self._index(self.tree, ())
 
     def _index(self, node: ast.AST, chain: tuple) -> None:
@@ -82,10 +85,42 @@ class Statements:
         """Is any of `names` read on lines first..last?"""
         if not names:
             return False
-        return any(
-            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names and first <= n.lineno <= last
-            for n in ast.walk(self.tree)
-        )
+        if self._reads is None:  # built once: a walk of the tree per fix made many fixes quadratic
+            self._reads = {}
+            for n in ast.walk(self.tree):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    self._reads.setdefault(n.id, []).append(n.lineno)
+            for numbers in self._reads.values():
+                numbers.sort()
+        for name in names:
+            numbers = self._reads.get(name, ())
+            i = bisect_left(numbers, first)
+            if i < len(numbers) and numbers[i] <= last:
+                return True
+        return False
+
+    def binds_between(self, first: int, last: int, names: set[str]) -> bool:
+        """Does a statement starting on lines first..last bind one of `names` (anywhere inside it)?"""
+        if not names:
+            return False
+        if self._binds is None:  # built once, as _reads
+            starts: list[tuple[int, frozenset]] = []
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.stmt):
+                    bound = frozenset(
+                        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    )
+                    if bound:
+                        starts.append((node.lineno, bound))
+            starts.sort(key=lambda pair: pair[0])
+            self._binds = ([line for line, _ in starts], [bound for _, bound in starts])
+        lines, bound = self._binds
+        i = bisect_left(lines, first)
+        while i < len(lines) and lines[i] <= last:
+            if not names.isdisjoint(bound[i]):
+                return True
+            i += 1
+        return False
 
     def whole(self, stmt: ast.stmt, chain: tuple) -> Optional[Statement]:
         first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
