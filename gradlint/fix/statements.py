@@ -13,6 +13,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Optional
 
+from gradlint import python_ast
+
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -34,7 +36,7 @@ class Statements:
 
     def __init__(self, source: str):
         self.lines = source.splitlines(keepends=True)
-        self.tree = ast.parse(source)
+        self.tree = python_ast.parse(source)  # the check's own tree of the file (read, never changed)
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
         self._reads: Optional[dict[str, list[int]]] = None  # name -> sorted lines that read it
         self._binds: Optional[tuple[list[int], list[frozenset]]] = None  # statements' first lines, names bound
