@@ -242,17 +242,25 @@ async def keystrokes(text: str, line: int, repeat: int) -> tuple[float, int]:
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    return statistics.median(times), count
+    return min(times), count  # wall time, what a user waits; load only ever adds to it
 
 
 def cli_seconds(path: str, repeat: int) -> float:
-    """Median wall time of `gradlint check --no-cache path` in a fresh process."""
+    """The least CPU time (user + system) of `gradlint check --no-cache path` in a fresh process:
+    other load on a shared machine only ever adds to it."""
+    import resource
     import subprocess
 
-    def run() -> None:
-        subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", path], capture_output=True, check=False)
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
 
-    return median_time(run, repeat)
+    times = []
+    for _ in range(repeat):
+        before = cpu()
+        subprocess.run([sys.executable, "-m", "gradlint", "check", "--no-cache", path], capture_output=True, check=False)
+        times.append(cpu() - before)
+    return min(times)
 
 
 def keystroke_targets(lines: int, repeat: int) -> list[tuple[str, float, float]]:
@@ -269,11 +277,12 @@ def keystroke_targets(lines: int, repeat: int) -> list[tuple[str, float, float]]
             handle.write(ONE_LOOP)
         full = cli_seconds(module, repeat) - cli_seconds(one_loop, repeat)
     keystroke, count = asyncio.run(keystrokes(text, line, repeat))
+    ratio = keystroke / full if full > 0 else float("inf")  # a negative difference: the load swamped it
     print(f"\nkeystroke: a one-line edit on line {line + 1} of a {lines:,}-line module ({count} diagnostics)")
-    print(f"  full analysis (CLI check minus a one-loop file's) {full:7.3f} s")
-    print(f"  edit -> diagnostics                              {keystroke:7.3f} s   {keystroke / full:5.2f} x the full analysis")
+    print(f"  full analysis (CLI check minus a one-loop file's, CPU) {full:7.3f} s")
+    print(f"  edit -> diagnostics (wall, least of {repeat})          {keystroke:7.3f} s   {ratio:5.2f} x the full analysis")
     return [
-        (f"keystroke / full analysis <= {KEYSTROKE_RATIO}", keystroke / full, KEYSTROKE_RATIO),
+        (f"keystroke / full analysis <= {KEYSTROKE_RATIO}", ratio, KEYSTROKE_RATIO),
         (f"keystroke seconds <= {KEYSTROKE_SECONDS}", keystroke, KEYSTROKE_SECONDS),
     ]
 
