@@ -136,8 +136,9 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-async def round_trips(text: str, repeat: int) -> tuple[float, float, int]:
-    """(didOpen -> diagnostics, didChange -> diagnostics) median seconds, and the diagnostic count."""
+async def started_server():
+    """A real server over stdio (debounce 0): (client, the diagnostics published per version,
+    a coroutine function that waits for a version's)."""
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
@@ -160,6 +161,21 @@ async def round_trips(text: str, repeat: int) -> tuple[float, float, int]:
         while version not in arrived:
             event.clear()
             await asyncio.wait_for(event.wait(), 120)
+
+    return client, arrived, until_version
+
+
+async def stopped(client) -> None:
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+
+
+async def round_trips(text: str, repeat: int) -> tuple[float, float, int]:
+    """(didOpen -> diagnostics, didChange -> diagnostics) median seconds, and the diagnostic count."""
+    from lsprotocol import types
+
+    client, arrived, until_version = await started_server()
 
     # warm up: the first check imports libcst and the rules
     warm_uri = "file:///benchmark/warm.py"
@@ -189,36 +205,15 @@ async def round_trips(text: str, repeat: int) -> tuple[float, float, int]:
         )
         await until_version(version)
         changes.append(time.perf_counter() - start)
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    await stopped(client)
     return statistics.median(opens), statistics.median(changes), count
 
 
 async def keystrokes(text: str, line: int, repeat: int) -> tuple[float, int]:
     """(median seconds from a one-line incremental didChange to its diagnostics, their count)."""
     from lsprotocol import types
-    from pygls.lsp.client import LanguageClient
 
-    client = LanguageClient("lsp-benchmark", "1")
-    arrived: dict[int, list] = {}
-    event = asyncio.Event()
-
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def publish(params: types.PublishDiagnosticsParams):
-        arrived[params.version] = list(params.diagnostics)
-        event.set()
-
-    await client.start_io(sys.executable, "-m", "gradlint", "lsp")
-    await client.initialize_async(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options={"debounce_ms": 0})
-    )
-    client.initialized(types.InitializedParams())
-
-    async def until_version(version: int) -> None:
-        while version not in arrived:
-            event.clear()
-            await asyncio.wait_for(event.wait(), 120)
+    client, arrived, until_version = await started_server()
 
     uri = "file:///benchmark/keystroke.py"
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 0, text)))
@@ -239,9 +234,7 @@ async def keystrokes(text: str, line: int, repeat: int) -> tuple[float, int]:
         if version > 1:  # the first edit warms what an edit alone touches
             times.append(time.perf_counter() - start)
     count = len(arrived[repeat + 1])
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    await stopped(client)
     return min(times), count  # wall time, what a user waits; load only ever adds to it
 
 

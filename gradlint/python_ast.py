@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import warnings
-from typing import Optional
 
 _last: list[tuple[str, ast.Module]] = []  # newest first, at most two
 
