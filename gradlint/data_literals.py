@@ -16,10 +16,12 @@ is a strict subset of Python's (decimal numbers with their exact rules:
 no `01`, no `1__0`; signs; commas; brackets), so if the emptied text parses
 with an empty display at that place, the original parses too, with a display
 of constants there, and the rest of both texts is the same code.  It is
-emptied only when, in the emptied text's ast, it is the whole value of an
-assignment to plain names and nothing but a comment follows it on its last
-line: then no node outside it moves, no call, condition or event text holds
-it, and the only column that changes is the assignment's own end.  Anything
+emptied only when, in the emptied text's ast, it is the whole value of a
+top-level assignment to plain names and nothing but a comment follows it on
+its last line: then no node outside it moves, no call, condition or event
+text holds it, no loop or helper contains it, no statement a fix moves or
+inserts next to ends on its lines, and the only column that changes is the
+assignment's own end.  Anything
 else (a display inside a string or a call, a subscript, a file that does
 not parse) keeps the original text.  Comments, and so `# noqa`, are read
 from the original (suppressions), and fixes edit the original: positions
@@ -124,8 +126,8 @@ def _emptied(source: str, regions: list[tuple[int, int]]) -> tuple[str, list[int
 
 
 def _assigned(source: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The regions that are the whole value of an assignment to plain names, alone on their last line
-    (judged in the text with every region emptied: emptying one changes no string, comment or
+    """The regions that are the whole value of a top-level assignment to plain names, alone on their
+    last line (judged in the text with every region emptied: emptying one changes no string, comment or
     bracket around another)."""
     emptied, starts = _emptied(source, regions)
     try:
@@ -133,7 +135,7 @@ def _assigned(source: str, regions: list[tuple[int, int]]) -> list[tuple[int, in
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return []
     values: dict[tuple[int, int], ast.AST] = {}
-    for node in ast.walk(tree):
+    for node in tree.body:  # top-level statements: none is inside a loop, a helper or a block a fix moves
         if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
             value = node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:

@@ -44,6 +44,8 @@ def test_a_big_numeric_literal_keeps_its_brackets_and_line_ends(small_literals):
         "y = a[1, 2, 3, 4, 5]\n",
         "a, b = [1, 2, 3, 4, 5]\n",  # unpacked: the count of elements matters
         "self.x = [1, 2, 3, 4, 5]\n",
+        "def f():\n    x = [1, 2, 3, 4, 5]\n",  # not at the top level: a fix may move a block it ends
+        "for i in y:\n    x = [1, 2, 3, 4, 5]\n",
         "s = '[1, 2, 3, 4, 5]'\n",  # in a string
         "s = '''\n[1, 2, 3, 4, 5]\n'''\n",
         "# x = [1, 2, 3, 4, 5]\n",
