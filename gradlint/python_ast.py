@@ -6,8 +6,10 @@ so the last tree is remembered and handed out again for an equal text.
 A file written for a newer Python than this one gets the tree of its text
 with the newer syntax blanked (gradlint/newer_syntax.py), positions kept.
 The engine forgets it when its check ends (a 50,000-line file's tree is
-tens of megabytes).  Only one tree is kept: another thread's text (the
-language server) simply does not match and is parsed again.
+tens of megabytes).  The last two trees are kept: the file's own (the
+guard, the screen, and the statements a fix moves) and the screened text's
+(the position table).  Another thread's text (the language server) simply
+does not match and is parsed again.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from typing import Optional, Union
+from typing import Union
 
-# The last text and its tree, or the SyntaxError it raises (the guard, the screen and the
-# position table all ask, and a buffer being typed in the editor often does not parse).
-_last: Optional[tuple[str, Union[ast.Module, SyntaxError]]] = None
+# The last two texts and their trees, or the SyntaxError each raises (the guard, the screen
+# and the position table all ask, and a buffer being typed in the editor often does not parse);
+# newest first.
+_last: list[tuple[str, Union[ast.Module, SyntaxError]]] = []
 # A newer construct starts on the line CPython stops at: without one of these words there,
 # the error is a real one and the text is not scanned (newer_syntax.py).
 _NEWER_HINT = re.compile(r"""(?<![\w.])(?:type|def|class|except)(?!\w)|(?<!\w)(?:[fF][rR]?|[rR][fF])["']""")
@@ -29,11 +32,11 @@ def parse(source: str) -> ast.Module:
     """`ast.parse(source)` without warnings (invalid escapes are the user's business); raises as it
     does, but reads syntax newer than the running Python."""
     global _last
-    last = _last
-    if last is not None and (last[0] is source or last[0] == source):
-        if isinstance(last[1], SyntaxError):
-            raise last[1]
-        return last[1]
+    for known in list(_last):
+        if known[0] is source or known[0] == source:
+            if isinstance(known[1], SyntaxError):
+                raise known[1]
+            return known[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -42,9 +45,9 @@ def parse(source: str) -> ast.Module:
             try:
                 tree = _parse_newer(source, error)
             except SyntaxError as final:
-                _last = (source, final)
+                _last = [(source, final)] + _last[:1]
                 raise
-    _last = (source, tree)
+    _last = [(source, tree)] + _last[:1]
     return tree
 
 
@@ -66,4 +69,4 @@ def _parse_newer(source: str, error: SyntaxError) -> ast.Module:
 
 def forget() -> None:
     global _last
-    _last = None
+    _last = []

@@ -423,3 +423,25 @@ def test_diff_on_stdin(monkeypatch, capsys):
     _feed(monkeypatch, FIXABLE["GL002"].encode())
     code, out, err = run_cli(capsys, "--diff", "-", "--stdin-filename", "train.py")
     assert code == 1 and out.startswith("--- a/train.py\n+++ b/train.py\n") and "+    opt.step()\n" in out
+
+
+def test_the_fixes_of_many_findings_read_the_file_once(monkeypatch):
+    """Each fix used to join the file's lines, hash the text and walk its whole ast again: a
+    file with thousands of findings (one per loop) spent time quadratic in its size on fixes."""
+    import ast
+
+    import gradlint.fix as fix
+
+    loop = (
+        "    for x, y in loader:\n        opt.zero_grad()\n        loss = model(x).sum()\n"
+        "        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        loss.backward()\n        opt.step()\n"
+    )
+    source = "import torch\ndef train(model, opt, loader):\n" + loop * 30
+    builds, walks = [], []
+    real_build, real_walk = fix._statements, ast.walk
+    monkeypatch.setattr(fix, "_statements", lambda text: builds.append(1) or real_build(text))
+    monkeypatch.setattr(ast, "walk", lambda node: (walks.append(1) if isinstance(node, ast.Module) else None) or real_walk(node))
+    findings = check_source(source, "t.py", EVERYTHING).findings
+    assert [f.code for f in findings] == ["GL005"] * 30 and all(f.fix is not None for f in findings)
+    assert len(builds) == 1  # one Statements per file
+    assert len(walks) <= 2  # names read and names bound: each indexed in one walk of the tree, not one per fix

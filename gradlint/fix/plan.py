@@ -181,11 +181,8 @@ def _move_up(file, moved: Event, anchor: Event, description: str) -> Optional[Fi
     if home is None or there is None or there.first >= home.first:
         return None
     read = {n.id for n in ast.walk(home.node) if isinstance(n, ast.Name)}
-    for node in ast.walk(found.tree):
-        if isinstance(node, ast.stmt) and there.first <= node.lineno < home.first:
-            for target in ast.walk(node):
-                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store) and target.id in read:
-                    return None
+    if found.binds_between(there.first, home.first - 1, read):
+        return None
     return move(file.lines, moved, anchor, after=False, description=description)
 
 

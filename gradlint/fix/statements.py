@@ -36,9 +36,10 @@ class Statements:
 
     def __init__(self, source: str):
         self.lines = source.splitlines(keepends=True)
-        self.tree = python_ast.parse(source)  # also code for a newer Python
+        self.tree = python_ast.parse(source)  # the check's own tree of the file (read, never changed; also code for a newer Python)
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
         self._reads: Optional[dict[str, list[int]]] = None  # name -> sorted lines that read it
+        self._binds: Optional[tuple[list[int], list[frozenset]]] = None  # statements' first lines, names bound
         self._index(self.tree, ())
 
     def _index(self, node: ast.AST, chain: tuple) -> None:
@@ -98,6 +99,29 @@ class Statements:
             i = bisect_left(numbers, first)
             if i < len(numbers) and numbers[i] <= last:
                 return True
+        return False
+
+    def binds_between(self, first: int, last: int, names: set[str]) -> bool:
+        """Does a statement starting on lines first..last bind one of `names` (anywhere inside it)?"""
+        if not names:
+            return False
+        if self._binds is None:  # built once, as _reads
+            starts: list[tuple[int, frozenset]] = []
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.stmt):
+                    bound = frozenset(
+                        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                    )
+                    if bound:
+                        starts.append((node.lineno, bound))
+            starts.sort(key=lambda pair: pair[0])
+            self._binds = ([line for line, _ in starts], [bound for _, bound in starts])
+        lines, bound = self._binds
+        i = bisect_left(lines, first)
+        while i < len(lines) and lines[i] <= last:
+            if not names.isdisjoint(bound[i]):
+                return True
+            i += 1
         return False
 
     def whole(self, stmt: ast.stmt, chain: tuple) -> Optional[Statement]:
