@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import glob
-import hashlib
 import logging
 import os
 import pathlib
@@ -20,23 +19,7 @@ import pytest
 
 from gradlint.verify import redirect
 from gradlint.verify.overlay import Overlay, written
-
-
-def tree_digest(root) -> dict:
-    """Every path under root with its kind and content (links: their target)."""
-    digest = {}
-    for folder, dirs, files in os.walk(root):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            key = os.path.relpath(path, root)
-            if os.path.islink(path):
-                digest[key] = "link:" + os.readlink(path)
-            elif os.path.isdir(path):
-                digest[key] = "dir"
-            else:
-                with open(path, "rb") as handle:
-                    digest[key] = hashlib.sha256(handle.read()).hexdigest()
-    return digest
+from trees import tree_digest
 
 
 class View:

@@ -619,3 +619,16 @@ def written(root: str, removed=()) -> list[dict]:
         if _lstat_or_none(root + p) is None:
             entries.append({"action": "delete", "path": p})
     return entries
+
+
+def keep(root: str, destination: str) -> None:
+    """Copy the overlay to `destination` (--keep-writes), its links re-pointed to their copies there."""
+    root, destination = os.path.realpath(root), os.path.abspath(destination)
+    shutil.copytree(root, destination, symlinks=True, dirs_exist_ok=True)
+    for folder, dirs, files in os.walk(destination):
+        for name in dirs + files:
+            link = os.path.join(folder, name)
+            target = os.readlink(link) if os.path.islink(link) else ""
+            if target.startswith(root + os.sep):
+                os.unlink(link)
+                os.symlink(destination + target[len(root):], link)
