@@ -149,6 +149,16 @@ def test_rename_a_real_folder_takes_its_files_and_hides_the_old_name(view):
     assert raised.value.errno == errno.ENOENT
 
 
+def test_a_temporary_file_of_verifys_own_moved_into_place_and_back(view, tmp_path):
+    own = tmp_path / "gradlint-verify-test" / "scratch"
+    own.mkdir()
+    (own / "tmp123").write_text("atomic")
+    os.replace(own / "tmp123", "config.json")  # TMPDIR is verify's: the atomic-save idiom across folders
+    assert read("config.json") == "atomic" and not (own / "tmp123").exists()
+    os.rename("train.log", own / "moved.log")
+    assert (own / "moved.log").read_text() == "old\n" and not os.path.exists("train.log")
+
+
 def test_rename_onto_a_non_empty_folder_is_refused_as_by_the_os(view):
     with pytest.raises(OSError) as raised:
         os.rename("empty", "data")

@@ -390,33 +390,35 @@ class Overlay:
     def rename(self, src, dst, *, src_dir_fd=None, dst_dir_fd=None):
         s = None if src_dir_fd is not None else self.virtual(src)
         d = None if dst_dir_fd is not None else self.virtual(dst)
-        if s is None and d is None:
+        if (s is None and d is None) or src_dir_fd is not None or dst_dir_fd is not None:
             return _rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
-        if s is None or d is None:  # between verify's folders and the script's: as across devices
-            raise _error(errno.EXDEV, src)
-        source = self.view_stat(s, follow=False)
+        # one side may be verify's own folder (a temporary file moved into place): it is renamed for real
+        source = _lstat_or_none(src) if s is None else self.view_stat(s, follow=False)
         if source is None:
             raise _error(errno.ENOENT, src)
         if s == d:
             return None
-        target = self.view_stat(d, follow=False)
+        target = _lstat_or_none(dst) if d is None else self.view_stat(d, follow=False)
         if stat.S_ISDIR(source.st_mode):
-            if (d + os.sep).startswith(s + os.sep):
+            if s is not None and d is not None and (d + os.sep).startswith(s + os.sep):
                 raise _error(errno.EINVAL, src)
             if target is not None and not stat.S_ISDIR(target.st_mode):
                 raise _error(errno.ENOTDIR, dst)
-            if target is not None and self._names(d):
+            if target is not None and d is not None and self._names(d):
                 raise _error(errno.ENOTEMPTY, dst)
         elif target is not None and stat.S_ISDIR(target.st_mode):
             raise _error(errno.EISDIR, dst)
-        self._parent_ready(d, dst)
-        self._materialize(s)
-        if target is not None and stat.S_ISDIR(target.st_mode):
+        if d is not None:
+            self._parent_ready(d, dst)
+        if s is not None:
+            self._materialize(s)
+        if d is not None and target is not None and stat.S_ISDIR(target.st_mode):
             if _is_dir(self.upper(d)):
                 _rmdir(self.upper(d))
             self._remove_real(d, report=False)  # replaced by the source: the new folder shows only its entries
-        _rename(self.upper(s), self.upper(d))
-        self._remove_real(s)
+        _rename(src if s is None else self.upper(s), dst if d is None else self.upper(d))
+        if s is not None:
+            self._remove_real(s)
 
     replace = rename
 

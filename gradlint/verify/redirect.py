@@ -34,15 +34,20 @@ def install(overlay):
     saved = []
 
     def put(owner, name, value):
-        saved.append((owner, name, getattr(owner, name)))
+        saved.append((owner, name, vars(owner).get(name)))  # a class's staticmethod itself, not its function
         setattr(owner, name, value)
 
+    replacements = {id(io.open): (io.open, overlay.open)}
+    for name, method in OS_FUNCTIONS.items():
+        if hasattr(os, name):
+            replacements[id(getattr(os, name))] = (getattr(os, name), getattr(overlay, method))
     put(builtins, "open", overlay.open)
     put(io, "open", overlay.open)
     for name, method in OS_FUNCTIONS.items():
         if hasattr(os, name):
             put(os, name, getattr(overlay, method))
     put(shutil, "rmtree", _rmtree(overlay, shutil.rmtree))
+    _replace_captured(replacements, put)
     if "torch" in sys.modules:  # probes.install imported it; a run without torch has nothing to wrap
         _wrap_torch(overlay, put)
 
@@ -51,6 +56,42 @@ def install(overlay):
             setattr(owner, name, value)
 
     return restore
+
+
+# Modules that keep the real functions: the overlay itself, and the import system (it reads real files).
+_KEEP_REAL = ("gradlint.verify", "importlib", "_frozen_importlib", "zipimport", "builtins", "os", "posix", "io", "_io")
+_STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
+def _replace_captured(replacements: dict, put) -> None:
+    """Redirect the references to the real functions that modules took before this ran: module names
+    (tarfile's `bltn_open`, `from os import stat`) and, in the standard library, class attributes
+    (pathlib's accessor before 3.11, glob's `scandir = staticmethod(os.scandir)` in 3.13)."""
+
+    def replacement(value):
+        found = replacements.get(id(value))
+        return found[1] if found is not None and found[0] is value else None
+
+    for name, module in list(sys.modules.items()):
+        if module is None or name.partition(".")[0] in _KEEP_REAL or name.startswith(_KEEP_REAL[0]):
+            continue
+        try:
+            names = list(vars(module).items())
+        except TypeError:
+            continue
+        stdlib = (getattr(module, "__file__", None) or "").startswith(_STDLIB)
+        for attr, value in names:
+            new = replacement(value)
+            if new is not None:
+                put(module, attr, new)
+            elif stdlib and isinstance(value, type) and value.__module__ == name:
+                for class_attr, held in list(vars(value).items()):
+                    new = replacement(held.__func__ if isinstance(held, staticmethod) else held)
+                    if new is not None:
+                        try:
+                            put(value, class_attr, staticmethod(new))
+                        except TypeError:  # a type defined in C: its attributes are fixed
+                            pass
 
 
 def _rmtree(overlay, original):
