@@ -263,13 +263,15 @@ def test_written_lists_files_with_sizes_new_folders_and_removals(view):
         handle.write(b"x" * 10)
     with open("train.log", "a") as log:
         log.write("new\n")
+    os.symlink("train.log", "latest.log")
     os.remove("config.json")
     os.remove("data/a.csv")
     with open("data/a.csv", "w") as handle:  # removed, then written again: a write, not a removal
         handle.write("a")
     project = str(view.project)
     entries = written(view.overlay.root, view.removed)
-    assert {(e["action"], os.path.relpath(e["path"], project), e.get("size")) for e in entries} == {
+    assert {(e["action"], os.path.relpath(e["path"], project), e.get("size", e.get("target"))) for e in entries} == {
+        ("link", "latest.log", "train.log"),
         ("create directory", "runs", None),
         ("create directory", "runs/exp1", None),
         ("write", "runs/exp1/ckpt.pt", 10),
@@ -287,3 +289,10 @@ def test_verifys_own_folders_and_dev_are_not_redirected(view, tmp_path):
     with open(os.devnull, "w") as handle:
         handle.write("nothing")
     assert view.overlay.virtual(str(own)) is None
+
+
+def test_numpy_save_and_load_go_through_the_view(view):
+    numpy = pytest.importorskip("numpy")
+    numpy.save("data/array", numpy.arange(3))
+    assert list(numpy.load("data/array.npy")) == [0, 1, 2]
+    assert "array.npy" in os.listdir("data")

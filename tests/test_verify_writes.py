@@ -47,7 +47,7 @@ def test_a_script_that_writes_like_real_ones_is_verified_and_its_folder_is_uncha
     assert tree_digest(project) == before
     writes = {w["path"]: w for w in report["run"]["writes"]}
     assert set(writes) == {
-        "final.pt", "train.log", "outputs", "outputs/checkpoints", "outputs/config.json",
+        "final.pt", "train.log", "outputs", "outputs/checkpoints", "outputs/config.json", "outputs/config.backup.json",
         "outputs/checkpoints/step_3.pt", "outputs/checkpoints/step_4.pt",  # the script removed the older ones
     }
     assert all(w["redirected"] and not w["refused"] for w in writes.values())

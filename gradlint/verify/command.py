@@ -354,7 +354,7 @@ def _render_writes(writes: list, out: list, overlay=None) -> None:
         out.append("")
         out.append(f"the script's writes went to a copy-on-write overlay ({where}); your files are unchanged:")
         out.extend(f"    {w['action']} {w['path']}" + (f" ({_size(w['size'])})" if "size" in w else "")
-                   for w in redirected[:20])
+                   + (f" -> {w['target']}" if "target" in w else "") for w in redirected[:20])
         if len(redirected) > 20:
             out.append(f"    ... and {len(redirected) - 20} more (--format json lists them all)")
         if overlay.get("error"):

@@ -596,8 +596,8 @@ class _Listing:
 
 
 def written(root: str, removed=()) -> list[dict]:
-    """What the script left in the overlay at `root`, one report entry per path: files and links
-    with their size, folders it made, and the real paths it removed that stayed removed.  Reads
+    """What the script left in the overlay at `root`, one report entry per path: files with their
+    size, links with their target, folders it made, and the real paths it removed that stayed removed.  Reads
     the real file system (the parent calls it after the run; the tests, in a redirected process)."""
     root = os.path.realpath(root)
     entries = []
@@ -611,9 +611,12 @@ def written(root: str, removed=()) -> list[dict]:
                 if not _is_dir(p):
                     entries.append({"action": "create directory", "path": p})
                 walk(entry.path)
+            elif entry.is_symlink():
+                target = os.readlink(entry.path)
+                entries.append({"action": "link", "path": p, "target": target[len(root):]
+                                if target.startswith(root + os.sep) else target})
             else:
-                entries.append({"action": "link" if entry.is_symlink() else "write", "path": p,
-                                "size": entry.stat(follow_symlinks=False).st_size})
+                entries.append({"action": "write", "path": p, "size": entry.stat(follow_symlinks=False).st_size})
 
     if _is_dir(root):
         walk(root)

@@ -100,6 +100,8 @@ class Guard:
                 self.check("write", target)
             return
         spec = _PATH_EVENTS.get(event)
+        if spec is not None and self.overlay and event.startswith("shutil."):
+            return  # raised with the script's paths; the opens and os calls under it go to the overlay
         if spec is not None:
             action, indexes = spec
             for index in indexes:

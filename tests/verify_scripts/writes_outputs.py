@@ -1,12 +1,14 @@
 """A correct loop that writes the way real scripts do: makes an output folder, saves a
-checkpoint every step (torch.save), appends to an existing log (train.log, made by the test),
-writes its config and reads it back, keeps only the last two checkpoints (os.remove), and
-saves its final model in a finally: (the budget stop runs it).  Expected: exit 0, 5 steps;
-every write lands in verify's copy-on-write overlay, the folder it runs in is byte-for-byte
-unchanged, and the report lists the files it wrote with their sizes."""
+checkpoint every step (torch.save), appends to an existing log (train.log, made by the
+test), writes its config, reads it back and copies it (shutil.copy), keeps only the last
+two checkpoints (os.remove), and saves its final model in a finally: (the budget stop runs
+it).  Expected: exit 0, 5 steps; every write lands in verify's copy-on-write overlay, the
+folder it runs in is byte-for-byte unchanged, and the report lists the files it wrote with
+their sizes."""
 
 import json
 import os
+import shutil
 
 import torch
 from torch import nn
@@ -17,6 +19,7 @@ with open("outputs/config.json", "w") as handle:
     json.dump({"lr": 0.1, "steps": 100}, handle)
 with open("outputs/config.json") as handle:  # read back what it wrote
     config = json.load(handle)
+shutil.copy("outputs/config.json", "outputs/config.backup.json")
 model = nn.Linear(3, 1)
 opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
 try:
