@@ -13,10 +13,12 @@ import logging
 import os
 import pathlib
 import shutil
+import tarfile
 import tempfile
 
 import pytest
 
+from gradlint.verify import overlay as overlay_module
 from gradlint.verify import redirect
 from gradlint.verify.overlay import Overlay, written
 from trees import tree_digest
@@ -73,8 +75,9 @@ def test_open_r_plus_updates_a_copy_and_needs_the_file(view):
         handle.seek(0)
         handle.write("J")
     assert read("config.json") == "Jello"
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError) as raised:
         open("missing.json", "r+")
+    assert raised.value.filename == "missing.json"  # the script's path, never the overlay's
     assert not os.path.exists("missing.json")
 
 
@@ -214,6 +217,9 @@ def test_a_link_the_script_makes_cannot_reach_the_real_file(view):
     os.symlink(target, "latest")
     assert os.path.islink("latest") and read("latest") == "hello"
     assert os.readlink("latest") == target
+    # what the kernel would follow (C code writing through the link) stays in the overlay
+    stored = overlay_module._readlink(view.overlay.upper(os.path.abspath("latest")))
+    assert stored.startswith(view.overlay.root + os.sep)
     with open("latest", "w") as handle:  # writes the view's config.json, never the real one
         handle.write("through the link")
     assert read("config.json") == "through the link"
@@ -296,3 +302,11 @@ def test_numpy_save_and_load_go_through_the_view(view):
     numpy.save("data/array", numpy.arange(3))
     assert list(numpy.load("data/array.npy")) == [0, 1, 2]
     assert "array.npy" in os.listdir("data")
+
+
+def test_a_module_that_took_open_before_the_redirection_writes_into_the_view(view):
+    # tarfile, imported at the top of this file, holds the `open` it saw then as `bltn_open`
+    with tarfile.open("data.tar", "w") as archive:
+        archive.add("config.json")
+    with tarfile.open("data.tar") as archive:
+        assert archive.getnames() == ["config.json"]
