@@ -81,6 +81,10 @@ class Overlay:
             return None
         return p
 
+    def _redirected(self, path, dir_fd):
+        """virtual(path), or None for a path relative to a folder descriptor (left to the audit hook)."""
+        return None if dir_fd is not None else self.virtual(path)
+
     def upper(self, p: str) -> str:
         return self.root if p == os.sep else self.root + p
 
@@ -142,6 +146,13 @@ class Overlay:
             return _stat(held) if follow else _lstat(held)
         except (OSError, ValueError):
             return None
+
+    def _existing(self, p: str, given, follow: bool = False):
+        """p's stat in the view; FileNotFoundError (naming the script's path) when it has none."""
+        st = self.view_stat(p, follow)
+        if st is None:
+            raise _error(errno.ENOENT, given)
+        return st
 
     def real_visible(self, p: str) -> bool:
         return not self.hidden(p) and _lstat_or_none(p) is not None
@@ -242,7 +253,7 @@ class Overlay:
         return handle
 
     def os_open(self, path, flags, mode=0o777, *, dir_fd=None):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _os_open(path, flags, mode, dir_fd=dir_fd)
         if flags & _WRITE_FLAGS:
@@ -253,7 +264,7 @@ class Overlay:
         return _os_open(target, flags, mode)
 
     def stat(self, path, *, dir_fd=None, follow_symlinks=True):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
         return _stat(self.held(p, path, follow_symlinks), follow_symlinks=follow_symlinks)
@@ -262,14 +273,14 @@ class Overlay:
         return self.stat(path, dir_fd=dir_fd, follow_symlinks=False)
 
     def access(self, path, mode, *, dir_fd=None, effective_ids=False, follow_symlinks=True):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _access(path, mode, dir_fd=dir_fd, effective_ids=effective_ids, follow_symlinks=follow_symlinks)
         held = self._locate(p, follow_symlinks)
         return held is not None and _access(held, mode, effective_ids=effective_ids, follow_symlinks=follow_symlinks)
 
     def readlink(self, path, *, dir_fd=None):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _readlink(path, dir_fd=dir_fd)
         target = self._link_target(self.held(p, path, follow=False))
@@ -347,7 +358,7 @@ class Overlay:
         return cwd
 
     def mkdir(self, path, mode=0o777, *, dir_fd=None):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _mkdir(path, mode, dir_fd=dir_fd)
         if self.view_stat(p, follow=False) is not None:
@@ -356,13 +367,10 @@ class Overlay:
         _mkdir(self.upper(p), mode)
 
     def remove(self, path, *, dir_fd=None):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _unlink(path, dir_fd=dir_fd)
-        st = self.view_stat(p, follow=False)
-        if st is None:
-            raise _error(errno.ENOENT, path)
-        if stat.S_ISDIR(st.st_mode):
+        if stat.S_ISDIR(self._existing(p, path).st_mode):
             raise _error(errno.EISDIR, path)
         up = self.upper(p)
         if _lstat_or_none(up) is not None:
@@ -372,13 +380,10 @@ class Overlay:
     unlink = remove
 
     def rmdir(self, path, *, dir_fd=None):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _rmdir(path, dir_fd=dir_fd)
-        st = self.view_stat(p, follow=False)
-        if st is None:
-            raise _error(errno.ENOENT, path)
-        if not stat.S_ISDIR(st.st_mode):
+        if not stat.S_ISDIR(self._existing(p, path).st_mode):
             raise _error(errno.ENOTDIR, path)
         if self._names(p):
             raise _error(errno.ENOTEMPTY, path)
@@ -388,14 +393,12 @@ class Overlay:
         self._remove_real(p)
 
     def rename(self, src, dst, *, src_dir_fd=None, dst_dir_fd=None):
-        s = None if src_dir_fd is not None else self.virtual(src)
-        d = None if dst_dir_fd is not None else self.virtual(dst)
+        s = self._redirected(src, src_dir_fd)
+        d = self._redirected(dst, dst_dir_fd)
         if (s is None and d is None) or src_dir_fd is not None or dst_dir_fd is not None:
             return _rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
         # one side may be verify's own folder (a temporary file moved into place): it is renamed for real
-        source = _lstat_or_none(src) if s is None else self.view_stat(s, follow=False)
-        if source is None:
-            raise _error(errno.ENOENT, src)
+        source = _lstat(src) if s is None else self._existing(s, src)
         if s == d:
             return None
         target = _lstat_or_none(dst) if d is None else self.view_stat(d, follow=False)
@@ -428,23 +431,20 @@ class Overlay:
         return _truncate(self.writable(path, create=False), length)
 
     def chmod(self, path, mode, *, dir_fd=None, follow_symlinks=True):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             return _chmod(path, mode, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
         return _chmod(self._metadata_target(path, p), mode)
 
     def utime(self, path, times=None, *, ns=None, dir_fd=None, follow_symlinks=True):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         keywords = {} if ns is None else {"ns": ns}
         if p is None:
             return _utime(path, times, dir_fd=dir_fd, follow_symlinks=follow_symlinks, **keywords)
         return _utime(self._metadata_target(path, p), times, **keywords)
 
     def _metadata_target(self, given, p: str) -> str:
-        st = self.view_stat(p)
-        if st is None:
-            raise _error(errno.ENOENT, given)
-        if stat.S_ISDIR(st.st_mode):
+        if stat.S_ISDIR(self._existing(p, given, follow=True).st_mode):
             up = self.upper(self.follow(p)[0])
             self._folders(up)
             return up
@@ -475,7 +475,7 @@ class Overlay:
         return _removexattr(self._metadata_target(path, p), attribute)
 
     def symlink(self, src, dst, target_is_directory=False, *, dir_fd=None):
-        d = None if dir_fd is not None else self.virtual(dst)
+        d = self._redirected(dst, dir_fd)
         if d is None:
             return _symlink(src, dst, target_is_directory, dir_fd=dir_fd)
         if self.view_stat(d, follow=False) is not None:
@@ -484,7 +484,7 @@ class Overlay:
         self._make_link(os.fsdecode(src), self.upper(d))
 
     def rmtree(self, path, ignore_errors=False, onerror=None, *, onexc=None, dir_fd=None, original=None):
-        p = None if dir_fd is not None else self.virtual(path)
+        p = self._redirected(path, dir_fd)
         if p is None:
             keywords = {} if onexc is None else {"onexc": onexc}
             if dir_fd is not None:
