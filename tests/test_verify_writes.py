@@ -64,7 +64,7 @@ def test_keep_writes_keeps_the_overlay_under_absolute_paths(project, tmp_path):
     result = verify("--keep-writes", str(kept), os.path.join(SCRIPTS, "writes_outputs.py"), cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert tree_digest(project) == before
-    assert f"the script's writes went to a copy-on-write overlay (kept in {kept}); your files are unchanged:" \
+    assert f"the script's writes went to a copy-on-write overlay (kept in {kept}), not to your files:" \
         in result.stdout
     assert "    write outputs/config.json (25 bytes)\n" in result.stdout
     mirror = kept / str(project).lstrip(os.sep)

@@ -352,7 +352,7 @@ def _render_writes(writes: list, out: list, overlay=None) -> None:
         where = (f"kept in {overlay['path']}" if overlay["kept"]
                  else f"{overlay['path']}, removed after the run: --keep-writes DIR keeps it")
         out.append("")
-        out.append(f"the script's writes went to a copy-on-write overlay ({where}); your files are unchanged:")
+        out.append(f"the script's writes went to a copy-on-write overlay ({where}), not to your files:")
         out.extend(f"    {w['action']} {w['path']}" + (f" ({_size(w['size'])})" if "size" in w else "")
                    + (f" -> {w['target']}" if "target" in w else "") for w in redirected[:20])
         if len(redirected) > 20:
