@@ -103,7 +103,8 @@ class Overlay:
         """The path that holds p in the view (its overlay copy or the real one), or None when removed.
         A folder on both sides answers with the real one (its own metadata; listing merges them)."""
         up = self.upper(p)
-        st = _lstat_or_none(up)
+        # access() answers "no such file" without raising: most paths the script reads were never written
+        st = _lstat_or_none(up) if _access(up, os.F_OK, follow_symlinks=False) else None
         if st is None:
             return None if self.hidden(p) else p
         if stat.S_ISDIR(st.st_mode) and not self.hidden(p) and _is_dir(p):
