@@ -220,8 +220,11 @@ def test_a_finally_that_saves_cannot_overwrite_the_users_checkpoint(tmp_path):
     assert (tmp_path / "train.log").read_text() == "old log\n"
     report = json.loads(result.stdout)
     assert report["run"]["reason"] == "steps"
-    written = {(w["action"], os.path.basename(w["path"]), w["refused"]) for w in report["run"]["writes"]}
-    assert written == {("write", "final.pt", True), ("write", "train.log", True)}
+    # issue 21: redirected into the copy-on-write overlay, not refused; the log got its line there
+    written = {(w["action"], w["path"], w["refused"], w["redirected"]) for w in report["run"]["writes"]}
+    assert {(a, os.path.basename(p), r, d) for a, p, r, d in written} == {
+        ("write", "final.pt", False, True), ("write", "train.log", False, True)}
+    assert {w["path"]: w["size"] for w in report["run"]["writes"]}["train.log"] == len("old log\nfinished\n")
 
     allowed = gradlint("verify", "--allow-writes", os.path.join(SCRIPTS, "saves_in_finally.py"), cwd=tmp_path)
     assert allowed.returncode == 0

@@ -25,6 +25,7 @@ def _parse(argv):
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--scratch", default=None)
     parser.add_argument("--allow-writes", action="store_true")
+    parser.add_argument("--overlay", default=None)  # the copy-on-write overlay's folder (none: real writes)
     parser.add_argument("--sums", action="store_true")
     parser.add_argument("target")
     if "--" in argv:
@@ -130,7 +131,14 @@ def main(argv=None) -> None:
         from gradlint.verify import protect
 
         global GUARD
-        GUARD = protect.install(args.scratch, args.allow_writes, recorder.write)
+        GUARD = protect.install(args.scratch, args.allow_writes, recorder.write, args.overlay)
+    if args.overlay:
+        from gradlint.verify import redirect
+        from gradlint.verify.overlay import Overlay
+
+        own = os.path.dirname(os.path.abspath(args.events))  # verify's temporary folder: its files are real
+        redirect.install(Overlay(args.overlay, own=(own,), on_remove=lambda path: recorder.write(
+            {"type": "overlay-remove", "path": path})))
     try:
         if hasattr(signal, "setitimer") and args.timeout > 0:
 

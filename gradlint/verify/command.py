@@ -48,11 +48,15 @@ arguments for the script go after `--`:
   gradlint verify train.py -- --epochs 1 --data data/small.csv
   gradlint verify mypkg.train:main -- --lr 0.1   (imports mypkg.train, calls main())
 
-the script's files: writes outside a scratch directory (open() for writing,
-torch.save, os.remove, os.rename, os.mkdir, ...) are refused with
-PermissionError, so a `finally:` that saves final.pt cannot overwrite your
-checkpoint; the report lists every file the script tried to write.  Use
---allow-writes when the script must write (downloads a data set, say).
+the script's files: the script sees your folders as they are, and everything
+it writes (open() for writing or appending, torch.save, numpy.save, os.remove,
+os.rename, os.makedirs, shutil, pathlib, in your project, /tmp or your home
+folder) goes to a copy-on-write overlay instead: it reads back what it wrote,
+your files never change.  The report lists what it wrote (path and size) and
+where the overlay was; the overlay is removed at the end unless --keep-writes
+DIR keeps it.  A write that goes around the overlay (C code writing on its
+own) is refused with PermissionError.  --allow-writes lets the script write
+your files for real.
 
 exit codes:
   0  the script ran and no bug was confirmed or seen at run time
@@ -87,8 +91,11 @@ def parser() -> argparse.ArgumentParser:
                    help="exit 2 when a static finding was not reached or not probed (default: only a "
                         "confirmed or runtime-only bug fails)")
     p.add_argument("--allow-writes", action="store_true",
-                   help="let the script write, rename and delete files outside verify's scratch directory "
-                        "(default: refused, and listed in the report)")
+                   help="let the script write, rename and delete your files for real (default: its writes go "
+                        "to a copy-on-write overlay, listed in the report)")
+    p.add_argument("--keep-writes", metavar="DIR",
+                   help="keep what the script wrote in DIR (a new or empty folder), each file under its "
+                        "absolute path: DIR/home/me/proj/ckpt.pt for /home/me/proj/ckpt.pt (default: removed)")
     return p
 
 
@@ -129,6 +136,16 @@ def _check_target(target: str) -> None:
             raise _UsageError(f"cannot read {target}: {exc}")
 
 
+def _check_keep_writes(args) -> None:
+    folder = args.keep_writes
+    if folder is None:
+        return
+    if args.allow_writes:
+        raise _UsageError("--keep-writes keeps the overlay's files; with --allow-writes there is no overlay")
+    if os.path.exists(folder) and not (os.path.isdir(folder) and not os.listdir(folder)):
+        raise _UsageError(f"--keep-writes {folder}: give a new or empty folder (verify never writes over files)")
+
+
 def _is_python_script(path: str) -> bool:
     """A .py file, or an extension-less script with a python #! line.  A CSV whose header
     happens to parse as Python is data, not a script."""
@@ -159,6 +176,7 @@ def main(argv) -> int:
             print(f"gradlint: error: {INSTALL_HINT}", file=sys.stderr)
             return EXIT_ERROR
         _check_target(args.target)
+        _check_keep_writes(args)
     except _UsageError as exc:
         print(f"gradlint verify: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -166,7 +184,7 @@ def main(argv) -> int:
     from gradlint.verify.runner import Child, Interrupted
 
     child = Child(args.target, script_args, steps=args.steps, timeout=args.timeout, allow_writes=args.allow_writes,
-                  trace=args.trace)
+                  trace=args.trace, keep_writes=args.keep_writes)
     try:
         with child.stopped_on_signals():
             early = None
@@ -251,7 +269,8 @@ def build_report(target: str, run, early=None) -> dict:
             "steps": run.steps,
             "steps_by_optimizer": {run.optimizer(oid): n for oid, n in sorted(run.steps_by_optimizer().items())},
             "subprocesses": run.subprocesses,
-            "writes": run.writes,
+            "writes": [dict(w, path=_display(w.get("path"))) if w.get("redirected") else w for w in run.writes],
+            "overlay": getattr(run, "overlay", None),
             "end": {k: v for k, v in run.end.items() if k != "type"},
             "output_tail": run.output,
         },
@@ -305,7 +324,7 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.append(f"    evidence: {evidence}")
     if not entries and not report["run"]["unverified"]:
         out.append("No static findings, and the run saw no gradient bug.")
-    _render_writes(report["run"]["writes"], out)
+    _render_writes(report["run"]["writes"], out, report["run"]["overlay"])
     unverified = report["run"]["unverified"]
     if unverified:
         out.append("")
@@ -325,9 +344,21 @@ def render_text(report: dict, run, trace: bool) -> str:
     return "\n".join(out)
 
 
-def _render_writes(writes: list, out: list) -> None:
+def _render_writes(writes: list, out: list, overlay=None) -> None:
     refused = [w for w in writes if w.get("refused")]
-    allowed = [w for w in writes if not w.get("refused")]
+    redirected = [w for w in writes if w.get("redirected")]
+    allowed = [w for w in writes if not w.get("refused") and not w.get("redirected")]
+    if redirected or (overlay or {}).get("kept") or (overlay or {}).get("error"):
+        where = (f"kept in {overlay['path']}" if overlay["kept"]
+                 else f"{overlay['path']}, removed after the run: --keep-writes DIR keeps it")
+        out.append("")
+        out.append(f"the script's writes went to a copy-on-write overlay ({where}), not to your files:")
+        out.extend(f"    {w['action']} {w['path']}" + (f" ({_size(w['size'])})" if "size" in w else "")
+                   + (f" -> {w['target']}" if "target" in w else "") for w in redirected[:20])
+        if len(redirected) > 20:
+            out.append(f"    ... and {len(redirected) - 20} more (--format json lists them all)")
+        if overlay.get("error"):
+            out.append(f"    note: {overlay['error']}")
     if refused:
         out.append("")
         out.append(f"the script tried to write {len(refused)} file{'s' if len(refused) != 1 else ''}; "
@@ -337,3 +368,13 @@ def _render_writes(writes: list, out: list) -> None:
         out.append("")
         out.append(f"the script wrote {len(allowed)} file{'s' if len(allowed) != 1 else ''} (--allow-writes):")
         out.extend(f"    {w['action']} {w['path']}" for w in allowed[:20])
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    for unit in ("KB", "MB", "GB"):
+        n /= 1024
+        if n < 1024 or unit == "GB":
+            break
+    return f"{n:.1f} {unit}"

@@ -1,14 +1,18 @@
 """Keeps the script being verified from changing the user's files.  Runs in the verify child.
 
+By default the script's writes are redirected into a copy-on-write overlay
+(overlay.py, redirect.py); this is the backstop for what goes around that
+redirection, and with --allow-writes it reports the real writes it lets through.
+
 The budget stop unwinds the script, so its `finally:` blocks and atexit
 handlers run: a `torch.save(model, "final.pt")` there would overwrite a real
 checkpoint with a model trained for five steps.  An audit hook
 (`sys.addaudithook`, PEP 578) sees every `open()` of a path and the os/shutil
-calls that create, rename or delete files; a write outside the scratch
-directory raises PermissionError in the script, before anything is touched.
-`torch.save` and `torch.jit.save` write through C++ (no audit event), so they
-are wrapped.  Every attempt, refused or (with --allow-writes) allowed, is
-reported once.
+calls that create, rename or delete files; a write outside verify's scratch
+directory and the overlay raises PermissionError in the script, before
+anything is touched.  `torch.save` and `torch.jit.save` write through C++ (no
+audit event), so they are wrapped.  Every attempt, refused or (with
+--allow-writes) allowed, is reported once.
 
 What this does not see: writes made by C extensions on their own (h5py,
 a C++ logger), and processes started with the spawn method (a fresh
@@ -38,8 +42,11 @@ _ALWAYS_ALLOWED = ("/dev/", "/proc/self/")
 
 
 class Guard:
-    def __init__(self, scratch: str, allow: bool, report):
+    def __init__(self, scratch: str, allow: bool, report, overlay=None):
         self.scratch = os.path.realpath(scratch) + os.sep
+        # The overlay holds only files, folders and links into itself (overlay.py): a path under it
+        # needs no realpath, which would read it through the redirected os.lstat.
+        self.overlay = os.path.realpath(overlay) + os.sep if overlay else None
         self.allow = allow
         self.report = report  # callable(dict): one record per attempted write
         self.seen: set = set()
@@ -55,7 +62,10 @@ class Guard:
         if isinstance(target, int) or target is None:
             return  # a file descriptor the process already holds
         try:
-            path = os.path.realpath(os.fsdecode(target))
+            name = os.fsdecode(target)
+            if self.overlay and os.path.abspath(name).startswith(self.overlay):
+                return
+            path = os.path.realpath(name)
         except (TypeError, ValueError):
             return
         if self.permitted(path):
@@ -69,6 +79,12 @@ class Guard:
             finally:
                 self.busy = False
         if not self.allow:
+            if self.overlay:
+                raise PermissionError(
+                    f"gradlint verify refused to {action} {path}: this write went around verify's copy-on-write "
+                    "overlay (C code, or a module holding its own open), so it would change the real file "
+                    "(use --allow-writes to let it)"
+                )
             raise PermissionError(
                 f"gradlint verify refused to {action} {path}: the script may only write under its scratch "
                 "directory (use --allow-writes to let it)"
@@ -84,6 +100,8 @@ class Guard:
                 self.check("write", target)
             return
         spec = _PATH_EVENTS.get(event)
+        if spec is not None and self.overlay and event.startswith("shutil."):
+            return  # raised with the script's paths; the opens and os calls under it go to the overlay
         if spec is not None:
             action, indexes = spec
             for index in indexes:
@@ -91,8 +109,8 @@ class Guard:
                     self.check(action, args[index])
 
 
-def install(scratch: str, allow: bool, report) -> Guard:
-    guard = Guard(scratch, allow, report)
+def install(scratch: str, allow: bool, report, overlay=None) -> Guard:
+    guard = Guard(scratch, allow, report, overlay)
     sys.addaudithook(guard.audit)
     _wrap_torch_saves(guard)
     return guard

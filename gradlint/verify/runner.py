@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,12 +75,14 @@ class Interrupted(BaseException):
 class Child:
     """One verify child process: started at once, so the caller can do the static check meanwhile.
 
-    Its temporary directory holds the event log, the output and the scratch
-    directory the script may write into (its TMPDIR and caches point there).
+    Its temporary directory holds the event log, the output, the scratch
+    directory the script may write into (its TMPDIR and caches point there)
+    and, unless allow_writes, the copy-on-write overlay that takes the
+    script's other writes (copied to keep_writes at the end, when given).
     """
 
     def __init__(self, target, script_args=(), steps=5, timeout=60.0, grace=None, python=None,
-                 allow_writes=False, trace=False):
+                 allow_writes=False, trace=False, keep_writes=None):
         self.timeout = timeout
         self.grace = KILL_GRACE_SECONDS if grace is None else grace
         self._tmp = tempfile.TemporaryDirectory(prefix="gradlint-verify-")
@@ -87,10 +90,14 @@ class Child:
         self.out = os.path.join(self._tmp.name, "output.txt")
         self.scratch = os.path.join(self._tmp.name, "scratch")
         os.mkdir(self.scratch)
+        self.overlay = None if allow_writes else os.path.join(self._tmp.name, "overlay")
+        if self.overlay:
+            os.mkdir(self.overlay)
+        self.keep_writes = keep_writes
         command = [
             python or sys.executable, "-m", "gradlint.verify.child", "--events", self.log, "--steps", str(steps),
             "--timeout", str(timeout), "--scratch", self.scratch,
-            *(["--allow-writes"] if allow_writes else []), *(["--sums"] if trace else []),
+            *(["--allow-writes"] if allow_writes else ["--overlay", self.overlay]), *(["--sums"] if trace else []),
             target, "--", *script_args,
         ]
         env = dict(os.environ)
@@ -118,7 +125,34 @@ class Child:
         except (subprocess.TimeoutExpired, OSError):
             pass
         self._handle.close()
+        self._keep_overlay()  # interrupted: what the script wrote so far, when asked
         self._tmp.cleanup()
+
+    def _keep_overlay(self):
+        """Where the overlay is, after copying it to --keep-writes' folder when asked; None with real writes."""
+        if self.overlay is None:
+            return None
+        if not self.keep_writes:
+            return {"path": self.overlay, "kept": False}
+        from gradlint.verify.overlay import keep
+
+        try:
+            keep(self.overlay, self.keep_writes)
+        except (OSError, shutil.Error) as exc:
+            return {"path": self.overlay, "kept": False, "error": f"could not keep it in {self.keep_writes}: {exc}"}
+        return {"path": os.path.abspath(self.keep_writes), "kept": True}
+
+    def _redirected(self, records) -> list:
+        """What the script wrote into the overlay, as the report's write entries."""
+        if self.overlay is None:
+            return []
+        from gradlint.verify.overlay import written
+
+        removed = [r.get("path") for r in records if r.get("type") == "overlay-remove" and r.get("path")]
+        try:
+            return [dict(e, refused=False, redirected=True) for e in written(self.overlay, removed)]
+        except OSError:  # the report goes on without the list
+            return []
 
     @contextlib.contextmanager
     def stopped_on_signals(self):
@@ -163,6 +197,8 @@ class Child:
         records = read_log(self.log)
         run = Run.from_records(records)
         run.output = _tail(self.out)
+        run.writes.extend(self._redirected(records))
+        run.overlay = self._keep_overlay()
         self._tmp.cleanup()
         if killed:
             run.end = {"reason": "timeout", "seconds": self.timeout, "killed": True, "steps": run.steps}

@@ -1,6 +1,6 @@
 """A correct loop that saves final.pt in `finally:` (and keeps a log) - the budget stop runs
 the finally.  Expected: exit 0; final.pt and train.log in the working directory untouched;
-the report lists both as refused writes."""
+the report lists both as written to verify's copy-on-write overlay (train.log with its new line)."""
 
 import torch
 from torch import nn
