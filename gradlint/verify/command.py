@@ -101,13 +101,9 @@ def _split(argv):
 
 
 def _display(path: str | None) -> str:
-    if not path:
-        return "?"
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
+    from gradlint.verify.verdicts import display_path
+
+    return display_path(path)
 
 
 def _check_target(target: str) -> None:
@@ -258,7 +254,7 @@ def build_report(target: str, run, early=None) -> dict:
         "static_errors": errors,
         "verdicts": [dict(v.to_dict(), path=_display(v.path)) for v in verdicts],
         "runtime_only": [
-            {"code": d.code, "path": _display(d.file), "line": d.line, "verdict": "runtime only",
+            {"code": d.code, "path": _display(d.file), "line": d.line, "col": d.col, "verdict": "runtime only",
              "evidence": d.evidence, "times": d.count}
             for d in runtime_only
         ],
@@ -294,7 +290,7 @@ def render_text(report: dict, run, trace: bool) -> str:
     for d in report["runtime_only"]:
         rule = rules.get(d["code"])
         message = f"{rule.name}: {rule.summary}" if rule else ""
-        entries.append((d["path"], d["line"], 0, d["code"], "runtime only", message, d["evidence"]))
+        entries.append((d["path"], d["line"], d["col"], d["code"], "runtime only", message, d["evidence"]))
     if entries:
         out.append("")
     for path, line, col, code, verdict, message, evidence in entries:
@@ -317,10 +313,9 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.extend("    " + line for line in report["run"]["output_tail"].splitlines())
     s = report["summary"]
     out.append("")
-    probed = f", {s['not probed']} not probed" if s["not probed"] else ""
     out.append(
-        f"{s['confirmed']} confirmed, {s['not reproduced']} not reproduced, {s['not reached']} not reached{probed}, "
-        f"{s['runtime only']} runtime only."
+        f"{s['confirmed']} confirmed, {s['not reproduced']} not reproduced, {s['not reached']} not reached, "
+        f"{s['not probed']} not probed, {s['runtime only']} runtime only."
     )
     return "\n".join(out)
 
