@@ -135,3 +135,11 @@ def test_the_declarations_are_read_as_written():
     assert unmet(optional, [("GL003", 27, "confirmed")]) == [("unexpected", "GL003", 27, "confirmed")]
     with pytest.raises(ValueError):
         parse_expectation("verify-expect: GL001 line 3 confirmed")
+
+
+def test_a_library_between_the_script_and_torch_is_never_the_place_of_a_finding():
+    code, report = reports()["library_wrapped_loop.py"]
+    (only,) = report["runtime_only"]
+    assert (only["path"], only["line"], only["col"]) == (os.path.join(SCRIPTS, "library_wrapped_loop.py"), 21, 5)
+    assert "verify_lib" not in only["evidence"] and "site-packages" not in only["evidence"]
+    assert "step 2 of SGD#1 at line 22 used gradients accumulated over backward passes at line 21" in only["evidence"]

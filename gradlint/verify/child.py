@@ -129,7 +129,7 @@ def main(argv=None) -> None:
         os._exit(0)
     recorder.write({"type": "start", "ok": True, "file": os.path.realpath(target_file) if target_file else None})
     if target_file:
-        probes.HOME_DIR = os.path.dirname(os.path.abspath(target_file)) + os.sep
+        probes.HOME_DIR = os.path.dirname(os.path.normpath(os.path.abspath(target_file))) + os.sep
     probes.install(recorder)  # before any of the user's code, so its imports get the probed functions
     if args.scratch:
         from gradlint.verify import protect

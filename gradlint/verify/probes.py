@@ -61,7 +61,8 @@ def _file_kind(filename: str) -> int:
     if kind is None:
         if not filename or filename.startswith("<") or filename.startswith((_TORCH_DIR, _GRADLINT_DIR, _STDLIB_DIR)):
             kind = _OURS
-        elif any(part in filename for part in _LIBRARY_PARTS) and not (HOME_DIR and filename.startswith(HOME_DIR)):
+        elif any(part in filename for part in _LIBRARY_PARTS) and not (
+                HOME_DIR and os.path.normpath(filename).startswith(HOME_DIR)):
             kind = _LIBRARY
         else:
             kind = _USER

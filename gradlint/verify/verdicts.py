@@ -115,7 +115,7 @@ class Run:
             elif kind == "write":
                 run.writes.append({k: v for k, v in record.items() if k != "type"})
             elif kind == "names":
-                run.optimizers = {int(k): v for k, v in record.get("optimizers", {}).items()}
+                run.optimizers = _distinct({int(k): v for k, v in record.get("optimizers", {}).items()})
             elif kind == "end":
                 run.end = record
         return run
@@ -136,6 +136,15 @@ class Run:
             if _counts_as_step(e):
                 counts[e.raw.get("oid")] = counts.get(e.raw.get("oid"), 0) + 1
         return counts
+
+
+def _distinct(names: dict) -> dict:
+    """Optimizers that share a name (each network of a SAC agent keeps its own `self.optimizer`)
+    get their number after it, so that a report never folds two of them into one."""
+    counts: dict = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {oid: f"{name} #{oid}" if counts[name] > 1 else name for oid, name in names.items()}
 
 
 def _expand(items: list) -> dict:
@@ -441,7 +450,8 @@ class Analysis:
             self.detect(
                 "GL002", z,
                 f"{self.call(z)} cleared the gradient of {self.run.param(pid)} written by {self.call(first)} "
-                f"(iteration {_join(iterations)}) before step {number} of {name} ({self.where(event)}), which {used}",
+                f"(iteration{'s' if len(iterations) > 1 else ''} {_join(iterations)}) before step {number} of {name} "
+                f"({self.where(event)}), which {used}",
                 also=[event, first],
             )
             return
