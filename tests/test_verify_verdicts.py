@@ -222,3 +222,19 @@ def test_paths_are_spelled_as_the_checker_prints_them(tmp_path, monkeypatch):
     assert display_path(str(tmp_path / "lib" / "steps.py")) == "lib/steps.py"
     assert display_path("/elsewhere/steps.py") == "/elsewhere/steps.py"
     assert display_path(None) == "?"
+
+
+def test_the_text_summary_counts_not_probed_as_the_json_does():
+    from gradlint.verify.command import render_text
+
+    report = {
+        "file": "train.py", "static_errors": [], "verdicts": [], "runtime_only": [
+            {"code": "GL001", "path": "train.py", "line": 12, "col": 9, "verdict": "runtime only",
+             "evidence": "e", "times": 1}],
+        "run": {"steps": 0, "summary": "the script finished", "writes": [], "unverified": None, "reason": "completed",
+                "output_tail": ""},
+        "summary": {"confirmed": 0, "not reproduced": 0, "not reached": 0, "not probed": 0, "runtime only": 1},
+    }
+    text = render_text(report, Run(), trace=False)
+    assert "0 not reached, 0 not probed, 1 runtime only." in text
+    assert "train.py:12:9: GL001 runtime only" in text  # a runtime-only finding has its column
