@@ -143,3 +143,7 @@ def test_a_library_between_the_script_and_torch_is_never_the_place_of_a_finding(
     assert (only["path"], only["line"], only["col"]) == (os.path.join(SCRIPTS, "library_wrapped_loop.py"), 21, 5)
     assert "verify_lib" not in only["evidence"] and "site-packages" not in only["evidence"]
     assert "step 2 of SGD#1 at line 22 used gradients accumulated over backward passes at line 21" in only["evidence"]
+    # every path of the report is spelled as the checker prints it (relative to the working directory)
+    paths = {site[0] for event in report["events"] for site in event["sites"]}
+    assert paths == {os.path.join(SCRIPTS, "library_wrapped_loop.py")}, paths
+    assert report["file"] == os.path.join(SCRIPTS, "library_wrapped_loop.py")

@@ -238,3 +238,14 @@ def test_the_text_summary_counts_not_probed_as_the_json_does():
     text = render_text(report, Run(), trace=False)
     assert "0 not reached, 0 not probed, 1 runtime only." in text
     assert "train.py:12:9: GL001 runtime only" in text  # a runtime-only finding has its column
+
+
+def test_a_detection_goes_to_the_finding_on_its_own_call_first():
+    # the run's GL004 on the clip (line 12) also names the step (line 11): the checker's GL005 on
+    # the clip is that bug, the GL007 on the step is another
+    clip = ("C", 12, {"params": [1], "state": has(1), "limit": 1.0, "norm": 2.0})
+    run = log(B(10), S(11), clip, B(10), Z(13), S(11), clip, Z(13))
+    assert ("GL004", 12) in codes(run)
+    found, runtime_only, full = verdicts_of(run, finding("GL007", 11), finding("GL005", 12))
+    assert ("GL005", 12, "confirmed") in found and runtime_only == []
+    assert full[1].evidence.startswith("the run saw this call's bug as GL004 at line 12")

@@ -224,8 +224,12 @@ def build_report(target: str, run, early=None) -> dict:
     names = [run.param(pid) for pid in sorted(run.params)]
     unique = len(set(names)) == len(names)
 
+    def sites(entries):  # every path in one report spelled the same way, as the checker prints it
+        return [[_display(entry[0]), *entry[1:]] for entry in entries or ()]
+
     def event_dict(event):
         data = {k: v for k, v in event.raw.items() if k not in ("type", "state")}
+        data["sites"] = sites(data.get("sites"))
         if event.kind in ("S", "Z", "U", "O") and event.raw.get("oid") is not None:
             data["optimizer"] = run.optimizer(event.raw["oid"])
         data["state"] = {
@@ -246,9 +250,9 @@ def build_report(target: str, run, early=None) -> dict:
             "unverified": unverified_reason(run, home),
             "steps": run.steps,
             "steps_by_optimizer": {run.optimizer(oid): n for oid, n in sorted(run.steps_by_optimizer().items())},
-            "subprocesses": run.subprocesses,
+            "subprocesses": [dict(s, sites=sites(s.get("sites"))) for s in run.subprocesses],
             "writes": run.writes,
-            "end": {k: v for k, v in run.end.items() if k != "type"},
+            "end": {k: (_display(v) if k == "file" else v) for k, v in run.end.items() if k != "type"},
             "output_tail": run.output,
         },
         "static_errors": errors,

@@ -751,15 +751,19 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
             else:
                 verdict, evidence = NOT_REACHED, missing
         verdicts.append(Verdict(finding.code, finding.path, line, finding.span.col, finding.message, verdict, evidence))
-    for index, finding in enumerate(findings):
-        for detection in detections:
-            if id(detection) in used or not _same_call(finding, detection, home):
-                continue
-            used.add(id(detection))
-            verdict = verdicts[index]
-            if verdict.verdict != CONFIRMED:
-                verdict.verdict = CONFIRMED
-                verdict.evidence = f"the run saw this call's bug as {detection.code} at line {detection.line}: {detection.evidence}"
+    for detection in detections:
+        if id(detection) in used:
+            continue
+        # the finding on the detection's own call first, then one on a call its evidence is made of
+        same = [i for i, f in enumerate(findings) if _same_call(f, detection, home)]
+        same.sort(key=lambda i: (home, findings[i].span.line) != (detection.file, detection.line))
+        if not same:
+            continue
+        used.add(id(detection))
+        verdict = verdicts[same[0]]
+        if verdict.verdict != CONFIRMED:
+            verdict.verdict = CONFIRMED
+            verdict.evidence = f"the run saw this call's bug as {detection.code} at line {detection.line}: {detection.evidence}"
     runtime_only = [d for d in detections if id(d) not in used]
     runtime_only.sort(key=lambda d: (d.file or "", d.line, d.code))
     return verdicts, runtime_only
