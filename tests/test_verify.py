@@ -89,7 +89,7 @@ def test_runtime_only_bug_behind_another_module():
     (only,) = report["runtime_only"]
     assert only["code"] == "GL001"
     assert only["path"].endswith("hidden_step.py") and only["line"] == 8
-    assert "used gradients accumulated over backward passes at hidden_step.py:8 in iterations 1 and 2" in only["evidence"]
+    assert "used gradients accumulated over backward passes at fixtures/verify/hidden_step.py:8 in iterations 1 and 2" in only["evidence"]
 
 
 def test_finding_whose_bug_path_never_ran_is_not_reached_with_the_missing_line():

@@ -126,3 +126,132 @@ def test_a_manual_update_spread_over_several_clears_is_one_step():
     rest = ("S", 12, {"oid": 0, "params": [2], "state": has(2), "manual": True, "inferred": True, "continued": True})
     run = log(B(10), first, rest, params=((1, 0), (2, 0)))
     assert run.steps == 1 and run.steps_by_optimizer() == {0: 1}
+
+
+# --- issue 21: one bug, one verdict ---------------------------------------------------------------
+
+from types import SimpleNamespace  # noqa: E402
+
+from gradlint.verify.verdicts import display_path, judge  # noqa: E402
+
+
+def finding(code, line, related=()):
+    span = lambda n: SimpleNamespace(line=n, col=5)  # noqa: E731
+    return SimpleNamespace(code=code, path=F, span=span(line), message="",
+                           related=[SimpleNamespace(span=span(n), message="") for n in related])
+
+
+def verdicts_of(run, *findings):
+    found, runtime_only = judge(list(findings), run, F)
+    return [(v.code, v.line, v.verdict) for v in found], [(d.code, d.line) for d in runtime_only], found
+
+
+def test_a_clear_in_the_else_of_the_step_test_is_gl002():
+    # if (i + 1) % 3 == 0: step  else: clear  -- the clear also empties what the step used
+    window = [B(10), Z(21), B(10), Z(21), B(10), S(19)]
+    assert codes(log(*window, *window, *window)) == [("GL002", 21)]
+
+
+def test_a_clear_per_epoch_before_the_accumulating_loop_is_not_gl002():
+    # 5 micro-batches, a step every 2: the epoch's clear (line 16) drops the last, partial window
+    epoch = [Z(16), B(19), B(19), S(21), Z(22), B(19), B(19), S(21), Z(22), B(19)]
+    assert codes(log(*epoch, *epoch, *epoch)) == []
+    # the same clear, run before every micro-batch, loses every window's first micro-batch
+    assert codes(log(Z(16), B(19), Z(16), B(19), S(21), Z(16), B(19), Z(16), B(19), S(21))) == [("GL002", 16)]
+
+
+def test_the_iteration_a_gradient_was_written_in_counts_runs_of_its_line_not_windows():
+    # the clear at line 9 drops the second and third backward passes, both of the second window
+    run = log(Z(8), B(10), S(11), Z(9), B(10), B(10), Z(9), B(10), S(11))
+    (detection,) = Analysis(run, F).analyse()
+    assert "written by `B` at line 10 (iterations 2 and 3)" in detection.evidence
+
+
+def test_the_evaluations_of_one_step_closure_are_one_run_of_its_line():
+    inside = {"in_step": True}
+    z = ("Z", 9, {"oid": 1, "params": [1], "state": NONE, **inside})
+    b = ("B", 10, {"params": [1], "state": has(1), **inside})
+    run = log(z, b, z, b, z, b, S(15), z, b, z, b, S(15))
+    for event in run.events:  # the closure's events also carry the step's line below their own
+        if event.raw.get("in_step"):
+            event.raw["sites"].append([F, 15, "<module>"])
+    found, runtime_only, full = verdicts_of(run, finding("GL003", 15))
+    assert found == [("GL003", 15, "not reproduced")] and runtime_only == []
+    assert full[0].evidence.startswith("line 15 ran 2 times over 2 optimizer steps")
+    # a closure that never clears piles its evaluations up: the evidence counts two iterations
+    piled = log(b, b, b, S(15), b, b, b, S(15))
+    (detection,) = Analysis(piled, F).analyse()
+    assert detection.code == "GL001" and "in iterations 1 and 2:" in detection.evidence
+
+
+def test_a_detection_of_another_code_on_the_findings_call_is_the_same_bug():
+    # actor: Z(25); S(26); B(27) -- GL007 on the step; the next Z(25) throws B(27) away (GL002)
+    run = log(Z(25), S(26, state=NONE), B(27), Z(25), S(26, state=NONE), B(27), Z(25), S(26, state=NONE))
+    assert codes(run) == [("GL002", 25), ("GL007", 26)]
+    found, runtime_only, _ = verdicts_of(run, finding("GL007", 26, related=[27]))
+    assert found == [("GL007", 26, "confirmed")] and runtime_only == []
+
+
+def test_a_finding_of_another_code_on_the_same_call_is_confirmed_by_what_the_run_saw():
+    # the only clear never ran: the run sees GL001 on the backward, the checker said GL003 on the step
+    run = log(B(18), S(19), B(18), S(19), B(18), S(19))
+    found, runtime_only, full = verdicts_of(run, finding("GL003", 19))
+    assert found == [("GL003", 19, "confirmed")] and runtime_only == []
+    assert full[0].evidence.startswith("the run saw this call's bug as GL001 at line 18")
+    # a finding elsewhere does not swallow it
+    found, runtime_only, _ = verdicts_of(run, finding("GL004", 30))
+    assert runtime_only == [("GL001", 18)]
+
+
+def test_a_clip_with_no_gradient_to_act_on_is_not_reached_with_the_clear_that_emptied_them():
+    clip = ("C", 19, {"params": [1], "state": NONE, "limit": 1.0})
+    run = log(B(16), Z(17), S(18, state=NONE), clip, B(16), Z(17), S(18, state=NONE), clip)
+    found, _, full = verdicts_of(run, finding("GL002", 17), finding("GL004", 19))
+    assert found == [("GL002", 17, "confirmed"), ("GL004", 19, "not reached")]
+    assert full[1].evidence == (
+        "the clip at line 19 ran 2 times but never had a gradient to act on: "
+        "`Z` at line 17 had emptied them (the GL002 at line 17)"
+    )
+    # with a gradient there, the same path is "not reproduced"
+    live = ("C", 19, {"params": [1], "state": has(1), "limit": 1.0})
+    found, _, _ = verdicts_of(log(B(16), S(18), live, Z(17), B(16), S(18), live, Z(17)), finding("GL004", 19))
+    assert found == [("GL004", 19, "confirmed")]
+
+
+def test_optimizers_that_share_a_name_are_told_apart():
+    run = Run.from_records([{"type": "names", "optimizers": {"1": "self.optimizer", "2": "self.optimizer", "3": "opt"}}])
+    assert run.optimizers == {1: "self.optimizer #1", 2: "self.optimizer #2", 3: "opt"}
+
+
+def test_paths_are_spelled_as_the_checker_prints_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert display_path(str(tmp_path / "lib" / "steps.py")) == "lib/steps.py"
+    assert display_path("/elsewhere/steps.py") == "/elsewhere/steps.py"
+    assert display_path(None) == "?"
+
+
+def test_the_text_summary_counts_not_probed_as_the_json_does():
+    from gradlint.verify.command import render_text
+
+    report = {
+        "file": "train.py", "static_errors": [], "verdicts": [], "runtime_only": [
+            {"code": "GL001", "path": "train.py", "line": 12, "col": 9, "verdict": "runtime only",
+             "evidence": "e", "times": 1}],
+        "run": {"steps": 0, "summary": "the script finished", "writes": [], "unverified": None, "reason": "completed",
+                "output_tail": ""},
+        "summary": {"confirmed": 0, "not reproduced": 0, "not reached": 0, "not probed": 0, "runtime only": 1},
+    }
+    text = render_text(report, Run(), trace=False)
+    assert "0 not reached, 0 not probed, 1 runtime only." in text
+    assert "train.py:12:9: GL001 runtime only" in text  # a runtime-only finding has its column
+
+
+def test_a_detection_goes_to_the_finding_on_its_own_call_first():
+    # the run's GL004 on the clip (line 12) also names the step (line 11): the checker's GL005 on
+    # the clip is that bug, the GL007 on the step is another
+    clip = ("C", 12, {"params": [1], "state": has(1), "limit": 1.0, "norm": 2.0})
+    run = log(B(10), S(11), clip, B(10), Z(13), S(11), clip, Z(13))
+    assert ("GL004", 12) in codes(run)
+    found, runtime_only, full = verdicts_of(run, finding("GL007", 11), finding("GL005", 12))
+    assert ("GL005", 12, "confirmed") in found and runtime_only == []
+    assert full[1].evidence.startswith("the run saw this call's bug as GL004 at line 12")

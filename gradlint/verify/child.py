@@ -35,14 +35,17 @@ def _parse(argv):
 
 
 def _user_line(tb):
-    """The innermost frame of the user's code in a traceback, as (file, line)."""
-    from gradlint.verify.probes import _is_user_file
+    """The innermost frame of the user's code in a traceback, as (file, line); an installed
+    library's frame only when none is the user's."""
+    from gradlint.verify.probes import _USER, _file_kind, _is_user_file
 
-    found = None
+    found = library = None
     for entry in traceback.extract_tb(tb):
-        if _is_user_file(entry.filename):
+        if _file_kind(entry.filename) == _USER:
             found = (os.path.realpath(entry.filename), entry.lineno)
-    return found
+        elif _is_user_file(entry.filename):
+            library = (os.path.realpath(entry.filename), entry.lineno)
+    return found or library
 
 
 class _NoTarget(Exception):
@@ -126,6 +129,8 @@ def main(argv=None) -> None:
         recorder.close({"reason": "not-started", "message": str(exc)})
         os._exit(0)
     recorder.write({"type": "start", "ok": True, "file": os.path.realpath(target_file) if target_file else None})
+    if target_file:
+        probes.HOME_DIR = os.path.dirname(os.path.normpath(os.path.abspath(target_file))) + os.sep
     probes.install(recorder)  # before any of the user's code, so its imports get the probed functions
     if args.scratch:
         from gradlint.verify import protect

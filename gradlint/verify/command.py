@@ -108,13 +108,9 @@ def _split(argv):
 
 
 def _display(path: str | None) -> str:
-    if not path:
-        return "?"
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
+    from gradlint.verify.verdicts import display_path
+
+    return display_path(path)
 
 
 def _check_target(target: str) -> None:
@@ -246,8 +242,12 @@ def build_report(target: str, run, early=None) -> dict:
     names = [run.param(pid) for pid in sorted(run.params)]
     unique = len(set(names)) == len(names)
 
+    def sites(entries):  # every path in one report spelled the same way, as the checker prints it
+        return [[_display(entry[0]), *entry[1:]] for entry in entries or ()]
+
     def event_dict(event):
         data = {k: v for k, v in event.raw.items() if k not in ("type", "state")}
+        data["sites"] = sites(data.get("sites"))
         if event.kind in ("S", "Z", "U", "O") and event.raw.get("oid") is not None:
             data["optimizer"] = run.optimizer(event.raw["oid"])
         data["state"] = {
@@ -268,16 +268,16 @@ def build_report(target: str, run, early=None) -> dict:
             "unverified": unverified_reason(run, home),
             "steps": run.steps,
             "steps_by_optimizer": {run.optimizer(oid): n for oid, n in sorted(run.steps_by_optimizer().items())},
-            "subprocesses": run.subprocesses,
+            "subprocesses": [dict(s, sites=sites(s.get("sites"))) for s in run.subprocesses],
             "writes": [dict(w, path=_display(w.get("path"))) if w.get("redirected") else w for w in run.writes],
             "overlay": getattr(run, "overlay", None),
-            "end": {k: v for k, v in run.end.items() if k != "type"},
+            "end": {k: (_display(v) if k == "file" else v) for k, v in run.end.items() if k != "type"},
             "output_tail": run.output,
         },
         "static_errors": errors,
         "verdicts": [dict(v.to_dict(), path=_display(v.path)) for v in verdicts],
         "runtime_only": [
-            {"code": d.code, "path": _display(d.file), "line": d.line, "verdict": "runtime only",
+            {"code": d.code, "path": _display(d.file), "line": d.line, "col": d.col, "verdict": "runtime only",
              "evidence": d.evidence, "times": d.count}
             for d in runtime_only
         ],
@@ -313,7 +313,7 @@ def render_text(report: dict, run, trace: bool) -> str:
     for d in report["runtime_only"]:
         rule = rules.get(d["code"])
         message = f"{rule.name}: {rule.summary}" if rule else ""
-        entries.append((d["path"], d["line"], 0, d["code"], "runtime only", message, d["evidence"]))
+        entries.append((d["path"], d["line"], d["col"], d["code"], "runtime only", message, d["evidence"]))
     if entries:
         out.append("")
     for path, line, col, code, verdict, message, evidence in entries:
@@ -336,10 +336,9 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.extend("    " + line for line in report["run"]["output_tail"].splitlines())
     s = report["summary"]
     out.append("")
-    probed = f", {s['not probed']} not probed" if s["not probed"] else ""
     out.append(
-        f"{s['confirmed']} confirmed, {s['not reproduced']} not reproduced, {s['not reached']} not reached{probed}, "
-        f"{s['runtime only']} runtime only."
+        f"{s['confirmed']} confirmed, {s['not reproduced']} not reproduced, {s['not reached']} not reached, "
+        f"{s['not probed']} not probed, {s['runtime only']} runtime only."
     )
     return "\n".join(out)
 

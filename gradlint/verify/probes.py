@@ -36,7 +36,7 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _GRADLINT_DIR = os.path.dirname(gradlint.__file__) + os.sep
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _MAX_SITES = 12
-_GRAD = torch._C.TensorBase.grad  # the real descriptor; Parameter.grad becomes a property over it
+_GRAD = torch._C.TensorBase.grad  # the real descriptor; Tensor.grad becomes a property over it
 
 
 class BudgetReached(BaseException):
@@ -50,25 +50,69 @@ class BudgetReached(BaseException):
         self.reason = reason
 
 
+_LIBRARY_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+HOME_DIR = ""  # the directory of the script under verify: its files are the user's wherever it lives
+_FILE_KINDS: dict[str, int] = {}  # filename -> _OURS, _USER or _LIBRARY
+_OURS, _USER, _LIBRARY = 0, 1, 2
+
+
+def _file_kind(filename: str) -> int:
+    kind = _FILE_KINDS.get(filename)
+    if kind is None:
+        if not filename or filename.startswith("<") or filename.startswith((_TORCH_DIR, _GRADLINT_DIR, _STDLIB_DIR)):
+            kind = _OURS
+        elif any(part in filename for part in _LIBRARY_PARTS) and not (
+                HOME_DIR and os.path.normpath(filename).startswith(HOME_DIR)):
+            kind = _LIBRARY
+        else:
+            kind = _USER
+        _FILE_KINDS[filename] = kind
+    return kind
+
+
 def _is_user_file(filename: str) -> bool:
-    if not filename or filename.startswith("<"):
-        return False
-    return not (filename.startswith(_TORCH_DIR) or filename.startswith(_GRADLINT_DIR) or filename.startswith(_STDLIB_DIR))
+    """Code of the user's or of a library they installed (accelerate, lightning): not torch, gradlint
+    or the stdlib."""
+    return _file_kind(filename) != _OURS
 
 
 def user_frames(skip: int = 1):
-    """Frames of the user's code, innermost first (torch, gradlint and the stdlib skipped)."""
-    frames = []
+    """Frames of the user's code, innermost first (torch, gradlint and the stdlib skipped).
+
+    Installed libraries' frames (accelerate's `optimizer.step` wrapper, a trainer's loop) are
+    left out, so that an event's line is the line of the user's script that called them; only
+    when no frame is the user's (an entry point that lives in site-packages) do they count.
+    """
+    frames, libraries = [], []
     frame = sys._getframe(skip)
     while frame is not None and len(frames) < _MAX_SITES:
-        if _is_user_file(frame.f_code.co_filename):
+        kind = _file_kind(frame.f_code.co_filename)
+        if kind == _USER:
             frames.append(frame)
+        elif kind == _LIBRARY and len(libraries) < _MAX_SITES:
+            libraries.append(frame)
         frame = frame.f_back
-    return frames
+    return frames or libraries
+
+
+_POSITIONS: dict = {}  # code object -> the start column of each of its instructions (1-based, or 0)
+
+
+def _column(frame) -> int:
+    """The 1-based column where the running call (or assignment) of this frame starts, as the
+    checker counts columns; 0 when Python does not say (before 3.11)."""
+    code = frame.f_code
+    columns = _POSITIONS.get(code)
+    if columns is None:
+        positions = getattr(code, "co_positions", None)
+        columns = [(col + 1 if col is not None else 0) for _, _, col, _ in positions()] if positions else []
+        _POSITIONS[code] = columns
+    index = frame.f_lasti // 2
+    return columns[index] if 0 <= index < len(columns) else 0
 
 
 def _sites(frames):
-    return [[os.path.realpath(f.f_code.co_filename), f.f_lineno, f.f_code.co_name] for f in frames]
+    return [[os.path.realpath(f.f_code.co_filename), f.f_lineno, f.f_code.co_name, _column(f)] for f in frames]
 
 
 def _code_text(line: str) -> str:
@@ -193,6 +237,8 @@ class Recorder:
         self.last: dict[int, object] = {}  # pid -> state after the last event
         self.pending = None  # an event that may still absorb identical per-parameter events
         self.backward = None  # the backward event being recorded, while autograd runs
+        self.running = None  # the part of a probed backward not written yet, while autograd runs it
+        self.backward_depth = 0  # `inside` while a probed backward runs: a hook of the user's runs at this depth
         self.scaler_step = 0
         self.stepped_in_scaler = False
         self.in_step = 0  # inside optimizer.step(): a closure's own clears and backward passes
@@ -439,6 +485,8 @@ class Recorder:
 
     def before(self, frames):
         """Flush what came before and report clears and manual updates that no probe saw."""
+        if self.running is not None:
+            self._split_backward()
         self.flush_pending()
         if self.unhooked:
             self.hook_unfrozen()
@@ -487,6 +535,12 @@ class Recorder:
     def active(self) -> bool:
         return not self.stopped and self.inside == 0
 
+    def in_users_hook(self, caller) -> bool:
+        """Inside a probed backward, a probed call made straight from the user's code is a hook of
+        theirs (optimizer in backward), not torch's own work: it is recorded."""
+        return (not self.stopped and self.running is not None and self.inside == self.backward_depth
+                and _file_kind(caller.f_code.co_filename) != _OURS)
+
     # --- probe bodies -------------------------------------------------------------
 
     def _accumulated(self, param):
@@ -513,26 +567,48 @@ class Recorder:
         event = self._event("B", frames, api=api, params=[], scaled=bool(scaled))
         if scaled:
             event["scale"] = scaled[0]._gradlint_scale
-        self.backward = event
+        outer = (self.running, self.backward_depth, self.quiet_hooks)
+        self.backward = self.running = event
         self.inside += 1
+        self.backward_depth = self.inside
         # Without --trace the fingerprint cache knows which gradients changed: those are the ones
         # this backward wrote, so the per-parameter hooks need not run Python for it.
         self.quiet_hooks = not self.sums
         try:
             return call()
         except Exception as exc:
-            event["error"] = f"{type(exc).__name__}: {exc}"
+            self.running["error"] = f"{type(exc).__name__}: {exc}"
             raise
         finally:
             self.inside -= 1
-            self.backward = None
-            if self.quiet_hooks:
-                self.quiet_hooks = False
-                state = self.snapshot()
-                event["params"] = sorted(set(event["params"]) | set(self.changed))
-                self._finish(event, state)
-            else:
-                self._finish(event)
+            part, quiet = self.running, self.quiet_hooks
+            self.running, self.backward_depth, self.quiet_hooks = outer
+            self.backward = self.running
+            self._write_backward(part, quiet)
+
+    def _write_backward(self, event, quiet):
+        """Write (a part of) a probed backward with the parameters it wrote.  A later part that
+        wrote nothing is dropped; it gets its number now, so that numbers follow the log's order."""
+        state = None
+        if quiet:
+            state = self.snapshot()
+            event["params"] = sorted(set(event["params"]) | set(self.changed))
+        if event.get("part"):
+            if not event["params"] and "error" not in event:
+                return
+            self.count += 1
+            event["i"] = self.count
+        self._finish(event, state)
+
+    def _split_backward(self):
+        """A hook of the user's steps or clears while a backward runs (optimizer in backward,
+        `register_post_accumulate_grad_hook`): what the backward wrote so far is one B event,
+        written before the hook's own events, and what it writes after is another part."""
+        event = self.running
+        self._write_backward(event, self.quiet_hooks)
+        rest = {k: v for k, v in event.items() if k not in ("state", "params", "error", "_seen")}
+        rest.update(params=[], part=True)
+        self.backward = self.running = rest
 
     def assign_grad(self, param, value, api):
         frames = user_frames(3)
@@ -682,7 +758,11 @@ RECORDER: Recorder | None = None
 
 def _active() -> Recorder | None:
     rec = RECORDER
-    return rec if rec is not None and rec.active() else None
+    if rec is None:
+        return None
+    if rec.active() or (rec.inside and rec.in_users_hook(sys._getframe(2))):
+        return rec
+    return None
 
 
 # --- installation -----------------------------------------------------------------
@@ -847,7 +927,8 @@ def _patch_backward():
 
 
 def _patch_grad_attribute():
-    """`p.grad = None` and `p.grad = g` on a parameter become events with their own line."""
+    """`p.grad = None` and `p.grad = g` on a followed tensor (a parameter, or a plain leaf tensor an
+    optimizer holds) become events with their own line."""
 
     def set_(self, value):
         rec = _active()
@@ -859,7 +940,7 @@ def _patch_grad_attribute():
         set_(self, None)
 
     # the getter is the C descriptor itself: the optimizer reads p.grad for every parameter
-    torch.nn.Parameter.grad = property(_GRAD.__get__, set_, delete, _GRAD.__doc__)
+    torch.Tensor.grad = property(_GRAD.__get__, set_, delete, _GRAD.__doc__)
 
 
 _CLIP_NAMES = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")

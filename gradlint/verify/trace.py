@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from gradlint.verify.verdicts import Run
+from gradlint.verify.verdicts import Run, display_path
 
 KINDS = {"O": "optimizer", "B": "backward", "Z": "clear", "S": "step", "C": "clip", "U": "unscale", "L": "schedule"}
 MAX_PARAMS = 16  # a big model's trace shows the first ones and says how many it left out
@@ -27,7 +27,7 @@ def _where(path, line, home) -> str:
         return "?"
     if home and os.path.realpath(home) == path:
         return f"line {line}"
-    return f"{os.path.basename(path)}:{line}"
+    return f"{display_path(path)}:{line}"
 
 
 def format_trace(run: Run, home: str | None = None) -> str:

@@ -35,6 +35,18 @@ NOT_PROBED = "not probed"
 MANUAL_OID = 0  # probes.MANUAL_OID: parameters updated by hand
 
 
+def display_path(path: Optional[str]) -> str:
+    """A path as the checker prints it: relative to the working directory, absolute outside it.
+    Every path in one report (verdicts, evidence, the end of the run) is spelled this way."""
+    if not path:
+        return "?"
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
 @dataclass
 class Event:
     raw: dict
@@ -53,6 +65,12 @@ class Event:
     def site(self) -> tuple[Optional[str], int]:
         sites = self.sites
         return sites[0] if sites else (None, 0)
+
+    @property
+    def col(self) -> int:
+        """The 1-based column of the call at the event's line (0 when the probes could not tell)."""
+        sites = self.raw.get("sites") or ()
+        return int(sites[0][3]) if sites and len(sites[0]) > 3 and sites[0][3] else 0
 
     @property
     def params(self) -> list[int]:
@@ -97,7 +115,7 @@ class Run:
             elif kind == "write":
                 run.writes.append({k: v for k, v in record.items() if k != "type"})
             elif kind == "names":
-                run.optimizers = {int(k): v for k, v in record.get("optimizers", {}).items()}
+                run.optimizers = _distinct({int(k): v for k, v in record.get("optimizers", {}).items()})
             elif kind == "end":
                 run.end = record
         return run
@@ -118,6 +136,15 @@ class Run:
             if _counts_as_step(e):
                 counts[e.raw.get("oid")] = counts.get(e.raw.get("oid"), 0) + 1
         return counts
+
+
+def _distinct(names: dict) -> dict:
+    """Optimizers that share a name (each network of a SAC agent keeps its own `self.optimizer`)
+    get their number after it, so that a report never folds two of them into one."""
+    counts: dict = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {oid: f"{name} #{oid}" if counts[name] > 1 else name for oid, name in names.items()}
 
 
 def _expand(items: list) -> dict:
@@ -148,6 +175,8 @@ class Detection:
     evidence: str
     lines: set = field(default_factory=set)  # (file, line) pairs a static finding may sit on
     count: int = 1
+    col: int = 0
+    calls: set = field(default_factory=set)  # (file, line) of the calls themselves (no caller's line)
 
     @property
     def key(self):
@@ -193,9 +222,15 @@ class Analysis:
             self.owners.setdefault(pid, set()).add(record.get("oid"))
         self.steps: dict[int, list[int]] = {}  # oid -> indexes of its steps
         self.fresh: dict[int, bool] = {}  # oid -> a backward wrote its parameters since its last step
-        self.iteration: dict[int, dict] = {}  # backward index -> {oid: iteration number}
+        self.iteration: dict[int, int] = {}  # backward index -> how many times its line had run (1 = first)
+        self.runs: dict[tuple, int] = {}  # a backward's line -> how many times it ran
+        self.step_counted = False  # a backward inside the running step(closure) was counted already
         self.detections: dict[tuple, Detection] = {}
-        self.quiet_clears: set = set()  # sites of clears that ran at least once without throwing anything away
+        # Sites of the loop's regular clears: ones that ran at least once without throwing anything
+        # away, or that also cleared gradients a step had used.  A clear that only ever throws
+        # fresh gradients away is a deliberate skip (a bad batch), not a lost accumulation.
+        self.regular_clears: set = set()
+        self.clear_runs: dict[tuple, int] = {}  # a clear's site -> index of its last run
 
     # --- helpers ---------------------------------------------------------------
 
@@ -207,7 +242,7 @@ class Analysis:
         before = "a hand-written update seen before " if event.raw.get("manual") else ""
         if self.home and path == self.home:
             return f"{before}line {line}"
-        return f"{before}{os.path.basename(path)}:{line}"
+        return f"{before}{display_path(path)}:{line}"
 
     def call(self, event: Event) -> str:
         text = event.raw.get("text") or event.raw.get("api", "")
@@ -221,13 +256,16 @@ class Analysis:
         key = (code, path, line)
         found = self.detections.get(key)
         lines = _lines(event)
+        calls = {event.site}
         for other in also:
             lines |= _lines(other)
+            calls.add(other.site)
         if found is None:
-            self.detections[key] = Detection(code, path, line, evidence, lines)
+            self.detections[key] = Detection(code, path, line, evidence, lines, col=event.col, calls=calls)
         else:
             found.count += 1
             found.lines |= lines
+            found.calls |= calls
         return self.detections[key]
 
     def _stepped_oids(self):
@@ -241,14 +279,21 @@ class Analysis:
             if oid is not None and event.kind in ("S", "O"):  # whoever steps a parameter owns it too
                 for pid in event.params:
                     self.owners.setdefault(pid, set()).add(oid)
+            if not event.raw.get("in_step"):
+                self.step_counted = False
             handler = getattr(self, f"_on_{event.kind}", None)
             if handler is not None:
                 handler(index, event)
         return list(self.detections.values())
 
     def _on_B(self, i, event):
-        counts = {oid: len(steps) + 1 for oid, steps in self.steps.items()}
-        self.iteration[i] = counts
+        # The iteration a backward ran in: how many times its line ran.  The evaluations of one
+        # step(closure) (LBFGS calls its closure several times) are one run.
+        site = event.site
+        if not (event.raw.get("in_step") and self.step_counted):
+            self.runs[site] = self.runs.get(site, 0) + 1
+        self.step_counted = bool(event.raw.get("in_step"))
+        self.iteration[i] = self.runs[site]
         for pid in event.params:
             g = self.grad(pid)
             if event.raw.get("overwrites"):
@@ -267,7 +312,9 @@ class Analysis:
 
     def _on_Z(self, i, event):
         previous = self.events[i - 1] if i else None
-        threw_away = False
+        site = tuple(event.sites[:1])
+        last_run = self.clear_runs.get(site, -1)
+        threw_away = cleared_used = False
         for pid in event.params:
             before = previous.state(pid) if previous is not None else None
             after = event.state(pid)
@@ -275,16 +322,21 @@ class Analysis:
                 continue  # the call did not clear this one (a clear that failed, or a manual write)
             g = self.grad(pid)
             unused = [j for j in g.sources if not g.consumed or j > g.consumed[-1]]
+            cleared_used = cleared_used or (before is not None and bool(g.consumed))
             # A closure clearing between its own evaluations (LBFGS) throws nothing away.
             if before is not None and unused and not event.raw.get("in_step"):
-                g.discarded = (i, unused)
+                # A clear that runs less often than the step (once per epoch, before the inner
+                # loop that accumulates) only drops what was left after the last step.
+                g.discarded = (i, unused, g.last_s > last_run >= 0)
                 g.unusable = not _finite(before)
                 threw_away = True
             elif g.consumed:
                 g.discarded = None
             g.sources, g.consumed, g.clips, g.scaled = [], [], [], None
-        if not threw_away and not event.raw.get("inferred"):
-            self.quiet_clears.add(tuple(event.sites[:1]))
+        if not event.raw.get("inferred"):
+            self.clear_runs[site] = i
+            if not threw_away or cleared_used:
+                self.regular_clears.add(site)
 
     def _on_U(self, i, event):
         if event.raw.get("error"):
@@ -378,7 +430,7 @@ class Analysis:
             g = self.grad(pid)
             if g.discarded is None:
                 continue
-            z_index, lost = g.discarded
+            z_index, lost, per_epoch = g.discarded
             g.discarded = None
             if g.unusable:  # `if not isfinite(loss): zero_grad(); continue`: nothing was meant to use them
                 continue
@@ -388,18 +440,18 @@ class Analysis:
             if g.sources and not (lost_sites & now_sites):
                 continue
             z = self.events[z_index]
-            # Across iterations, only the loop's regular clear (one that also ran when there was
-            # nothing to lose) discards an accumulation; a clear that throws gradients away every
-            # time it runs is a deliberate skip (a bad batch), not a lost step.
-            if g.sources and tuple(z.sites[:1]) not in self.quiet_clears:
+            # Across iterations, only the loop's regular clear discards an accumulation, and not
+            # when it runs once per epoch before the accumulating loop (rules.md, GL002).
+            if g.sources and (per_epoch or tuple(z.sites[:1]) not in self.regular_clears):
                 continue
             first = self.events[lost[0]]
-            iterations = sorted({self.iteration.get(j, {}).get(event.raw.get("oid"), 1) for j in lost})
+            iterations = sorted({self.iteration.get(j, 1) for j in lost})
             used = "found no gradient" if not g.sources else "used only the backward passes after it"
             self.detect(
                 "GL002", z,
                 f"{self.call(z)} cleared the gradient of {self.run.param(pid)} written by {self.call(first)} "
-                f"(iteration {_join(iterations)}) before step {number} of {name} ({self.where(event)}), which {used}",
+                f"(iteration{'s' if len(iterations) > 1 else ''} {_join(iterations)}) before step {number} of {name} "
+                f"({self.where(event)}), which {used}",
                 also=[event, first],
             )
             return
@@ -420,11 +472,10 @@ class Analysis:
             return
         pid = stale[0]
         g = self.grad(pid)
-        oid = event.raw.get("oid")
         consumer = g.consumed[-1]
         writer = self.events[next(j for j in g.sources if j > consumer)]  # the first backward into used gradients
         lines = sorted({self.where(self.events[j]) for j in g.sources})
-        iterations = sorted({self.iteration.get(j, {}).get(oid, 1) for j in g.sources})
+        iterations = sorted({self.iteration.get(j, 1) for j in g.sources})
         evidence = (
             f"step {number} of {name} at {self.where(event)} used gradients accumulated over backward passes at "
             f"{_join(lines)} in iterations {_join(iterations)}"
@@ -507,9 +558,20 @@ class Verdict:
         return dict(self.__dict__)
 
 
+def _runs_at(run: Run, path: str, line: int) -> list:
+    """(index, event) of the probed calls that ran at this line.  An inferred event only borrows the
+    line where it was noticed; the evaluations a step(closure) makes (LBFGS's clears and backward
+    passes) are part of that one step, not runs of the step's line."""
+    return [
+        (index, event) for index, event in enumerate(run.events)
+        if (path, line) in event.sites and not event.raw.get("inferred")
+        and (not event.raw.get("in_step") or event.site == (path, line))
+    ]
+
+
 def _ran(run: Run, path: str, line: int) -> int:
-    """How many probed calls ran at this line (an inferred event only borrows the line where it was noticed)."""
-    return sum(1 for event in run.events if (path, line) in event.sites and not event.raw.get("inferred"))
+    """How many probed calls ran at this line."""
+    return len(_runs_at(run, path, line))
 
 
 def end_reason(run: Run, home: Optional[str] = None) -> str:
@@ -518,7 +580,7 @@ def end_reason(run: Run, home: Optional[str] = None) -> str:
     where = ""
     if end.get("line"):
         path = end.get("file")
-        where = f" at line {end['line']}" if not home or path == home else f" at {os.path.basename(path)}:{end['line']}"
+        where = f" at line {end['line']}" if not home or path == home else f" at {display_path(path)}:{end['line']}"
     if reason == "completed":
         return "the script finished"
     if reason == "steps":
@@ -567,7 +629,7 @@ def _spawned(run: Run, home: Optional[str]) -> str:
     where = ""
     if sites:
         path, line = sites[0][0], sites[0][1]
-        where = f" at line {line}" if home and path == home else f" at {os.path.basename(path)}:{line}"
+        where = f" at line {line}" if home and path == home else f" at {display_path(path)}:{line}"
     return f"{first.get('api')}({first.get('target')}){where}"
 
 
@@ -583,7 +645,7 @@ def _path_ran(finding, run: Run, home: str) -> Optional[str]:
     """None when the finding's path ran in the order that would show the bug and the probes saw
     the parameters involved; otherwise why it did not (for "not reached")."""
     line = finding.span.line
-    at_line = [(i, e) for i, e in enumerate(run.events) if (home, line) in e.sites and not e.raw.get("inferred")]
+    at_line = _runs_at(run, home, line)
     if not at_line:
         return f"line {line} never ran: {end_reason(run, home)}"
     if len(at_line) < 2:
@@ -616,8 +678,52 @@ def _related_match(finding, detections, used, home):
     return next((d for d in detections if d.code == finding.code and id(d) not in used and related & d.lines), None)
 
 
+def _same_call(finding, detection: Detection, home: str) -> bool:
+    """The finding and a detection of another code name the same misplaced call: the finding sits
+    on one of the calls the detection's evidence is made of (an actor's step before its backward
+    is GL007; the run also sees the clear that later throws that backward away)."""
+    return detection.code != finding.code and (home, finding.span.line) in detection.calls
+
+
+def _nothing_to_act_on(finding, findings, run: Run, home: str) -> Optional[str]:
+    """Why a clip (or clear) at the finding's line could not show its bug: every time it ran, there
+    was no gradient for it to act on, because something before it had emptied them."""
+    kind = _PATH.get(finding.code, (None, None))[0]
+    if kind not in ("C", "Z"):
+        return None
+    runs = [(i, e) for i, e in _runs_at(run, home, finding.span.line) if e.kind == kind and e.params]
+    if not runs:
+        return None
+    for index, event in runs:
+        before = event if kind == "C" else (run.events[index - 1] if index else None)
+        if before is not None and any(_has_gradient(before.state(pid)) for pid in event.params):
+            return None
+    index, event = runs[0]
+    what = "clip" if kind == "C" else "clear"
+    emptied = next(
+        (e for e in reversed(run.events[:index]) if e.kind == "Z" and set(e.params) & set(event.params)), None
+    )
+    analysis = Analysis(run, home)
+    if emptied is None:
+        cause = "no backward had written them"
+    else:
+        cause = f"{analysis.call(emptied)} had emptied them"
+        other = next((f for f in findings if f.span.line == emptied.site[1] and emptied.site[0] == home), None)
+        if other is not None:
+            cause += f" (the {other.code} at line {other.span.line})"
+    return f"the {what} at line {finding.span.line} ran {len(runs)} times but never had a gradient to act on: {cause}"
+
+
+def _has_gradient(state) -> bool:
+    return isinstance(state, dict) and not state.get("zero")
+
+
 def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]]:
-    """One verdict per static finding, and the runtime-only detections."""
+    """One verdict per static finding, and the runtime-only detections.
+
+    One bug, one verdict: a detection of another code that names the same misplaced call as a
+    finding is that finding's bug seen from the run, never a second, runtime-only finding.
+    """
     home = os.path.realpath(home)
     detections = Analysis(run, home).analyse()
     used: set = set()
@@ -635,6 +741,8 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
             missing = _path_ran(finding, run, home)
             times = _ran(run, home, line)
             if missing is None:
+                missing = _nothing_to_act_on(finding, findings, run, home)
+            if missing is None:
                 verdict = NOT_REPRODUCED
                 evidence = f"line {line} ran {times} times over {run.steps} optimizer steps and the gradients behaved correctly"
             elif run.subprocesses and times == 0:
@@ -643,6 +751,19 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
             else:
                 verdict, evidence = NOT_REACHED, missing
         verdicts.append(Verdict(finding.code, finding.path, line, finding.span.col, finding.message, verdict, evidence))
+    for detection in detections:
+        if id(detection) in used:
+            continue
+        # the finding on the detection's own call first, then one on a call its evidence is made of
+        same = [i for i, f in enumerate(findings) if _same_call(f, detection, home)]
+        same.sort(key=lambda i: (home, findings[i].span.line) != (detection.file, detection.line))
+        if not same:
+            continue
+        used.add(id(detection))
+        verdict = verdicts[same[0]]
+        if verdict.verdict != CONFIRMED:
+            verdict.verdict = CONFIRMED
+            verdict.evidence = f"the run saw this call's bug as {detection.code} at line {detection.line}: {detection.evidence}"
     runtime_only = [d for d in detections if id(d) not in used]
     runtime_only.sort(key=lambda d: (d.file or "", d.line, d.code))
     return verdicts, runtime_only
