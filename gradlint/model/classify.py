@@ -280,8 +280,10 @@ def _grad_owner(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.value  # the parameter, `p` of `p.grad`
 
 
-def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Event:
+def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Optional[Event]:
     owner = ctx.name(_grad_owner(grad_node))
+    if ctx.picks_by_name(owner):
+        return None  # some parameters picked by name: gradient surgery, not a clear of the owner
     target = ctx.parameter_owner(owner)
     if target is None:
         return ctx.event(Z, anchor, unknown_target=True)
