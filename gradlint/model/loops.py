@@ -303,7 +303,7 @@ class Builder:
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
-            grad = classify.classify_grad_assign(stmt, ctx)
+            grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
             return out + ([grad] if grad is not None else [])
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
