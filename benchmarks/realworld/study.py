@@ -14,6 +14,12 @@ so the file that hangs is named (a "hang" in the totals) and the rest of
 the repository is still counted.  A gradlint run that fails is a "crash".
 
     python benchmarks/realworld/study.py [--src /work/study/src] [-o results.json] [--timeout 900]
+
+Each finding is printed with its verdict from verdicts.tsv (repository,
+path, line, code, verdict, reason; tab-separated), or UNJUDGED: a finding
+that moved or is new must be read and judged before the figures are kept.
+`--table` prints the README's verdict rows (markdown) for the findings of
+this run.
 """
 
 from __future__ import annotations
@@ -32,6 +38,17 @@ sys.path.insert(0, str(HERE))
 
 from checkout import read_repo_list  # noqa: E402
 from dump_loops import source_files  # noqa: E402
+
+
+def read_verdicts(path: Path) -> dict[tuple[str, str, int, str], tuple[str, str]]:
+    """(repository, path, line, code) -> (verdict, reason)."""
+    verdicts = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.startswith("#"):
+                repo, file, number, code, verdict, reason = line.split("\t")
+                verdicts[(repo, file, int(number), code)] = (verdict, reason)
+    return verdicts
 
 
 class Hang(Exception):
@@ -129,9 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repos", type=Path, default=HERE / "repos.txt")
     parser.add_argument("-o", "--output", type=Path, default=Path("/work/study/results.json"))
     parser.add_argument("--only", action="append", default=[], help="owner/name to run (repeatable)")
+    parser.add_argument("--verdicts", type=Path, default=HERE / "verdicts.tsv")
+    parser.add_argument("--table", action="store_true", help="also print the verdict table rows (markdown)")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds a repository's run (or one file's, on the re-run) may take")
     args = parser.parse_args(argv)
+    verdicts = read_verdicts(args.verdicts)
+    judged: Counter = Counter()
+    rows = []
     repos = {}
     for name, commit in read_repo_list(args.repos):
         if args.only and name not in args.only:
@@ -146,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
         result["commit"] = commit
         repos[name] = result
         for f in result["findings"]:
-            print(f"{name}/{f['path']}:{f['line']}: {f['code']} {f['message']}", flush=True)
+            verdict, reason = verdicts.get((name, f["path"], f["line"], f["code"]), ("UNJUDGED", ""))
+            f["verdict"] = verdict
+            judged[next((k for k in ("false alarm", "real bug") if verdict.startswith(k)), verdict)] += 1
+            rows.append(f"| {name} | `{commit[:10]}` | {f['path']} | {f['line']} | {f['code']} | {verdict} | {reason} |")
+            print(f"{name}/{f['path']}:{f['line']}: {f['code']} {f['message']}\n    -> {verdict}", flush=True)
         for hang in result["hangs"]:
             print(f"{name}/{hang}: HANG (no result in {args.timeout:.0f} s)", flush=True)
         if result["crash"]:
@@ -161,8 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         "errors": sum(len(r["errors"]) for r in repos.values()),
         "hangs": sum(len(r["hangs"]) for r in repos.values()),
         "crashes": sum(1 for r in repos.values() if r["crash"]),
+        "verdicts": dict(sorted(judged.items())),
     }
     args.output.write_text(json.dumps({"totals": totals, "repos": repos}, indent=1) + "\n")
+    if args.table:
+        print("\n".join(rows))
     print(json.dumps(totals))
     return 0
 
