@@ -168,3 +168,22 @@ def test_json_and_sarif_carry_no_notebook_fix(tmp_path, monkeypatch, capsys):
     code, out, err = run_cli(capsys, "--no-cache", "--output-format", "sarif", "nb.ipynb")
     (result,) = json.loads(out)["runs"][0]["results"]
     assert "fixes" not in result
+
+
+def test_a_line_inside_an_open_statement_is_python_however_it_starts():
+    cell = (
+        "print('%d of %d'\n"
+        "      % (1, 2))\n"  # `%` starts a line, but the bracket above is open
+        "text = '''\n"
+        "%not a magic, a string line\n"
+        "'''\n"
+        "total = 1 + \\\n"
+        "    2\n"
+        "%matplotlib inline\n"  # a statement starts here again: a magic
+    )
+    source, where, error = notebook_source(notebook(("code", cell)).encode(), "n.ipynb")
+    assert error is None
+    compile(source, "n.ipynb", "exec")
+    lines = source.splitlines()
+    assert lines[1] == "      % (1, 2))" and lines[3] == "%not a magic, a string line"
+    assert lines[7] == "pass"
