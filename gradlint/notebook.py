@@ -29,7 +29,7 @@ _MAGIC = re.compile(r"^(\s*)(%|!|\?)")
 # `files = !ls`, `t = %timeit -o f()`: an assignment from a shell command or a magic
 # (the first target character is no space, so the indentation can be split one way only)
 _ASSIGNED_MAGIC = re.compile(r"^(\s*)[\w.,\[\]()*][\w.,\s\[\]()*]*=\s*[!%]")
-_HELP = re.compile(r"^(\s*)\??[\w.]+\?\??\s*$")  # `model?`, `model??`, `?model`
+_HELP = re.compile(r"^(\s*)\??[\w.*]+\?\??\s*$")  # `model?`, `model??`, `?model`, `torch.*Tensor?`
 
 
 def _magic_indent(line: str):

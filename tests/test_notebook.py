@@ -76,13 +76,14 @@ def test_every_ipython_form_is_blanked_and_the_loop_is_still_checked():
         "files = !ls data\n"  # a shell command assigned
         "t = %timeit -o f()\n"  # a magic assigned
         "model?\n"  # help
+        "torch.*Tensor?\n"  # help on every name a wildcard matches
         "%matplotlib inline\n" + LOOP
     )
     source, where, error = notebook_source(notebook(("code", HEADER), ("code", cell)).encode(), "n.ipynb")
     assert error is None
     compile(source, "n.ipynb", "exec")  # valid Python: nothing made the notebook unreadable
     cell_lines = source.splitlines()[len(HEADER.splitlines()):]
-    assert cell_lines[:6] == ["pass", "", "pass", "pass", "pass", "pass"]
+    assert cell_lines[:7] == ["pass", "", "pass", "pass", "pass", "pass", "pass"]
 
 
 def test_a_cell_magic_blanks_only_its_cell(tmp_path, monkeypatch, capsys):
