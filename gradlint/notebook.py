@@ -38,7 +38,7 @@ _MAGIC = re.compile(r"^(\s*)(%|!|\?)")
 # `files = !ls`, `t = %timeit -o f()`: an assignment from a shell command or a magic
 # (the first target character is no space, so the indentation can be split one way only)
 _ASSIGNED_MAGIC = re.compile(r"^(\s*)[\w.,\[\]()*][\w.,\s\[\]()*]*=\s*[!%]")
-_HELP = re.compile(r"^(\s*)\??[\w.]+\?\??\s*$")  # `model?`, `model??`, `?model`
+_HELP = re.compile(r"^(\s*)\??[\w.*]+\?\??\s*$")  # `model?`, `model??`, `?model`, `torch.*Tensor?`
 
 
 def _magic_indent(line: str):
@@ -48,6 +48,44 @@ def _magic_indent(line: str):
         if match:
             return match.group(1)
     return None
+
+
+def _still_open(line: str, state: tuple[int, str]) -> tuple[int, str]:
+    """(bracket depth, open quote) after this Python line, from the state before it.
+
+    A line that starts while a bracket or a string is open (`print('%d'` then
+    `% (a,)` on the next line) is Python however it starts: IPython reads its
+    escapes only at the start of a statement.  One pass over the characters."""
+    depth, quote = state
+    i, n = 0, len(line)
+    while i < n:
+        char = line[i]
+        if quote:
+            if char == "\\":
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                i, quote = i + len(quote), ""
+                continue
+        elif char == "#":
+            break
+        elif char in "'\"":
+            quote = line[i:i + 3] if line[i:i + 3] in ("'''", '"""') else char
+            i += len(quote)
+            continue
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    if quote in ("'", '"'):
+        quote = ""  # a one-line string never spans lines (a syntax error either way)
+    return depth, quote
+
+
+def _leaves_open(state: tuple[int, str], line: str) -> bool:
+    """The statement goes on on the next line: a bracket or string open, or a backslash."""
+    return state != (0, "") or line.rstrip().endswith("\\")
 
 
 def is_notebook(path: str) -> bool:
@@ -111,15 +149,19 @@ def _python_lines(cell_lines: list[str]) -> list[str]:
     whole_cell_magic = bool(cell_lines) and cell_lines[0].lstrip().startswith("%%")
     out = []
     continued = False  # the previous IPython line ended with a backslash
+    python, inside = (0, ""), False  # what the Python lines so far leave open (_still_open)
     for line in cell_lines:
         if whole_cell_magic:
             line = ""
         elif continued:
             continued, line = line.rstrip().endswith("\\"), ""
         else:
-            indent = _magic_indent(line)
+            indent = None if inside else _magic_indent(line)
             if indent is not None:
                 continued, line = line.rstrip().endswith("\\"), indent + "pass"
+            else:
+                python = _still_open(line, python)
+                inside = _leaves_open(python, line)
         out.append(line)
     return out
 

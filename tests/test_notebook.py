@@ -76,13 +76,14 @@ def test_every_ipython_form_is_blanked_and_the_loop_is_still_checked():
         "files = !ls data\n"  # a shell command assigned
         "t = %timeit -o f()\n"  # a magic assigned
         "model?\n"  # help
+        "torch.*Tensor?\n"  # help on every name a wildcard matches
         "%matplotlib inline\n" + LOOP
     )
     source, where, error = notebook_source(notebook(("code", HEADER), ("code", cell)).encode(), "n.ipynb")
     assert error is None
     compile(source, "n.ipynb", "exec")  # valid Python: nothing made the notebook unreadable
     cell_lines = source.splitlines()[len(HEADER.splitlines()):]
-    assert cell_lines[:6] == ["pass", "", "pass", "pass", "pass", "pass"]
+    assert cell_lines[:7] == ["pass", "", "pass", "pass", "pass", "pass", "pass"]
 
 
 def test_a_cell_magic_blanks_only_its_cell(tmp_path, monkeypatch, capsys):
@@ -237,3 +238,22 @@ def test_add_noqa_marks_each_finding_on_its_cell_line_and_the_rerun_is_clean(tmp
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"
     assert run_cli(capsys, "--no-cache", ".") == (0, "", "")
     assert run_cli(capsys, "--no-cache", "--add-noqa", ".") == (0, "", "")  # nothing left to mark
+
+
+def test_a_line_inside_an_open_statement_is_python_however_it_starts():
+    cell = (
+        "print('%d of %d'\n"
+        "      % (1, 2))\n"  # `%` starts a line, but the bracket above is open
+        "text = '''\n"
+        "%not a magic, a string line\n"
+        "'''\n"
+        "total = 1 + \\\n"
+        "    2\n"
+        "%matplotlib inline\n"  # a statement starts here again: a magic
+    )
+    source, where, error = notebook_source(notebook(("code", cell)).encode(), "n.ipynb")
+    assert error is None
+    compile(source, "n.ipynb", "exec")
+    lines = source.splitlines()
+    assert lines[1] == "      % (1, 2))" and lines[3] == "%not a magic, a string line"
+    assert lines[7] == "pass"

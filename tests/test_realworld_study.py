@@ -66,3 +66,58 @@ def test_repo_list_pins_a_commit_for_each_repository():
     pairs = checkout.read_repo_list(ROOT / "benchmarks" / "realworld" / "repos.txt")
     assert len(pairs) >= 40
     assert all(len(commit) == 40 and "/" in name for name, commit in pairs)
+
+
+def test_checkout_finds_a_bare_snapshot_or_a_work_tree_one(tmp_path):
+    bare = tmp_path / "a+bare" / "repo"
+    bare.mkdir(parents=True)
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    tree = tmp_path / "b+tree" / "repo" / ".git"
+    tree.mkdir(parents=True)
+    (tree / "HEAD").write_text("ref: refs/heads/main\n")
+    assert checkout.git_dir_of(tmp_path, "a/bare") == bare
+    assert checkout.git_dir_of(tmp_path, "b/tree") == tree
+    assert checkout.git_dir_of(tmp_path, "c/absent") is None
+
+
+def test_study_names_the_file_that_hangs_and_keeps_the_rest(tmp_path, monkeypatch):
+    import study
+
+    (tmp_path / "fast.py").write_text("x = 1\n")
+    (tmp_path / "slow.py").write_text("x = 2\n")
+    finding = {"path": str(tmp_path / "fast.py"), "line": 1, "code": "GL001", "message": "m"}
+
+    def fake_run(paths, timeout):
+        if paths == [str(tmp_path)] or paths == [str(tmp_path / "slow.py")]:
+            raise study.Hang("no result")
+        return {"findings": [finding], "errors": [], "files_checked": 1}
+
+    monkeypatch.setattr(study, "run_gradlint", fake_run)
+    monkeypatch.setattr(study, "count_loops", lambda folder, timeout: (0, []))
+    result = study.study_repo(tmp_path, timeout=1)
+    assert result["hangs"] == ["slow.py"]
+    assert [(f["path"], f["code"]) for f in result["findings"]] == [("fast.py", "GL001")]
+    assert result["crash"] is None
+
+
+def test_study_reports_a_crash_instead_of_stopping(tmp_path, monkeypatch):
+    import study
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+
+    def failing(paths, timeout):
+        raise RuntimeError("gradlint failed (2): boom")
+
+    monkeypatch.setattr(study, "run_gradlint", failing)
+    monkeypatch.setattr(study, "count_loops", lambda folder, timeout: (0, []))
+    result = study.study_repo(tmp_path, timeout=1)
+    assert result["crash"] == "gradlint failed (2): boom"
+    assert result["findings"] == [] and result["hangs"] == []
+
+
+def test_verdicts_are_read_by_repository_path_line_and_code(tmp_path):
+    import study
+
+    table = tmp_path / "verdicts.tsv"
+    table.write_text("# comment\no/n\tsrc/t.py\t12\tGL002\treal bug\tclear between backward and step\n")
+    assert study.read_verdicts(table) == {("o/n", "src/t.py", 12, "GL002"): ("real bug", "clear between backward and step")}

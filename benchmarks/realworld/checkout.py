@@ -8,6 +8,10 @@ lack their largest blobs, and ``git archive`` of the whole tree would stop
 at the first missing one.
 
     python benchmarks/realworld/checkout.py [--mirror /work/.mirror] [--dest /work/study/src]
+    python benchmarks/realworld/checkout.py --fetch-list   (what to fetch first)
+
+Some snapshots arrive as a work tree's MIRROR/owner+name/repo/.git rather
+than a bare MIRROR/owner+name/repo: both are read.
 """
 
 from __future__ import annotations
@@ -32,6 +36,15 @@ def read_repo_list(path: Path) -> list[tuple[str, str]]:
             name, commit = line.split()
             pairs.append((name, commit))
     return pairs
+
+
+def git_dir_of(mirror: Path, name: str) -> Path | None:
+    """The snapshot's git directory (bare, or the .git of a work tree), None when not fetched."""
+    base = mirror / name.replace("/", "+") / "repo"
+    for candidate in (base / ".git", base):
+        if (candidate / "HEAD").is_file():
+            return candidate
+    return None
 
 
 def source_paths(git_dir: Path, commit: str) -> list[str]:
@@ -82,13 +95,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--dest", type=Path, default=Path("/work/study/src"))
     parser.add_argument("--repos", type=Path, default=HERE / "repos.txt")
+    parser.add_argument("--fetch-list", action="store_true",
+                        help="print `github:owner/name` for each repository not yet fetched, and stop")
     args = parser.parse_args(argv)
     missing = 0
     for name, commit in read_repo_list(args.repos):
         slug = name.replace("/", "+")
-        git_dir = args.mirror / slug / "repo"
-        if not git_dir.is_dir():
-            print(f"{name}: no snapshot at {git_dir} (fetch github:{name} first)", file=sys.stderr)
+        git_dir = git_dir_of(args.mirror, name)
+        if args.fetch_list:
+            if git_dir is None:
+                print(f"github:{name}")
+            continue
+        if git_dir is None:
+            print(f"{name}: no snapshot under {args.mirror / slug} (fetch github:{name} first)",
+                  file=sys.stderr)
             missing += 1
             continue
         count = check_out(git_dir, commit, args.dest / slug)

@@ -564,7 +564,7 @@ class Bindings(Numbering):
             callee = self.imports.qualify(dotted(value.func)) or ""
             if not self.optimizer_callee(callee):
                 return None
-            params = _params_argument(value)
+            params = params_argument(value)
             if params is None:
                 return None
             modules = self.resolve_params(params, 0)
@@ -799,7 +799,7 @@ def _clears(node: Optional[cst.CSTNode]) -> bool:
     return finder.found
 
 
-def _params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+def params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value in ("params", "model_parameters"):
             return arg.value

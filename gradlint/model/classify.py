@@ -11,6 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gradlint.model.bindings import params_argument
 from gradlint.model.event import Event
 from gradlint.model.events import (
     ACCUMULATE_CONTEXTS,
@@ -33,7 +34,7 @@ from gradlint.model.events import (
     Z,
     ZERO_GRAD_METHODS,
 )
-from gradlint.model.names import keyword_argument
+from gradlint.model.names import dotted, keyword_argument
 from gradlint.model.walk import walk
 
 # --- classification -------------------------------------------------------------
@@ -278,8 +279,10 @@ def _grad_owner(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.value  # the parameter, `p` of `p.grad`
 
 
-def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Event:
+def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Optional[Event]:
     owner = ctx.name(_grad_owner(grad_node))
+    if ctx.picks_by_name(owner):
+        return None  # some parameters picked by name: gradient surgery, not a clear of the owner
     target = ctx.parameter_owner(owner)
     if target is None:
         return ctx.event(Z, anchor, unknown_target=True)
@@ -303,6 +306,24 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
         return _manual_update(node, node.target, (node,), ctx)
     if isinstance(node, cst.Assign) and len(node.targets) == 1:
         return _manual_update(node, node.targets[0].target, (node.value,), ctx)
+    return None
+
+
+def fresh_optimizer(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
+    """`opt = SGD([x])` inside the loop, over tensors the loop itself binds each iteration:
+    a new optimizer over new leaves, which hold no gradient yet; a clear of `opt`."""
+    if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Call)):
+        return None
+    target = ctx.name(node.targets[0].target)
+    callee = ctx.qualify(dotted(node.value.func))
+    if target is None or callee is None or not ctx.bindings.optimizer_callee(callee):
+        return None
+    params = params_argument(node.value)
+    if not isinstance(params, (cst.List, cst.Tuple)) or not params.elements:
+        return None
+    tensors = [element.value for element in params.elements]
+    if all(isinstance(t, cst.Name) and t.value in ctx.assigned for t in tensors):
+        return ctx.event(Z, node, optimizer=target)
     return None
 
 

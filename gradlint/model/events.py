@@ -116,10 +116,11 @@ ACCUMULATION_WORDS = re.compile(r"accum|sync_grad|grad_acc|boundary|should_step|
 CLEAR_LIKE_NAMES = re.compile(r"zero_grad|clear_grad|reset_grad", re.I)
 # An unreadable call handed an optimizer may clear it, unless its name says what else it
 # does: `adjust_learning_rate(optimizer, epoch)`, `clip_gradient(optimizer, 5.0)`,
-# `save_checkpoint(model, optimizer)` are no clears (and must not hide a missing one).
+# `save_checkpoint(model, optimizer)`, apex's `amp.scale_loss(loss, optimizer)` and
+# `amp.master_params(optimizer)` are no clears (and must not hide a missing one).
 NOT_CLEARING_HELPERS = re.compile(
     r"lr|learning_rate|schedul|warmup|decay|momentum|clip|save|checkpoint|load|log|print|state_dict|"
-    r"param_group|summary|report|plot|track|monitor|count|describe",
+    r"param|scale|summary|report|plot|track|monitor|count|describe",
     re.I,
 )
 

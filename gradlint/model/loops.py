@@ -122,6 +122,10 @@ class Context:
         self.assigned = assigned  # names the analysed loop assigns (for invariance)
         self.substitution: dict[str, str] = {}
         self.param_vars: dict[str, tuple[str, str]] = {}
+        # `name` of `for name, p in model.named_parameters()`, to its `p`; never mutated, replaced
+        self.param_names: dict[str, str] = {}
+        # parameter variables under a test of their name: a clear there picks some parameters
+        self.selective: frozenset[str] = frozenset()
         self.accumulate: Optional[str] = None  # the accelerator inside `with X.accumulate(...)`
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
@@ -150,6 +154,10 @@ class Context:
 
     def parameter_owner(self, var: Optional[str]) -> Optional[tuple[str, str]]:
         return self.param_vars.get(var or "")
+
+    def picks_by_name(self, var: Optional[str]) -> bool:
+        """`p` sits under a test of its own name (`if "head" in name:`): not all of its owner."""
+        return (var or "") in self.selective
 
     # making events
     def text(self, node: cst.CSTNode, span: Optional[Span] = None) -> str:
@@ -300,7 +308,7 @@ class Builder:
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
-            grad = classify.classify_grad_assign(stmt, ctx)
+            grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
             return out + ([grad] if grad is not None else [])
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
@@ -308,6 +316,7 @@ class Builder:
 
     def if_statement(self, stmt: cst.If, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.test, ctx)
+        ctx = self.name_filtered(stmt.test, ctx)
         then = self.suite(stmt.body, ctx)
         if isinstance(stmt.orelse, cst.If):
             orelse = self.if_statement(stmt.orelse, ctx)
@@ -318,6 +327,20 @@ class Builder:
         if not then and not orelse:
             return pre
         return pre + [self.branch(stmt.test, ctx, then, orelse)]
+
+    @staticmethod
+    def name_filtered(test: cst.BaseExpression, ctx: Context) -> Context:
+        """The context under a test that reads a parameter's name from `named_parameters()`.
+
+        Both sides of such a test see only the parameters the name picks, so a
+        `p.grad = None` there cancels some gradients (freezing part of the model
+        for this step) instead of clearing the module."""
+        if not ctx.param_names:
+            return ctx
+        names = ExpressionNames()
+        walk(test, names)
+        picked = {ctx.param_names[root(n)] for n in names.names if root(n) in ctx.param_names}
+        return ctx.child(selective=ctx.selective | picked) if picked else ctx
 
     def branch(self, test: cst.BaseExpression, ctx: Context, then, orelse) -> Branch:
         # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
@@ -383,6 +406,7 @@ class Builder:
                 inner = ctx.child()
                 for var in _target_names(stmt.target, owner[0]):
                     inner.param_vars[var] = owner
+                inner.param_names = {**ctx.param_names, **_name_targets(stmt.target, owner[0])}
         else:
             pre = self.expression(stmt.test, ctx)
         body = self.suite(stmt.body, inner)
@@ -504,6 +528,7 @@ class Builder:
             if owner is not None:
                 for var in _target_names(node.target, owner[0]):
                     ctx.param_vars[var] = owner
+                ctx.param_names = _name_targets(node.target, owner[0])
         body = self.suite(node.body, ctx)
         keyword = "for" if isinstance(node, cst.For) else "while"
         return self._finish(LoopModel(self._header_span(node), keyword, body))
@@ -633,6 +658,15 @@ def _target_names(target: cst.BaseExpression, owner_kind: str) -> list[str]:
         if isinstance(second, cst.Name):
             return [second.value]
     return []
+
+
+def _name_targets(target: cst.BaseExpression, owner_kind: str) -> dict[str, str]:
+    """`{"name": "p"}` for `for name, p in model.named_parameters()`."""
+    if isinstance(target, cst.Tuple) and owner_kind == "module" and len(target.elements) == 2:
+        first, second = (element.value for element in target.elements)
+        if isinstance(first, cst.Name) and isinstance(second, cst.Name):
+            return {first.value: second.value}
+    return {}
 
 
 def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> dict[str, str]:

@@ -12,6 +12,8 @@ def check(file):
         clip = walk.events[i]
         later_iteration = walk.iteration[walk.events.index(following, i)] != walk.iteration[i]
         step = next_of(walk, walk.events.index(following, i), S)
+        if step is None:
+            continue  # no step on this walk (one under a condition the loop never changes): nothing to shape
         fix = None
         if step is not None and walk.iteration[walk.events.index(step, i)] == walk.iteration[i]:
             fix = move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}")
