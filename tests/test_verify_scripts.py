@@ -138,7 +138,7 @@ def test_the_declarations_are_read_as_written():
 
 
 def test_a_library_between_the_script_and_torch_is_never_the_place_of_a_finding():
-    code, report = reports()["library_wrapped_loop.py"]
+    _, report = reports()["library_wrapped_loop.py"]
     (only,) = report["runtime_only"]
     assert (only["path"], only["line"], only["col"]) == (os.path.join(SCRIPTS, "library_wrapped_loop.py"), 21, 5)
     assert "verify_lib" not in only["evidence"] and "site-packages" not in only["evidence"]

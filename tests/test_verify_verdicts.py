@@ -1,6 +1,8 @@
 """The runtime criteria on hand-written event logs (no torch, no child process)."""
 
-from gradlint.verify.verdicts import Analysis, Run
+from types import SimpleNamespace
+
+from gradlint.verify.verdicts import Analysis, Run, display_path, judge
 
 F = "/train.py"
 
@@ -130,13 +132,10 @@ def test_a_manual_update_spread_over_several_clears_is_one_step():
 
 # --- issue 21: one bug, one verdict ---------------------------------------------------------------
 
-from types import SimpleNamespace  # noqa: E402
-
-from gradlint.verify.verdicts import display_path, judge  # noqa: E402
-
-
 def finding(code, line, related=()):
-    span = lambda n: SimpleNamespace(line=n, col=5)  # noqa: E731
+    def span(number):
+        return SimpleNamespace(line=number, col=5)
+
     return SimpleNamespace(code=code, path=F, span=span(line), message="",
                            related=[SimpleNamespace(span=span(n), message="") for n in related])
 

@@ -95,18 +95,22 @@ def user_frames(skip: int = 1):
     return frames or libraries
 
 
-_POSITIONS: dict = {}  # code object -> the start column of each of its instructions (1-based, or 0)
+# id(code object) -> (the code object, the start column of each of its instructions, 1-based or 0).
+# Keyed by id: a code object's own hash walks its bytecode and constants on every call.
+_POSITIONS: dict = {}
 
 
 def _column(frame) -> int:
     """The 1-based column where the running call (or assignment) of this frame starts, as the
     checker counts columns; 0 when Python does not say (before 3.11)."""
     code = frame.f_code
-    columns = _POSITIONS.get(code)
-    if columns is None:
+    known = _POSITIONS.get(id(code))
+    if known is not None and known[0] is code:
+        columns = known[1]
+    else:
         positions = getattr(code, "co_positions", None)
         columns = [(col + 1 if col is not None else 0) for _, _, col, _ in positions()] if positions else []
-        _POSITIONS[code] = columns
+        _POSITIONS[id(code)] = (code, columns)
     index = frame.f_lasti // 2
     return columns[index] if 0 <= index < len(columns) else 0
 

@@ -10,8 +10,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "verify_lib", "site-packages"))
 
-import torch  # noqa: E402
-from steplib import Trainer  # noqa: E402
+import torch
+from steplib import Trainer
 
 torch.manual_seed(0)
 model = torch.nn.Linear(4, 1)
