@@ -9,7 +9,6 @@ their blocks cheaply; it runs only for files that have a fixable finding.
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Optional
 
@@ -36,7 +35,6 @@ class Statements:
         self.lines = source.splitlines(keepends=True)
         self.tree = ast.parse(source)
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
-        self._reads: Optional[dict[str, list[int]]] = None  # name -> sorted lines that read it
         self._index(self.tree, ())
 
     def _index(self, node: ast.AST, chain: tuple) -> None:
@@ -84,19 +82,10 @@ class Statements:
         """Is any of `names` read on lines first..last?"""
         if not names:
             return False
-        if self._reads is None:  # built once: a walk of the tree per fix made many fixes quadratic
-            self._reads = {}
-            for n in ast.walk(self.tree):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    self._reads.setdefault(n.id, []).append(n.lineno)
-            for numbers in self._reads.values():
-                numbers.sort()
-        for name in names:
-            numbers = self._reads.get(name, ())
-            i = bisect_left(numbers, first)
-            if i < len(numbers) and numbers[i] <= last:
-                return True
-        return False
+        return any(
+            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names and first <= n.lineno <= last
+            for n in ast.walk(self.tree)
+        )
 
     def whole(self, stmt: ast.stmt, chain: tuple) -> Optional[Statement]:
         first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
