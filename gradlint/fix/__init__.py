@@ -36,8 +36,22 @@ def _statements(source: str) -> Optional[Statements]:
         return None
 
 
+# The last few `lines` lists asked about, by identity, with their statements: every finding of
+# a file plans its fix on the same FileModel.lines, and joining and hashing the whole text
+# again per finding made the fixes of a file with thousands of findings quadratic.
+_BY_LINES: dict[int, tuple[list[str], Optional[Statements]]] = {}
+
+
 def statements_of(lines: list[str]) -> Optional[Statements]:
-    return _statements("".join(lines))
+    """The statements of the source `lines` hold (the list is read, never changed)."""
+    known = _BY_LINES.get(id(lines))
+    if known is not None and known[0] is lines:
+        return known[1]
+    found = _statements("".join(lines))
+    if len(_BY_LINES) >= 4:
+        _BY_LINES.pop(next(iter(_BY_LINES)))
+    _BY_LINES[id(lines)] = (lines, found)
+    return found
 
 
 def _statement(found: Statements, event: Event) -> Optional[Statement]:
