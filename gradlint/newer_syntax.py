@@ -27,7 +27,13 @@ from typing import Optional
 # construct.  No nested quantifier: every match is found in one scan.
 _CODE = re.compile(r"""[\"'#()\[\]{}\\;\n]|(?<![\w.])(?:def|class|type|except)(?!\w)""")
 _PREFIX = re.compile(r"(?<!\w)[rRbBuUfF]{1,2}$")
-_NAME = re.compile(r"[ \t]*([^\W\d]\w*)[ \t]*")
+_BLANKS = re.compile(r"[ \t]*")
+_NAME = re.compile(r"([^\W\d]\w*)[ \t]*")  # after _BLANKS: a leading run here would make a search quadratic
+
+
+def _name_at(source: str, pos: int):
+    """The name (and the blanks after it) that the blanks at `pos` lead to, or None."""
+    return _NAME.match(source, _BLANKS.match(source, pos).end())
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -99,7 +105,7 @@ class _Blanker:
     def type_alias(self, at: int) -> int:
         """`type Name = ...` or `type Name[...] = ...` at the start of a statement: `pass`."""
         source = self.source
-        name = _NAME.match(source, at + 4)
+        name = _name_at(source, at + 4)
         starts = self.statement_start and self.depth == 0
         self.statement_start = False
         if not starts or name is None or name.end() >= len(source):
@@ -139,7 +145,7 @@ class _Blanker:
         """`def name[...]` / `class name[...]`: the brackets and what is in them become spaces."""
         self.statement_start = False
         source = self.source
-        name = _NAME.match(source, pos)
+        name = _name_at(source, pos)
         if name is None or name.end() >= len(source) or source[name.end()] != "[":
             return pos
         start = name.end()

@@ -35,4 +35,4 @@ def test_multi_line_call_in_a_message(tmp_path, monkeypatch, capsys):
     )
     write(tmp_path, "t.py", HEADER + loop)
     _, out, _ = run_cli(capsys, "--no-cache", "--isolated", "t.py")
-    assert "t.py:9:5: GL004 torch.nn.utils.clip_grad_value_(model.parameters(), 0.5) runs after opt.step() (line 8)" in out
+    assert "t.py:9:5: GL004 [*] torch.nn.utils.clip_grad_value_(model.parameters(), 0.5) runs after opt.step() (line 8)" in out

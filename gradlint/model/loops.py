@@ -371,7 +371,11 @@ class Builder:
             or any(self.bindings.accumulation_flag(n) for n in names.names)
         )
         assigned = ctx.assigned
-        varying = names.has_call or any(n in assigned or root(n) in assigned for n in names.names)
+        # Only what the loop itself assigns can change between iterations as far as this file
+        # shows: a call of nothing else (`torch.is_grad_enabled()`, `dist.get_rank() == 0`) is
+        # read as the same on every iteration (precision first: an unread call is no evidence
+        # that an event under it runs only sometimes).
+        varying = any(n in assigned or root(n) in assigned for n in names.names)
         return key, accumulation, not (varying or accumulation)
 
     def implied(self, test: cst.BaseExpression, operator: type, side: bool, ctx: Context) -> tuple:

@@ -324,7 +324,7 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.append(f"    evidence: {evidence}")
     if not entries and not report["run"]["unverified"]:
         out.append("No static findings, and the run saw no gradient bug.")
-    _render_writes(report["run"]["writes"], out, report["run"]["overlay"])
+    _render_writes(report["run"]["writes"], out, report["run"].get("overlay"))
     unverified = report["run"]["unverified"]
     if unverified:
         out.append("")
@@ -344,12 +344,13 @@ def render_text(report: dict, run, trace: bool) -> str:
 
 
 def _render_writes(writes: list, out: list, overlay=None) -> None:
+    overlay = overlay or {}
     refused = [w for w in writes if w.get("refused")]
     redirected = [w for w in writes if w.get("redirected")]
     allowed = [w for w in writes if not w.get("refused") and not w.get("redirected")]
-    if redirected or (overlay or {}).get("kept") or (overlay or {}).get("error"):
-        where = (f"kept in {overlay['path']}" if overlay["kept"]
-                 else f"{overlay['path']}, removed after the run: --keep-writes DIR keeps it")
+    if redirected or overlay.get("kept") or overlay.get("error"):
+        where = (f"kept in {overlay.get('path')}" if overlay.get("kept")
+                 else f"{overlay.get('path')}, removed after the run: --keep-writes DIR keeps it")
         out.append("")
         out.append(f"the script's writes went to a copy-on-write overlay ({where}), not to your files:")
         out.extend(f"    {w['action']} {w['path']}" + (f" ({_size(w['size'])})" if "size" in w else "")
