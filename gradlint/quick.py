@@ -140,10 +140,10 @@ def _passed_over(pyproject: str) -> bool:
         return False
     if b"gradlint" in data:
         return False
-    try:
-        import tomllib  # only here: a run in a project meets one pyproject.toml or two
-    except ImportError:  # Python < 3.11: the full CLI (tomli) decides
-        return False
+    try:  # only here: a run in a project meets one pyproject.toml or two
+        import tomllib
+    except ImportError:  # Python < 3.11: tomli, as the full CLI reads it (a dependency there)
+        import tomli as tomllib
 
     try:
         table = tomllib.loads(data.decode("utf-8"))
