@@ -42,8 +42,9 @@ options:
 
 `gradlint COMMAND --help` lists a command's options.
 
-exit codes: 0 no findings, 1 findings (or a file that could not be checked),
-2 usage error, bad configuration or internal error.
+exit codes: 0 no findings, 1 findings (or a file that does not parse or read),
+2 usage error, bad configuration, internal error, a file that is not Python
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
 """
 
 
@@ -106,8 +107,9 @@ Settings come from the nearest [tool.gradlint] table in a pyproject.toml
 (options without a value) are off unless given."""
 
 CHECK_EPILOG = """\
-exit codes: 0 no findings, 1 findings or a file that could not be checked,
-2 usage error, bad configuration or internal error.
+exit codes: 0 no findings, 1 findings or a file that does not parse or read,
+2 usage error, bad configuration, internal error, a file that is not Python
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
 
 examples:
   gradlint check src/ train.py

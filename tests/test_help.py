@@ -114,3 +114,16 @@ def test_install_hints_name_the_distribution(capsys, monkeypatch):
     code, _, err = run_cli(capsys, "lsp")
     assert code == 2 and "pip install 'torch-gradlint[lsp]'" in err
     assert "pip install 'torch-gradlint[verify]'" in INSTALL_HINT
+
+
+@pytest.mark.parametrize("flag", ["--help", "check --help"])
+def test_help_names_every_way_to_exit_2(capsys, flag):
+    """The exit codes in --help follow the error kinds that exit 2 (a new kind must be said)."""
+    from gradlint.findings import EXIT_ERROR_KINDS
+
+    code, out, _ = run_cli(capsys, *flag.split())
+    codes = " ".join(out.split("exit codes:", 1)[1].split("\n\n", 1)[0].split())
+    words = {"internal-error": "internal error", "timeout": "ran out of time", "not-python": "not Python"}
+    assert code == 0 and set(EXIT_ERROR_KINDS) <= set(words)
+    assert all(words[kind] in codes for kind in EXIT_ERROR_KINDS), codes
+    assert "130" in codes
