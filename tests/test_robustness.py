@@ -338,7 +338,7 @@ def test_time_on_loop_dense_files_grows_linearly():
     def cpu_seconds(loops: int) -> float:
         source = DENSE_HEADER + DENSE_LOOP * loops
         best = float("inf")
-        for _ in range(2):
+        for _ in range(3):  # the fastest of three: a loaded machine slows any one run
             start = time.process_time()
             engine.check_source(source, "dense.py", Settings.default())
             best = min(best, time.process_time() - start)
@@ -346,7 +346,8 @@ def test_time_on_loop_dense_files_grows_linearly():
 
     cpu_seconds(20)  # imports
     small, large = cpu_seconds(150), cpu_seconds(600)
-    assert large / small < 6, (small, large)  # 4 times the loops: linear is 4, quadratic 16
+    # 4 times the loops: linear is 4, quadratic 16 (6 was seen at 7.0 under a load of 20)
+    assert large / small < 8, (small, large)
 
 
 @pytest.mark.parametrize("ending", ["\r", "\r\n"])
