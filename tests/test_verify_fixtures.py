@@ -69,8 +69,23 @@ def _quick(paths: list[str]) -> set[str]:
 QUICK = _quick(PATHS)
 
 
+# Known gaps of the verifier, each a strict xfail (it fails the day the gap closes, so the
+# entry is removed): the checker reads these shapes, the run-time probes do not yet.
+_SURGERY = ("the probes take `p.grad = None` for parameters picked by name (gradient surgery) "
+            "as a clear of every parameter the step uses")
+VERIFY_GAPS = {
+    "fixtures/gl001/wrong_only_clear_picks_parameters_by_name.py": _SURGERY,
+    "fixtures/gl002/right_gradients_cancelled_by_parameter_name.py": _SURGERY,
+}
+
+
 def fixtures_where(marked: bool) -> list:
-    return [pytest.param(p, marks=() if p in QUICK else pytest.mark.slow) for p in PATHS if bool(_marks(p)) == marked]
+    def marks(path):
+        gap = VERIFY_GAPS.get(path)
+        return [m for m in (None if path in QUICK else pytest.mark.slow,
+                            gap and pytest.mark.xfail(strict=True, reason=gap)) if m]
+
+    return [pytest.param(p, marks=marks(p)) for p in PATHS if bool(_marks(p)) == marked]
 
 
 def _describe(report) -> str:
