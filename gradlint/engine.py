@@ -8,6 +8,7 @@ for bad input: a file that does not parse becomes a FileError.
 from __future__ import annotations
 
 import traceback
+from typing import TYPE_CHECKING
 
 from gradlint.findings import (
     EXIT_ERROR_KINDS,
@@ -20,6 +21,9 @@ from gradlint.findings import (
     Related,
 )
 from gradlint.settings import Settings
+
+if TYPE_CHECKING:
+    from gradlint.incremental import DocumentMemo
 
 
 def decode(data: bytes, path: str) -> tuple[str | None, FileError | None]:
@@ -37,7 +41,11 @@ def decode(data: bytes, path: str) -> tuple[str | None, FileError | None]:
         return None, FileError(path, READ_ERROR, f"not valid UTF-8 or declared encoding: {reason}")
 
 
-def check_source(source: str | bytes, path: str, settings: Settings | None = None) -> FileResult:
+def check_source(
+    source: str | bytes, path: str, settings: Settings | None = None, memo: "DocumentMemo | None" = None
+) -> FileResult:
+    """`memo`: what earlier checks of the same buffer parsed (the language server keeps one per
+    open document, gradlint/incremental): the result is the same, only the parsing is shared."""
     settings = settings or Settings.default()
     if isinstance(source, bytes):
         text, error = decode(source, path)
@@ -45,7 +53,7 @@ def check_source(source: str | bytes, path: str, settings: Settings | None = Non
             return FileResult(path, errors=[error])
         source = text
     try:
-        findings = _analyse(source, path, settings)
+        findings = _analyse(source, path, settings, memo)
     except _ParseFailure as failure:
         return FileResult(path, errors=[failure.error])
     except RecursionError:
@@ -88,11 +96,11 @@ def _syntax_error(source: str, path: str, exc) -> FileError:
     return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
 
 
-def _screen(source: str, settings: Settings):
+def _screen(source: str, settings: Settings, memo=None):
     """What libcst should parse (gradlint/screen.py), None when nothing can be found."""
     from gradlint.screen import screen
 
-    return screen(source, settings.wrappers)
+    return screen(source, settings.wrappers, memo.screen if memo is not None else None)
 
 
 def _guard(source: str, path: str) -> None:
@@ -117,6 +125,25 @@ def _parse_screened(text: str, source: str, path: str):
         return _parse(source, path), source
 
 
+def _model_of_statements(text: str, source: str, path: str, settings: Settings, memo):
+    """The model built from one piece per top-level statement, each piece's libcst tree reused
+    from the memo when its text is unchanged; None when only a whole parse can give it."""
+    from gradlint import python_ast
+    from gradlint.model import piecewise
+    from gradlint.model.positions import AstTable
+
+    try:
+        tree = python_ast.parse(text)  # the memo's chunks: only what the edit touched is parsed
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    spans = piecewise.statement_spans(tree)
+    if not spans:
+        return None
+    return piecewise.build_in_pieces(
+        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse
+    )
+
+
 def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
     """A huge file's model built piece by piece (gradlint/model/piecewise.py), else None."""
     from gradlint.model import piecewise
@@ -139,7 +166,7 @@ def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
     return piecewise.build_in_pieces(text, path, source, settings.wrappers, table, spans)
 
 
-def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
+def _analyse(source: str, path: str, settings: Settings, memo=None) -> list[Finding]:
     if not source.strip():
         return []
     import gc
@@ -152,26 +179,33 @@ def _analyse(source: str, path: str, settings: Settings) -> list[Finding]:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _analyse_parsed(source, path, settings)
+        if memo is None:
+            return _analyse_parsed(source, path, settings)
+        memo.next_check()
+        with python_ast.reusing(memo.ast):
+            return _analyse_parsed(source, path, settings, memo)
     finally:
         python_ast.forget()  # the guard's ast (shared with the screen and positions) dies with the check
         if collecting:
             gc.enable()
 
 
-def _analyse_parsed(source: str, path: str, settings: Settings) -> list[Finding]:
+def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> list[Finding]:
     from gradlint.data_literals import without_data
 
     # From here on the source has its big numeric data literals emptied (gradlint/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     source = without_data(source)
     _guard(source, path)
-    text = _screen(source, settings)
+    text = _screen(source, settings, memo)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.rules.registry import all_rules
 
-    model = _model_in_pieces(text, source, path, settings)
+    if memo is not None:
+        model = _model_of_statements(text, source, path, settings, memo)
+    else:
+        model = _model_in_pieces(text, source, path, settings)
     if model is None:
         from gradlint.model.loops import build
 

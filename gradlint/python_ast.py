@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
+from contextlib import contextmanager
 from typing import Union
 
+# This thread's AstChunks while `reusing` holds (the language server's checks).
+_local = threading.local()
 # The last two texts and their trees, or the SyntaxError each raises (the guard, the screen
 # and the position table all ask, and a buffer being typed in the editor often does not parse);
 # newest first.
@@ -37,18 +41,37 @@ def parse(source: str) -> ast.Module:
             if isinstance(known[1], SyntaxError):
                 raise known[1]
             return known[1]
+    chunks = getattr(_local, "chunks", None)
+    try:
+        tree = chunks.parse(source) if chunks is not None else parse_uncached(source)
+    except SyntaxError as final:
+        _last = [(source, final)] + _last[:1]
+        raise
+    _last = [(source, tree)] + _last[:1]
+    return tree
+
+
+def parse_uncached(source: str) -> ast.Module:
+    """The whole text parsed (no memory of earlier texts)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            tree = ast.parse(source)
+            return ast.parse(source)
         except SyntaxError as error:
-            try:
-                tree = _parse_newer(source, error)
-            except SyntaxError as final:
-                _last = [(source, final)] + _last[:1]
-                raise
-    _last = [(source, tree)] + _last[:1]
-    return tree
+            return _parse_newer(source, error)
+
+
+@contextmanager
+def reusing(chunks):
+    """While this holds, this thread's parses go through `chunks` (an AstChunks of
+    gradlint/incremental/ast_chunks.py), which reuses the statements of similar earlier texts:
+    the language server, between edits of one buffer."""
+    before = getattr(_local, "chunks", None)
+    _local.chunks = chunks
+    try:
+        yield
+    finally:
+        _local.chunks = before
 
 
 def _parse_newer(source: str, error: SyntaxError) -> ast.Module:

@@ -71,7 +71,7 @@ class _Unit:
 class _Walk:
     """One pass over the statements (not the expressions) of a module."""
 
-    def __init__(self, tree: ast.Module):
+    def __init__(self, tree: ast.Module, memo=None):
         # Pieces that can be blanked: top-level statements, and the methods of
         # top-level classes.  (start, end, droppable, parent piece or -1)
         self.pieces: list[tuple[int, int, bool, int]] = []
@@ -87,11 +87,31 @@ class _Walk:
         self.piece_nodes: list[ast.stmt] = []
         self.training_step_tops: set[int] = set()
         for stmt in tree.body:
+            if memo is not None:  # the walk of an unchanged statement, from an earlier check
+                self._add(memo.get(stmt, "walk", lambda stmt=stmt: _Walk(ast.Module(body=[stmt], type_ignores=[]))))
+                continue
             index = self._piece(stmt, -1)
             if isinstance(stmt, ast.ClassDef):
                 self._class_piece(stmt, index)
             else:
                 self._statement(stmt, index)
+
+    def _add(self, part: "_Walk") -> None:
+        """Append the walk of the next top-level statement: the same entries, pieces renumbered,
+        fresh units (their `needed` marks are this screen's)."""
+        offset = len(self.pieces)
+        self.pieces += [(start, end, droppable, parent + offset if parent >= 0 else -1)
+                        for start, end, droppable, parent in part.pieces]
+        self.loops += [(start, end, top + offset, node) for start, end, top, node in part.loops]
+        self.functions += [(name, _Unit(u.top + offset, u.start, u.end), node, method)
+                           for name, u, node, method in part.functions]
+        self.classes += [(name, _Unit(u.top + offset, u.start, u.end), header_end) for name, u, header_end in part.classes]
+        self.imports += [(names, _Unit(u.top + offset, u.start, u.end)) for names, u in part.imports]
+        self.assigns += part.assigns
+        self.assign_tops += [top + offset for top in part.assign_tops]
+        self.assign_paths.update(part.assign_paths)
+        self.piece_nodes += part.piece_nodes
+        self.training_step_tops |= {top + offset for top in part.training_step_tops}
 
     def _class_piece(self, node: ast.ClassDef, index: int) -> None:
         """A class of the module or of a class body: its methods and nested classes are pieces
@@ -179,7 +199,7 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
     return i < len(marks) and marks[i] <= end
 
 
-def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
+def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None) -> Optional[str]:
     """The text libcst should parse; None when no loop in `source` can hold a gradient event."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
@@ -187,7 +207,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
         tree = python_ast.parse(source)  # the parse guard's tree, not parsed again
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return source
-    walk = _Walk(tree)
+    walk = _Walk(tree, memo)
     prefilter = for_wrappers(wrappers)
     token_lines = set(prefilter.event_lines(source))
     marks = set(token_lines)
@@ -238,7 +258,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers()) -> Optional[str]:
     hooks = set(_STEP_HOOK_CALL.findall(source))  # a hook function bindings looks into
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
-        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words)
+        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo)
         keep |= whole
         skeletons = _skeletons(walk, partial, keep, lines)
         keep |= set(skeletons)
@@ -383,7 +403,7 @@ def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
 FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `self.m()`
 
 
-def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words) -> set[int]:
+def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None) -> set[int]:
     """Top-level statements whose functions, classes, imports or assignments the analysis can reach."""
     from gradlint.model.loops import MAX_HELPER_DEPTH
 
@@ -409,12 +429,7 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
             bound.setdefault(name, []).append((unit, None, (unit.start, unit.end)))
     for node, top in zip(walk.assigns, walk.assign_tops):
         unit = _Unit(top, node.lineno, node.end_lineno)
-        words: set[str] = set()
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            _target_words(target, words)
-        if node.value is not None:
-            _alias_words(node.value, words, WRAPPER_METHODS)
+        words = _bound_words(node) if memo is None else memo.get(node, "bound", lambda node=node: _bound_words(node))
         for word in words:
             bound.setdefault(word, []).append((unit, node, None))
 
@@ -482,6 +497,18 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
                 needed.add(unit.top)
                 add_text(*span)
     return needed, partial
+
+
+def _bound_words(node: ast.stmt) -> list[str]:
+    """The words through which the analysis can reach an assignment: its targets' last names and
+    its value's alias sources (sorted: the reach's order is the same in every check)."""
+    words: set[str] = set()
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        _target_words(target, words)
+    if node.value is not None:
+        _alias_words(node.value, words, WRAPPER_METHODS)
+    return sorted(words)
 
 
 # Callees whose arguments bindings.py reads: optimizer constructions (their parameters),

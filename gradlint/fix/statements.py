@@ -9,7 +9,7 @@ their blocks cheaply; it runs only for files that have a fixable finding.
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Optional
 
@@ -37,10 +37,43 @@ class Statements:
     def __init__(self, source: str):
         self.lines = source.splitlines(keepends=True)
         self.tree = python_ast.parse(source)  # the check's own tree of the file (read, never changed; also code for a newer Python)
+        # Top-level statements are indexed when a fix first asks about their lines: a fix looks
+        # at one loop's statements, and indexing the whole file per check grew with the file
+        # (the language server re-checks a long buffer on every edit).
+        self._tops = self.tree.body
+        self._top_starts = [_start(stmt) for stmt in self._tops]
+        self._top_ends = [stmt.end_lineno or stmt.lineno for stmt in self._tops]
+        self._indexed: set[int] = set()
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
-        self._reads: Optional[dict[str, list[int]]] = None  # name -> sorted lines that read it
-        self._binds: Optional[tuple[list[int], list[frozenset]]] = None  # statements' first lines, names bound
-        self._index(self.tree, ())
+        self._reads: dict[int, dict[str, list[int]]] = {}  # per top-level statement: name -> lines that read it
+        self._binds: dict[int, list[tuple[int, frozenset]]] = {}  # per top-level statement: (first line, names bound)
+
+    def _tops_on(self, first: int, last: int) -> range:
+        """Indices of the top-level statements with a line in first..last (decorators included)."""
+        return range(bisect_left(self._top_ends, first), bisect_right(self._top_starts, last))
+
+    def _on_line(self, line: int) -> list[tuple[ast.stmt, tuple]]:
+        for i in self._tops_on(line, line):
+            self._index_top(i)
+        return self._by_line.get(line, [])
+
+    def _index_top(self, i: int) -> None:
+        """Index top-level statement i with every statement sharing a line with it (`a = 1; for ...`),
+        in source order: the order of each line's entries is that of one walk of the whole file."""
+        if i in self._indexed:
+            return
+        first = last = i
+        while first > 0 and self._top_ends[first - 1] >= self._top_starts[first]:
+            first -= 1
+        while last + 1 < len(self._tops) and self._top_starts[last + 1] <= self._top_ends[last]:
+            last += 1
+        chain = ((id(self.tree), "body", "module"),)
+        for j in range(first, last + 1):
+            self._indexed.add(j)
+            stmt = self._tops[j]
+            for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1):
+                self._by_line.setdefault(line, []).append((stmt, chain))
+            self._index(stmt, chain)
 
     def _index(self, node: ast.AST, chain: tuple) -> None:
         for name, value in ast.iter_fields(node):
@@ -59,7 +92,7 @@ class Statements:
         """The innermost simple statement containing (line, col), if it owns its lines alone."""
         candidates = [
             (stmt, chain)
-            for stmt, chain in self._by_line.get(line, ())
+            for stmt, chain in self._on_line(line)
             if not _compound(stmt) and _contains(stmt, line, col)
         ]
         if not candidates:
@@ -87,41 +120,39 @@ class Statements:
         """Is any of `names` read on lines first..last?"""
         if not names:
             return False
-        if self._reads is None:  # built once: a walk of the tree per fix made many fixes quadratic
-            self._reads = {}
-            for n in ast.walk(self.tree):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                    self._reads.setdefault(n.id, []).append(n.lineno)
-            for numbers in self._reads.values():
-                numbers.sort()
-        for name in names:
-            numbers = self._reads.get(name, ())
-            i = bisect_left(numbers, first)
-            if i < len(numbers) and numbers[i] <= last:
-                return True
+        for i in self._tops_on(first, last):
+            reads = self._reads.get(i)
+            if reads is None:  # once per statement: a walk per fix made many fixes quadratic
+                reads = self._reads[i] = {}
+                for n in ast.walk(self._tops[i]):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                        reads.setdefault(n.id, []).append(n.lineno)
+                for numbers in reads.values():
+                    numbers.sort()
+            for name in names:
+                numbers = reads.get(name, ())
+                k = bisect_left(numbers, first)
+                if k < len(numbers) and numbers[k] <= last:
+                    return True
         return False
 
     def binds_between(self, first: int, last: int, names: set[str]) -> bool:
         """Does a statement starting on lines first..last bind one of `names` (anywhere inside it)?"""
         if not names:
             return False
-        if self._binds is None:  # built once, as _reads
-            starts: list[tuple[int, frozenset]] = []
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.stmt):
-                    bound = frozenset(
-                        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-                    )
-                    if bound:
-                        starts.append((node.lineno, bound))
-            starts.sort(key=lambda pair: pair[0])
-            self._binds = ([line for line, _ in starts], [bound for _, bound in starts])
-        lines, bound = self._binds
-        i = bisect_left(lines, first)
-        while i < len(lines) and lines[i] <= last:
-            if not names.isdisjoint(bound[i]):
+        for i in self._tops_on(first, last):
+            binds = self._binds.get(i)
+            if binds is None:  # once per statement, as _reads
+                binds = self._binds[i] = []
+                for node in ast.walk(self._tops[i]):
+                    if isinstance(node, ast.stmt):
+                        bound = frozenset(
+                            n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                        )
+                        if bound:
+                            binds.append((node.lineno, bound))
+            if any(first <= line <= last and not names.isdisjoint(bound) for line, bound in binds):
                 return True
-            i += 1
         return False
 
     def whole(self, stmt: ast.stmt, chain: tuple) -> Optional[Statement]:
@@ -136,7 +167,7 @@ class Statements:
         if tail and not tail.startswith("#"):
             return None
         for line in range(first, last + 1):
-            if any(other is not stmt and not _compound(other) for other, _ in self._by_line.get(line, ())):
+            if any(other is not stmt and not _compound(other) for other, _ in self._on_line(line)):
                 return None
         return Statement(first, last, head, chain, stmt, self._lead(first, head))
 
@@ -146,14 +177,14 @@ class Statements:
             line = self.lines[lead - 2]
             if not (line.startswith(indent + "#") and line[: len(indent)].strip() == ""):
                 break
-            if any(not _compound(other) for other, _ in self._by_line.get(lead - 1, ())):
+            if any(not _compound(other) for other, _ in self._on_line(lead - 1)):
                 break  # a comment inside another statement's brackets
             lead -= 1
         return lead
 
     def in_block(self, inner: Statement, chain: tuple) -> Optional[Statement]:
         """The statement of the block `chain` that holds `inner` (itself, or a compound around it)."""
-        for node, node_chain in self._by_line.get(inner.first, ()):
+        for node, node_chain in self._on_line(inner.first):
             if node_chain == chain and (node is inner.node or _encloses(node, inner.node)):
                 first, last = node.lineno, node.end_lineno or node.lineno
                 head = self.lines[first - 1][: _byte_to_char(self.lines[first - 1], node.col_offset)]
@@ -180,6 +211,11 @@ def _compound(stmt: ast.stmt) -> bool:
     return any(
         isinstance(value, list) and value and isinstance(value[0], ast.stmt) for _, value in ast.iter_fields(stmt)
     ) or isinstance(stmt, ast.Try)
+
+
+def _start(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
 
 
 def _contains(stmt: ast.stmt, line: int, col: int) -> bool:

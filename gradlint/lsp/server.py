@@ -36,6 +36,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from gradlint import __version__
+from gradlint.incremental import DocumentMemo
 from gradlint.lsp import actions
 from gradlint.lsp.config_source import SettingsCache, is_config_file
 from gradlint.lsp.documents import (
@@ -97,6 +98,9 @@ class GradlintServer(LanguageServer):
         # uri -> ((version, settings generation), check) of the newest published check
         self.results: dict[str, tuple[tuple, DocumentCheck]] = {}
         self.pending: dict[str, asyncio.Task] = {}
+        # uri -> what the buffer's last checks parsed (gradlint/incremental): an edit re-parses
+        # only the statements it touched.  Used on the check thread only.
+        self.memos: dict[str, DocumentMemo] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-check")
         self._config_problems_shown: set[str] = set()
         self._internal_logged: dict[str, set[str]] = {}
@@ -157,11 +161,12 @@ class GradlintServer(LanguageServer):
         if problem:
             self.config_problem(problem)
         text = doc.source
+        memo = self.memos.setdefault(uri, DocumentMemo())
 
         def run() -> Optional[DocumentCheck]:
             if not self.is_current(uri, key):
                 return None  # superseded while waiting for the worker: do not spend a check on it
-            return check_document(text, path, uri, settings)
+            return check_document(text, path, uri, settings, memo)
 
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(self._pool, run)
@@ -245,6 +250,7 @@ class GradlintServer(LanguageServer):
         if waiting is not None:
             waiting.cancel()
         self.results.pop(uri, None)
+        self.memos.pop(uri, None)
         self._internal_logged.pop(uri, None)
 
     def reload_configuration(self, why: str) -> None:

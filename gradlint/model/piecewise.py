@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -60,6 +60,21 @@ def cut(tree: ast.Module, piece_lines: Optional[int] = None) -> list[tuple[int, 
             first = start
         previous_end = max(previous_end, stmt.end_lineno or stmt.lineno)
     spans.append((first, -1))
+    return spans
+
+
+def statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
+    """(first line, last line) of each top-level statement with its decorators (statements
+    sharing a line, `a = 1; b = 2`, make one span); the blank and comment lines between are
+    left out: libcst need not parse them."""
+    spans: list[tuple[int, int]] = []
+    for stmt in tree.body:
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        end = stmt.end_lineno or stmt.lineno
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
     return spans
 
 
@@ -145,19 +160,28 @@ class _Disagrees(Exception):
 
 
 def build_in_pieces(
-    text: str, path: str, source: str, wrappers: Wrappers, table: AstTable, spans: list[tuple[int, int]]
+    text: str,
+    path: str,
+    source: str,
+    wrappers: Wrappers,
+    table: AstTable,
+    spans: list[tuple[int, int]],
+    parse: Callable[[str], cst.Module] = cst.parse_module,
 ) -> Optional[FileModel]:
     """The file's model built piece by piece (`text` is what libcst would parse whole,
-    `table` its ast positions); None when only a whole parse can give it."""
+    `table` its ast positions); None when only a whole parse can give it.  `spans` need not
+    cover the lines between pieces that hold no statement; `parse` may hand back the tree
+    of an equal text parsed before (gradlint/incremental: trees are never changed)."""
     try:
-        return _Build(text, path, wrappers, table).run(spans, source)
+        return _Build(text, path, wrappers, table, parse).run(spans, source)
     except (_Disagrees, PositionsDisagree, cst.ParserSyntaxError):
         return None
 
 
 class _Build:
-    def __init__(self, text: str, path: str, wrappers: Wrappers, table: AstTable) -> None:
+    def __init__(self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=cst.parse_module) -> None:
         self.text = text
+        self.parse = parse
         self.table = table
         self.names = event_names(wrappers)
         self.bindings = Bindings(self.names)
@@ -198,7 +222,7 @@ class _Build:
     def first_pass(self, first: int, last: int) -> None:
         bindings = self.bindings
         before = dict(bindings.counts)
-        module = cst.parse_module(self.piece_text(first, last))
+        module = self.parse(self.piece_text(first, last))
         if self.config is None:
             self.config = module.with_changes(body=(), header=(), footer=())
         walk(module, bindings)  # leave_Module runs bindings.finish()
@@ -217,7 +241,7 @@ class _Build:
     def second_pass(self, piece: _Piece) -> None:
         """Model a piece again with the complete bindings (its first answers have changed)."""
         self.second_passes += 1
-        module = cst.parse_module(self.piece_text(piece.first, piece.last))
+        module = self.parse(self.piece_text(piece.first, piece.last))
         again = Bindings(self.names)  # numbers, outline and loop facts of the new nodes only
         again.counts = dict(piece.counts_before)
         walk(module, again)

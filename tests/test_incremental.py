@@ -1,0 +1,236 @@
+"""A check that reuses an earlier check's parses (gradlint/incremental) gives exactly a fresh check.
+
+The language server keeps a DocumentMemo per open buffer.  Here every fixture
+and rule sample is checked with a memo, then edited at random places (lines
+inserted and deleted, text typed, a def renamed, an import added, a line broken
+and repaired), and after every edit the memo's check must equal a check with no
+memo.  The ast the memo assembles from top-level statements must equal
+`ast.parse` of the text, positions included.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import warnings
+
+import pytest
+
+from gradlint import engine, screen
+from gradlint.incremental import DocumentMemo
+from gradlint.incremental.ast_chunks import AstChunks
+from test_piecewise import EVERYTHING, SAMPLES
+
+LINES = [
+    "",
+    "# a comment",
+    "x = 1",
+    "import torch.nn.functional as F",
+    "    opt.zero_grad()",
+    "    opt.step()",
+    "        loss.backward()",
+    "opt = torch.optim.Adam(model.parameters())",
+    "def helper(loss):",
+    "    pass",
+    "@decorated",
+    ")",
+    '"""',
+    "else:",
+    "a = 1; b = 2",
+    "from __future__ import annotations",
+]
+TYPED = ["x", " ", "(", ")", ":", "opt.", "zero_grad()", "#", "1", "\n", "\n    ", '"', "\\"]
+
+
+def edit(text: str, rng: random.Random) -> str:
+    lines = text.splitlines(keepends=True) or [""]
+    number = rng.randrange(len(lines))
+    kind = rng.choice(["insert line", "delete line", "type", "erase", "rename def", "add import"])
+    if kind == "insert line":
+        lines.insert(number, rng.choice(LINES) + "\n")
+    elif kind == "delete line":
+        del lines[number]
+    elif kind == "type":
+        line = lines[number]
+        at = rng.randrange(len(line) + 1)
+        lines[number] = line[:at] + rng.choice(TYPED) + line[at:]
+    elif kind == "erase":
+        line = lines[number]
+        at = rng.randrange(len(line) + 1)
+        lines[number] = line[:at] + line[at + rng.randint(1, 8) :]
+    elif kind == "rename def":
+        defs = [i for i, line in enumerate(lines) if line.lstrip().startswith("def ")]
+        if defs:
+            i = rng.choice(defs)
+            lines[i] = lines[i].replace("def ", "def renamed_", 1)
+    else:
+        lines.insert(0, rng.choice(["import torch\n", "from torch import optim\n", "import os\n"]))
+    return "".join(lines)
+
+
+def outcome(result) -> tuple:
+    return (
+        [(f.code, f.span, f.message, f.related, f.fix) for f in result.findings],
+        [(f.code, f.span) for f in result.suppressed],
+        [(e.kind, e.message, e.line, e.col) for e in result.errors],
+    )
+
+
+def fresh(text: str) -> tuple:
+    return outcome(engine.check_source(text, "f.py", EVERYTHING))
+
+
+@pytest.mark.parametrize("name,source", SAMPLES, ids=[name for name, _ in SAMPLES])
+def test_a_check_with_a_memo_is_a_fresh_check(name, source, monkeypatch):
+    memo = DocumentMemo()
+    assert outcome(engine.check_source(source, "f.py", EVERYTHING, memo)) == fresh(source)
+    # and again with everything reused
+    assert outcome(engine.check_source(source, "f.py", EVERYTHING, memo)) == fresh(source)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_edits_keep_every_check_exact(seed):
+    rng = random.Random(seed)
+    samples = [source for _, source in SAMPLES]
+    for source in rng.sample(samples, 12):
+        memo = DocumentMemo()
+        text = source
+        for _ in range(8):
+            assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text), text
+            text = edit(text, rng)
+        assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text), text
+
+
+def test_every_fixture_is_modelled_from_its_statements(monkeypatch):
+    """No fixture needs the whole-parse fallback with a memo (it would hide a bug above)."""
+    from test_piecewise import FIXTURES, ast_sees_every_call
+
+    whole = []
+    parse = engine._parse_screened
+    monkeypatch.setattr(engine, "_parse_screened", lambda *args: whole.append(args) or parse(*args))
+    for path in FIXTURES:
+        source = open(path, encoding="utf-8").read()
+        if not ast_sees_every_call(source):
+            continue
+        whole.clear()
+        engine.check_source(source, path, EVERYTHING, DocumentMemo())
+        assert not whole, path
+
+
+def whole(text: str) -> ast.Module:
+    """What a check without a memo parses (syntax newer than this Python blanked)."""
+    from gradlint import python_ast
+
+    return python_ast.parse_uncached(text)
+
+
+def tree_of(parse, text: str):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.dump(parse(text), include_attributes=True)
+    except SyntaxError as error:
+        return ("SyntaxError", error.lineno)
+
+
+def test_chunked_trees_are_the_whole_parse():
+    rng = random.Random(7)
+    chunks = AstChunks()
+    for _, source in rng.sample(SAMPLES, 40):
+        text = source
+        for _ in range(10):
+            assert tree_of(chunks.parse, text) == tree_of(whole, text), text
+            text = edit(text, rng)
+
+
+@pytest.mark.parametrize(
+    "before,after",
+    [
+        # a future import below the first statement: the parser accepts it (the compiler does not)
+        ("import os\n\nx = 1\n", "import os\n\nfrom __future__ import annotations\n"),
+        # a column-0 line inside a string is no statement
+        ('x = 1\ns = """\nnot code\n"""\ny = 2\n', 'x = 1\ns = """\nnot code: (\n"""\ny = 2\n'),
+        # an edit that opens a string swallows the statements below
+        ('x = 1\ny = 2\nz = 3\n', 'x = 1\ny = """2\nz = 3\n'),
+        # and closing it gives them back
+        ('x = 1\ny = """2\nz = 3\n"""\n', 'x = 1\ny = 2\nz = 3\n"""\n'),
+        # two statements on a line
+        ("a = 1; b = 2\nc = 3\n", "a = 1; b = 3\nc = 3\n"),
+        # a decorator left without its def
+        ("@d\ndef f():\n    pass\nx = 1\n", "@d\n\nx = 1\n"),
+        # typing at the end of a file without a final line end
+        ("x = 1\ny = 2", "x = 1\ny = 2 +"),
+        ("x = 1\ny = 2 +", "x = 1\ny = 2 + 3"),
+        # a line indented under the def above joins its body
+        ("def f():\n    pass\n\nx = 1\n", "def f():\n    pass\n    y = 2\nx = 1\n"),
+        # characters str.splitlines takes for line ends and CPython does not
+        ("x = 1  # \x0c\u2028\x85\ny = 2\nz = 3\n", "x = 1  # \x0c\u2028\x85\ny = 5\nz = 3\n"),
+        ("s = '\u2028'\ny = 2\nz = 3\n", "s = '\u2028'\ny = 2\nz = 4\n"),
+        # carriage returns: always parsed whole
+        ("x = 1\r\ny = 2\r\n", "x = 1\r\ny = 3\r\n"),
+        # `else:` cut from its `if`
+        ("if a:\n    x = 1\nelse:\n    x = 2\n", "if a:\n    x = 1\n\nelse:\n    x = 2\n"),
+        ("if a:\n    x = 1\nelse:\n    x = 2\n", "x = 0\nelse:\n    x = 2\n"),
+    ],
+)
+def test_edits_that_change_what_a_statement_is(before, after):
+    chunks = AstChunks()
+    tree_of(chunks.parse, before)
+    assert tree_of(chunks.parse, after) == tree_of(whole, after)
+    assert tree_of(chunks.parse, before) == tree_of(whole, before)
+
+
+def long_module(functions: int = 60) -> str:
+    body = "\n".join(
+        f"def train_{i}(model, loader):\n"
+        f"    opt = torch.optim.SGD(model.parameters(), lr=0.{i})\n"
+        f"    for x, y in loader:\n"
+        f"        opt.zero_grad()\n"
+        f"        model(x).sum().backward()\n"
+        f"        opt.step()\n"
+        for i in range(functions)
+    )
+    return "import torch\n\n" + body
+
+
+def test_an_edit_in_one_function_reparses_only_that_function():
+    memo = DocumentMemo()
+    text = long_module()
+    engine.check_source(text, "f.py", EVERYTHING, memo)
+    edited = text.replace("lr=0.31)", "lr=0.5)")
+    assert edited != text
+    result = engine.check_source(edited, "f.py", EVERYTHING, memo)
+    assert outcome(result) == fresh(edited)
+    assert memo.cst.parsed == 1  # libcst: the one function
+    assert 0 < memo.ast.reparsed_lines <= 8  # CPython: its lines (and the blank line above it)
+
+
+def test_an_inserted_line_reparses_what_moved_but_no_libcst_tree():
+    memo = DocumentMemo()
+    text = long_module()
+    engine.check_source(text, "f.py", EVERYTHING, memo)
+    edited = text.replace("    for x, y in loader:\n", "    for x, y in loader:\n        pass\n", 1)
+    assert outcome(engine.check_source(edited, "f.py", EVERYTHING, memo)) == fresh(edited)
+    assert memo.cst.parsed == 1  # libcst trees carry no line numbers: only the edited one is new
+
+
+def test_the_screen_with_a_memo_is_the_screen_without():
+    from gradlint.incremental import NodeMemo
+    from gradlint.settings import Wrappers
+
+    memo = NodeMemo()
+    rng = random.Random(3)
+    for _, source in SAMPLES:
+        text = edit(source, rng)
+        try:
+            whole(text)
+        except SyntaxError:
+            continue
+        chunks = AstChunks()
+        from gradlint import python_ast
+
+        python_ast.forget()
+        with python_ast.reusing(chunks):
+            memo.next_check()
+            assert screen.screen(text, Wrappers(), memo) == screen.screen(text, Wrappers()), text
+        python_ast.forget()
