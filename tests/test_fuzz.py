@@ -165,7 +165,7 @@ def _check(source: str):
 
 def _unscreened(source: str):
     original = engine._screen
-    engine._screen = lambda text, settings: text  # libcst sees the whole file
+    engine._screen = lambda text, settings, memo=None: text  # libcst sees the whole file
     try:
         with within(DEADLINE_S):
             return engine.check_source(source, "fuzz.py", EVERYTHING)
@@ -189,6 +189,19 @@ def test_generated_training_loops_never_crash_and_the_screen_changes_nothing(sou
     result = _check(source)
     assert not result.errors, result.errors  # valid code: no error of any kind
     assert _unscreened(source).findings == result.findings
+
+
+@settings(PROFILE)
+@given(training_loops(), training_loops())
+def test_a_buffer_edited_from_one_generated_file_to_another_is_checked_as_fresh(before, after):
+    """The language server's per-buffer memo (gradlint/incremental) between two files that share
+    whatever statements the generator gave both: the second check is the fresh check's."""
+    from gradlint.incremental import DocumentMemo
+
+    memo = DocumentMemo()
+    with within(DEADLINE_S):
+        assert engine.check_source(before, "fuzz.py", EVERYTHING, memo) == _check(before)
+        assert engine.check_source(after, "fuzz.py", EVERYTHING, memo) == _check(after)
 
 
 @settings(PROFILE, max_examples=max(EXAMPLES // 3, 8))
