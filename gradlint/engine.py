@@ -100,15 +100,15 @@ def _screen(source: str, settings: Settings, memo=None):
     """What libcst should parse (gradlint/screen.py), None when nothing can be found."""
     from gradlint.screen import screen
 
-    return screen(source, settings.wrappers, memo.screen if memo is not None else None)
+    return screen(source, settings.wrappers, memo.nodes if memo is not None else None)
 
 
-def _guard(source: str, path: str) -> None:
+def _guard(source: str, path: str, memo=None) -> None:
     """gradlint/parse_guard.py: input that would crash or stall libcst's native parser (deep
     nesting) becomes a one-line error here, before libcst sees it."""
     from gradlint import parse_guard
 
-    refused = parse_guard.check(source, path)
+    refused = parse_guard.check(source, path, memo.nodes if memo is not None else None)
     if refused is not None:
         raise _ParseFailure(refused)
 
@@ -196,7 +196,7 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> li
     # From here on the source has its big numeric data literals emptied (gradlint/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     source = without_data(source)
-    _guard(source, path)
+    _guard(source, path, memo)
     text = _screen(source, settings, memo)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse

@@ -26,6 +26,7 @@ the position table through gradlint/python_ast.py.
 from __future__ import annotations
 
 import ast
+from itertools import accumulate
 from typing import Optional
 
 from gradlint.findings import SYNTAX_ERROR, FileError
@@ -39,9 +40,9 @@ MAX_BRACKETS = 200
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 
-def check(source: str, path: str) -> Optional[FileError]:
+def check(source: str, path: str, memo=None) -> Optional[FileError]:
     """Why libcst must not see `source`, or None (also when CPython rejects it for other reasons:
-    libcst decides then)."""
+    libcst decides then).  `memo`: a gradlint.incremental.NodeMemo (the language server's)."""
     from gradlint import python_ast
 
     try:
@@ -54,7 +55,7 @@ def check(source: str, path: str) -> Optional[FileError]:
         return too_deep(path, 1)
     except ValueError:  # source with NUL bytes and the like: libcst words it
         return None
-    deep = deepest_line(tree, source)
+    deep = deepest_line(tree, source, memo)
     return too_deep(path, deep) if deep is not None else None
 
 
@@ -76,13 +77,12 @@ def _bracket_depth(source: str) -> int:
     return deepest
 
 
-def deepest_line(tree: ast.Module, source: str) -> Optional[int]:
+def deepest_line(tree: ast.Module, source: str, memo=None) -> Optional[int]:
     """The line of a node nested deeper than MAX_DEPTH in libcst's terms, None when none is."""
-    starts = [0]
     # ast counts "\r\n", "\r" and "\n" as line ends; dropping the "\r"s only shortens spans
     # by characters that hold no level of nesting.
-    for line in source.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        starts.append(starts[-1] + len(line) + 1)
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
     last = len(starts) - 1
 
     def span(node) -> int:
@@ -93,17 +93,26 @@ def deepest_line(tree: ast.Module, source: str) -> Optional[int]:
         # col_offset counts UTF-8 bytes: an over-estimate of characters, which only walks more
         return starts[min(end, last) - 1] + node.end_col_offset - starts[min(lineno, last) - 1] - node.col_offset
 
-    stack = [(child, 1, child.lineno) for child in tree.body]
-    while stack:
-        node, depth, line = stack.pop()
-        line = getattr(node, "lineno", line)
-        if isinstance(node, ast.BoolOp):
-            depth += len(node.values) - 1
-        if depth > MAX_DEPTH:
-            return line
-        # Every level below costs at least one character of this node's span (plus a
-        # context or operator leaf): a node shorter than what is left cannot reach the bound.
-        if isinstance(node, _LEAVES) or span(node) + 2 < MAX_DEPTH - depth:
-            continue
-        stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+    def within(stmt: ast.stmt) -> Optional[int]:
+        stack = [(stmt, 1, stmt.lineno)]
+        while stack:
+            node, depth, line = stack.pop()
+            line = getattr(node, "lineno", line)
+            if isinstance(node, ast.BoolOp):
+                depth += len(node.values) - 1
+            if depth > MAX_DEPTH:
+                return line
+            # Every level below costs at least one character of this node's span (plus a
+            # context or operator leaf): a node shorter than what is left cannot reach the bound.
+            if isinstance(node, _LEAVES) or span(node) + 2 < MAX_DEPTH - depth:
+                continue
+            stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
+        return None
+
+    # The last statement first, as one walk of the module's stack would.  A statement the memo
+    # knows is the same text at the same place: the same answer (gradlint/incremental).
+    for stmt in reversed(tree.body):
+        found = within(stmt) if memo is None else memo.get(stmt, "deepest", lambda stmt=stmt: within(stmt))
+        if found is not None:
+            return found
     return None

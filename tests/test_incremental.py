@@ -234,3 +234,19 @@ def test_the_screen_with_a_memo_is_the_screen_without():
             memo.next_check()
             assert screen.screen(text, Wrappers(), memo) == screen.screen(text, Wrappers()), text
         python_ast.forget()
+
+
+def test_a_statement_nested_too_deep_for_libcst_is_refused_with_a_memo_as_without():
+    """The parse guard's answer per statement comes from the memo while the statement is
+    unchanged: an edit elsewhere keeps the refusal, and removing the statement lifts it."""
+    deep = "x = " + " and ".join(["a"] * 1500) + "\n"
+    memo = DocumentMemo()
+    text = long_module(4) + deep + long_module(2)
+    for _ in range(2):
+        result = outcome(engine.check_source(text, "f.py", EVERYTHING, memo))
+        assert result == fresh(text)
+        assert [kind for kind, *_ in result[2]] == ["syntax-error"]
+        text = text.replace("lr=0.1)", "lr=0.7)")
+    text = text.replace(deep, "x = 1\n")
+    assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text)
+    assert not fresh(text)[2]

@@ -47,6 +47,7 @@ class Statements:
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
         self._reads: dict[int, dict[str, list[int]]] = {}  # per top-level statement: name -> lines that read it
         self._binds: dict[int, list[tuple[int, frozenset]]] = {}  # per top-level statement: (first line, names bound)
+        self._at: dict[tuple[int, int], Optional[Statement]] = {}
 
     def _tops_on(self, first: int, last: int) -> range:
         """Indices of the top-level statements with a line in first..last (decorators included)."""
@@ -90,6 +91,12 @@ class Statements:
 
     def at(self, line: int, col: int) -> Optional[Statement]:
         """The innermost simple statement containing (line, col), if it owns its lines alone."""
+        key = (line, col)
+        if key not in self._at:  # a rule plans the same move once per path through the loop
+            self._at[key] = self._find(line, col)
+        return self._at[key]
+
+    def _find(self, line: int, col: int) -> Optional[Statement]:
         candidates = [
             (stmt, chain)
             for stmt, chain in self._on_line(line)

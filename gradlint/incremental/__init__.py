@@ -10,7 +10,9 @@ edit touched:
   the model is then built from those trees in pieces (gradlint/model/piecewise.py,
   the same machinery that keeps huge files' memory small, which gives exactly
   the model of a whole parse);
-- the screen's reading of each top-level statement (gradlint/screen.py).
+- what the parse guard and the screen read from each top-level statement
+  (gradlint/parse_guard.py, gradlint/screen.py), kept by the statement's ast
+  node: an unchanged statement at the same place keeps its node.
 
 Everything else (the screen's reach, the bindings, the loop models, the rules,
 the fixes) runs again on every check, on the code the screen keeps: only
@@ -79,8 +81,9 @@ class DocumentMemo:
     def __init__(self) -> None:
         self.ast = AstChunks()
         self.cst = CstPieces()
-        self.screen = NodeMemo()  # gradlint/screen.py's reading of each top-level statement
+        # what the parse guard and the screen read from each top-level statement's ast
+        self.nodes = NodeMemo()
 
     def next_check(self) -> None:
         self.cst.next_check()
-        self.screen.next_check()
+        self.nodes.next_check()
