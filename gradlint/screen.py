@@ -86,32 +86,53 @@ class _Walk:
         self.assign_paths: dict[int, Optional[tuple]] = {}
         self.piece_nodes: list[ast.stmt] = []
         self.training_step_tops: set[int] = set()
+        # With a memo: per assignment, the words that reach it (_bound_words), kept with the walk
+        self.assign_words: Optional[list[list[str]]] = None
+        if memo is not None:
+            self.assign_words = []
+            for stmt in tree.body:  # the walk of an unchanged statement, from an earlier check
+                self._add(memo.get(stmt, "walk", lambda stmt=stmt: _Walk.of_statement(stmt)))
+            return
         for stmt in tree.body:
-            if memo is not None:  # the walk of an unchanged statement, from an earlier check
-                self._add(memo.get(stmt, "walk", lambda stmt=stmt: _Walk(ast.Module(body=[stmt], type_ignores=[]))))
-                continue
             index = self._piece(stmt, -1)
             if isinstance(stmt, ast.ClassDef):
                 self._class_piece(stmt, index)
             else:
                 self._statement(stmt, index)
 
+    @classmethod
+    def of_statement(cls, stmt: ast.stmt) -> "_Walk":
+        part = cls(ast.Module(body=[stmt], type_ignores=[]))
+        part.assign_words = [_bound_words(node) for node in part.assigns]
+        return part
+
     def _add(self, part: "_Walk") -> None:
         """Append the walk of the next top-level statement: the same entries, pieces renumbered,
         fresh units (their `needed` marks are this screen's)."""
         offset = len(self.pieces)
-        self.pieces += [(start, end, droppable, parent + offset if parent >= 0 else -1)
-                        for start, end, droppable, parent in part.pieces]
-        self.loops += [(start, end, top + offset, node) for start, end, top, node in part.loops]
-        self.functions += [(name, _Unit(u.top + offset, u.start, u.end), node, method)
-                           for name, u, node, method in part.functions]
-        self.classes += [(name, _Unit(u.top + offset, u.start, u.end), header_end) for name, u, header_end in part.classes]
-        self.imports += [(names, _Unit(u.top + offset, u.start, u.end)) for names, u in part.imports]
-        self.assigns += part.assigns
-        self.assign_tops += [top + offset for top in part.assign_tops]
-        self.assign_paths.update(part.assign_paths)
+        if len(part.pieces) == 1:  # most statements: one piece, a top-level one (parent -1)
+            self.pieces += part.pieces
+        else:
+            self.pieces += [(start, end, droppable, parent + offset if parent >= 0 else -1)
+                            for start, end, droppable, parent in part.pieces]
+        if part.loops:
+            self.loops += [(start, end, top + offset, node) for start, end, top, node in part.loops]
+        if part.functions:
+            self.functions += [(name, _Unit(u.top + offset, u.start, u.end), node, method)
+                               for name, u, node, method in part.functions]
+        if part.classes:
+            self.classes += [(name, _Unit(u.top + offset, u.start, u.end), header_end)
+                             for name, u, header_end in part.classes]
+        if part.imports:
+            self.imports += [(names, _Unit(u.top + offset, u.start, u.end)) for names, u in part.imports]
+        if part.assigns:
+            self.assigns += part.assigns
+            self.assign_words += part.assign_words
+            self.assign_tops += [top + offset for top in part.assign_tops]
+            self.assign_paths.update(part.assign_paths)
         self.piece_nodes += part.piece_nodes
-        self.training_step_tops |= {top + offset for top in part.training_step_tops}
+        if part.training_step_tops:
+            self.training_step_tops |= {top + offset for top in part.training_step_tops}
 
     def _class_piece(self, node: ast.ClassDef, index: int) -> None:
         """A class of the module or of a class body: its methods and nested classes are pieces
@@ -464,9 +485,9 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
     for names, unit in walk.imports:
         for name in names:
             bound.setdefault(name, []).append((unit, None, (unit.start, unit.end)))
-    for node, top in zip(walk.assigns, walk.assign_tops):
+    assign_words = walk.assign_words if walk.assign_words is not None else map(_bound_words, walk.assigns)
+    for node, top, words in zip(walk.assigns, walk.assign_tops, assign_words):
         unit = _Unit(top, node.lineno, node.end_lineno)
-        words = _bound_words(node) if memo is None else memo.get(node, "bound", lambda node=node: _bound_words(node))
         for word in words:
             bound.setdefault(word, []).append((unit, node, None))
 
