@@ -86,9 +86,12 @@ def _syntax_error(source: str, path: str, exc) -> FileError:
     """Where the file is broken: CPython's parser says it best (libcst's raw_line can be
     lines off); libcst's own words only when CPython accepts the file."""
     import ast
+    import warnings
 
     try:
-        ast.parse(source)
+        with warnings.catch_warnings():  # an invalid escape elsewhere is not this error's business
+            warnings.simplefilter("ignore")
+            ast.parse(source)
     except SyntaxError as py:
         return FileError(path, SYNTAX_ERROR, f"syntax error: {py.msg}", py.lineno or 1, py.offset or 1)
     except (ValueError, RecursionError, MemoryError):
