@@ -250,3 +250,17 @@ def test_a_statement_nested_too_deep_for_libcst_is_refused_with_a_memo_as_withou
     text = text.replace(deep, "x = 1\n")
     assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text)
     assert not fresh(text)[2]
+
+
+@pytest.mark.parametrize("name,source", [(n, s) for n, s in SAMPLES if "newer_syntax" in n], ids=lambda v: str(v)[:40])
+def test_code_for_a_newer_python_edited_at_random(name, source):
+    """On a Python older than the code, the whole parse blanks the newer syntax
+    (gradlint/newer_syntax.py) and a region parsed alone does not: the two must still agree."""
+    rng = random.Random(name)
+    chunks = AstChunks()
+    memo = DocumentMemo()
+    text = source
+    for _ in range(25):
+        assert tree_of(chunks.parse, text) == tree_of(whole, text), text
+        assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text), text
+        text = edit(text, rng)
