@@ -143,7 +143,7 @@ def _model_of_statements(text: str, source: str, path: str, settings: Settings, 
     if not spans:
         return None
     return piecewise.build_in_pieces(
-        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse
+        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse, models=memo.models
     )
 
 

@@ -264,3 +264,80 @@ def test_code_for_a_newer_python_edited_at_random(name, source):
         assert tree_of(chunks.parse, text) == tree_of(whole, text), text
         assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text), text
         text = edit(text, rng)
+
+
+HEADER = """\
+import torch
+
+model = torch.nn.Linear(2, 1)
+head = torch.nn.Linear(1, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def helper(loss):
+    loss.backward()
+
+
+"""
+CLEARS_THE_MODEL = HEADER + """\
+def train(loader):
+    for x, y in loader:
+        model.zero_grad()
+        head(model(x)).sum().backward()
+        opt.step()
+"""
+BACKWARD_IN_A_HELPER = HEADER + """\
+def train(loader):
+    for x, y in loader:
+        helper(head(model(x)).sum())
+        opt.zero_grad()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "source,old,new",
+    [
+        (CLEARS_THE_MODEL, "SGD(model.parameters()", "SGD(head.parameters() "),  # what the optimizer steps
+        (CLEARS_THE_MODEL, "opt = torch", "xpt = torch"),  # the optimizer the loop steps is unknown
+        (BACKWARD_IN_A_HELPER, "    loss.backward()", "    loss.detach()  "),  # the helper no longer backpropagates
+        (BACKWARD_IN_A_HELPER, "def helper(loss):", "def helpex(loss):"),  # nor is it the helper called
+    ],
+    ids=["parameters", "optimizer", "helper body", "helper name"],
+)
+def test_a_loop_whose_statement_is_unchanged_sees_an_edit_elsewhere(source, old, new):
+    """The train function's statement keeps its tree and its line, so its models may be reused,
+    but only if every question they asked of the bindings still gets the same answer."""
+    memo = DocumentMemo()
+    assert outcome(engine.check_source(source, "f.py", EVERYTHING, memo)) == fresh(source)
+    edited = source.replace(old, new)
+    assert edited.count("\n") == source.count("\n") and edited != source
+    assert fresh(edited) != fresh(source)  # the edit matters to the loop
+    assert outcome(engine.check_source(edited, "f.py", EVERYTHING, memo)) == fresh(edited)
+    assert outcome(engine.check_source(source, "f.py", EVERYTHING, memo)) == fresh(source)
+
+
+WORDS = ["model", "head", "opt", "optimizer", "loss", "helper", "scaler", "sched", "x", "torch"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_names_swapped_in_place_keep_every_check_exact(seed):
+    """Edits that keep every line where it is (so every other statement's tree and models may
+    be reused): one name replaced by another, as when a variable is renamed by hand."""
+    rng = random.Random(seed)
+    for _, source in rng.sample(SAMPLES, 20):
+        memo = DocumentMemo()
+        text = source
+        for _ in range(6):
+            assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text), text
+            spots = [(i, w) for w in WORDS for i in _occurrences(text, w)]
+            if not spots:
+                break
+            at, word = rng.choice(spots)
+            text = text[:at] + rng.choice(WORDS) + text[at + len(word) :]
+
+
+def _occurrences(text: str, word: str) -> list[int]:
+    import re
+
+    return [m.start() for m in re.finditer(r"\b%s\b" % word, text)]

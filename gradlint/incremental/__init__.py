@@ -10,13 +10,15 @@ edit touched:
   the model is then built from those trees in pieces (gradlint/model/piecewise.py,
   the same machinery that keeps huge files' memory small, which gives exactly
   the model of a whole parse);
+- each piece's loop models, reused while the piece is the same tree at the same
+  line and every question its models asked of the bindings gets the same answer;
 - what the parse guard and the screen read from each top-level statement
   (gradlint/parse_guard.py, gradlint/screen.py), kept by the statement's ast
   node: an unchanged statement at the same place keeps its node.
 
-Everything else (the screen's reach, the bindings, the loop models, the rules,
-the fixes) runs again on every check, on the code the screen keeps: only
-the parsing, which grows with the whole buffer, is saved.  A check with a memo
+Everything else (the screen's reach, the bindings pass, the models of what
+changed, the rules, the fixes) runs again on every check, on the code the
+screen keeps.  A check with a memo
 gives exactly what a check without one gives (tests/test_incremental.py).
 """
 
@@ -75,15 +77,41 @@ class CstPieces:
         self.parsed = 0
 
 
+class PieceModels:
+    """The first-pass loop models of each piece (gradlint/model/piecewise.py), by its libcst
+    tree (the same object for the same text) and its place; what the last build did not use
+    is forgotten at the next check."""
+
+    def __init__(self) -> None:
+        self._kept: dict = {}
+        self._used: dict = {}
+
+    def get(self, module, key):
+        entry = self._used.get((id(module), key)) or self._kept.get((id(module), key))
+        if entry is None or entry[0] is not module:
+            return None
+        self._used[(id(module), key)] = entry
+        return entry[1]
+
+    def put(self, module, key, value) -> None:
+        self._used[(id(module), key)] = (module, value)
+
+    def next_check(self) -> None:
+        if self._used:
+            self._kept, self._used = self._used, {}
+
+
 class DocumentMemo:
     """One open buffer's reusable parses (see the module's docstring)."""
 
     def __init__(self) -> None:
         self.ast = AstChunks()
         self.cst = CstPieces()
+        self.models = PieceModels()
         # what the parse guard and the screen read from each top-level statement's ast
         self.nodes = NodeMemo()
 
     def next_check(self) -> None:
         self.cst.next_check()
+        self.models.next_check()
         self.nodes.next_check()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import libcst as cst
@@ -167,21 +167,27 @@ def build_in_pieces(
     table: AstTable,
     spans: list[tuple[int, int]],
     parse: Callable[[str], cst.Module] = cst.parse_module,
+    models=None,
 ) -> Optional[FileModel]:
     """The file's model built piece by piece (`text` is what libcst would parse whole,
     `table` its ast positions); None when only a whole parse can give it.  `spans` need not
     cover the lines between pieces that hold no statement; `parse` may hand back the tree
-    of an equal text parsed before (gradlint/incremental: trees are never changed)."""
+    of an equal text parsed before (gradlint/incremental: trees are never changed); `models`
+    (gradlint.incremental.PieceModels) keeps each piece's first-pass models for the next build."""
     try:
-        return _Build(text, path, wrappers, table, parse).run(spans, source)
+        return _Build(text, path, wrappers, table, parse, models).run(spans, source)
     except (_Disagrees, PositionsDisagree, cst.ParserSyntaxError):
         return None
 
 
 class _Build:
-    def __init__(self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=cst.parse_module) -> None:
+    def __init__(
+        self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=cst.parse_module, models=None
+    ) -> None:
         self.text = text
         self.parse = parse
+        self.models = models
+        self.model_key = (path, wrappers)  # what a model depends on besides its tree, place and answers
         self.table = table
         self.names = event_names(wrappers)
         self.bindings = Bindings(self.names)
@@ -229,14 +235,42 @@ class _Build:
         for kind in KINDS:
             if bindings.counts[kind] - before[kind] != self.table.count(kind, first, last):
                 raise _Disagrees(kind.__name__)
-        log = Log()
-        self.builder.use_piece(module, Recorder(bindings, log))
+        outline = bindings.take_outline()
         start = len(self.slots)
-        for entry in bindings.take_outline():
-            self.slots.append(entry[1] if entry[0] == "class" else self.finder.loop(entry[1], entry[2]))
+        log = self._reused(module, first, outline)
+        if log is None:
+            log = Log()
+            self.builder.use_piece(module, Recorder(bindings, log))
+            models = []
+            for entry in outline:
+                self.slots.append(entry[1] if entry[0] == "class" else self.finder.loop(entry[1], entry[2]))
+                models.append(self.slots[-1] if entry[0] == "loop" else None)
+            if self.models is not None:
+                self.models.put(module, (first, self.model_key), (log, models))
         self.pieces.append(_Piece(first, last, before, log, range(start, len(self.slots))))
         bindings.end_piece()
         self.builder.use_piece(self.config, bindings)  # drops the piece's tree
+
+    def _reused(self, module: cst.Module, first: int, outline: list) -> Optional[Log]:
+        """The first-pass models of a piece an earlier build modelled (the same tree at the same
+        line, so the same spans), appended to the slots, with the log of the answers they were
+        built on; None: model it.  Like every first pass, they stand only if the complete
+        bindings give those answers (`run`): a model is a function of its tree and of the
+        answers it got, so equal answers give an equal model."""
+        if self.models is None:
+            return None
+        known = self.models.get(module, (first, self.model_key))
+        if known is None:
+            return None
+        log, models = known
+        if log.stale or len(models) != len(outline):
+            return None
+        for entry, model in zip(outline, models):
+            if entry[0] == "class":
+                self.slots.append(entry[1])  # this build's ClassInfo, judged at the end
+            else:  # a copy: which events are another loop's is decided again for this file
+                self.slots.append(replace(model, foreign=frozenset()) if model is not None else None)
+        return log
 
     def second_pass(self, piece: _Piece) -> None:
         """Model a piece again with the complete bindings (its first answers have changed)."""
