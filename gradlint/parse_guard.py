@@ -42,7 +42,7 @@ _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 def check(source: str, path: str, memo=None) -> Optional[FileError]:
     """Why libcst must not see `source`, or None (also when CPython rejects it for other reasons:
-    libcst decides then).  `memo`: a gradlint.incremental.NodeMemo (the language server's)."""
+    libcst decides then).  `memo`: a gradlint.incremental.ByIdentity (the language server's)."""
     from gradlint import python_ast
 
     try:

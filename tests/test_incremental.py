@@ -215,10 +215,10 @@ def test_an_inserted_line_reparses_what_moved_but_no_libcst_tree():
 
 
 def test_the_screen_with_a_memo_is_the_screen_without():
-    from gradlint.incremental import NodeMemo
+    from gradlint.incremental import ByIdentity
     from gradlint.settings import Wrappers
 
-    memo = NodeMemo()
+    memo = ByIdentity()
     rng = random.Random(3)
     for _, source in SAMPLES:
         text = edit(source, rng)

@@ -11,15 +11,15 @@ edit touched:
   the same machinery that keeps huge files' memory small, which gives exactly
   the model of a whole parse);
 - each piece's loop models, reused while the piece is the same tree at the same
-  line and every question its models asked of the bindings gets the same answer;
+  line and the complete bindings answer its models' questions as before;
 - what the parse guard and the screen read from each top-level statement
   (gradlint/parse_guard.py, gradlint/screen.py), kept by the statement's ast
   node: an unchanged statement at the same place keeps its node.
 
 Everything else (the screen's reach, the bindings pass, the models of what
 changed, the rules, the fixes) runs again on every check, on the code the
-screen keeps.  A check with a memo
-gives exactly what a check without one gives (tests/test_incremental.py).
+screen keeps.  A check with a memo gives exactly what a check without one
+gives (tests/test_incremental.py).
 """
 
 from __future__ import annotations
@@ -27,78 +27,64 @@ from __future__ import annotations
 from gradlint.incremental.ast_chunks import AstChunks
 
 
-class NodeMemo:
-    """Values computed from an ast node, kept while the node is (by identity: an id alone
-    could be a freed node's, handed out again).  What the last check did not ask for is
-    forgotten at the next check."""
+class _Generations:
+    """Entries kept from one check to the next: those the last check used (a check that used
+    none keeps the ones before it); the rest are forgotten."""
 
     def __init__(self) -> None:
         self._kept: dict = {}
         self._used: dict = {}
 
-    def get(self, node, key, compute):
-        entry = self._used.get((id(node), key))
-        if entry is None or entry[0] is not node:
-            entry = self._kept.get((id(node), key))
-            if entry is None or entry[0] is not node:
-                entry = (node, compute())
-            self._used[(id(node), key)] = entry
-        return entry[1]
+    def _find(self, key):
+        entry = self._used.get(key)
+        if entry is None:
+            entry = self._kept.get(key)
+            if entry is not None:
+                self._used[key] = entry
+        return entry
 
     def next_check(self) -> None:
         if self._used:
             self._kept, self._used = self._used, {}
 
 
-class CstPieces:
-    """libcst modules of piece texts, kept from one check to the next (those the last check used)."""
+class ByIdentity(_Generations):
+    """Values computed from an object (an ast statement, a libcst piece), kept while that object
+    lives: looked up by identity, since an id alone could be a freed object's, handed out again."""
+
+    def get(self, owner, key, compute=None):
+        """The value for (owner, key); computed (and kept) when missing, or None without `compute`."""
+        entry = self._find((id(owner), key))
+        if entry is None or entry[0] is not owner:
+            if compute is None:
+                return None
+            entry = (owner, compute())
+            self._used[(id(owner), key)] = entry
+        return entry[1]
+
+    def put(self, owner, key, value) -> None:
+        self._used[(id(owner), key)] = (owner, value)
+
+
+class CstPieces(_Generations):
+    """libcst modules of piece texts (trees are never changed: an equal text may share one)."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, object] = {}
-        self._used: dict[str, object] = {}
+        super().__init__()
         self.parsed = 0  # pieces parsed by the current check (tests and benchmarks read it)
 
     def parse(self, text: str):
-        module = self._used.get(text)
+        module = self._find(text)
         if module is None:
-            module = self._kept.get(text)
-            if module is None:
-                import libcst as cst
+            import libcst as cst
 
-                module = cst.parse_module(text)
-                self.parsed += 1
-            self._used[text] = module
+            module = self._used[text] = cst.parse_module(text)
+            self.parsed += 1
         return module
 
     def next_check(self) -> None:
-        """Keep what the last check used (if it used anything), forget the rest."""
-        if self._used:
-            self._kept, self._used = self._used, {}
+        super().next_check()
         self.parsed = 0
-
-
-class PieceModels:
-    """The first-pass loop models of each piece (gradlint/model/piecewise.py), by its libcst
-    tree (the same object for the same text) and its place; what the last build did not use
-    is forgotten at the next check."""
-
-    def __init__(self) -> None:
-        self._kept: dict = {}
-        self._used: dict = {}
-
-    def get(self, module, key):
-        entry = self._used.get((id(module), key)) or self._kept.get((id(module), key))
-        if entry is None or entry[0] is not module:
-            return None
-        self._used[(id(module), key)] = entry
-        return entry[1]
-
-    def put(self, module, key, value) -> None:
-        self._used[(id(module), key)] = (module, value)
-
-    def next_check(self) -> None:
-        if self._used:
-            self._kept, self._used = self._used, {}
 
 
 class DocumentMemo:
@@ -107,9 +93,10 @@ class DocumentMemo:
     def __init__(self) -> None:
         self.ast = AstChunks()
         self.cst = CstPieces()
-        self.models = PieceModels()
+        # each piece's first-pass loop models, by its libcst tree and its first line
+        self.models = ByIdentity()
         # what the parse guard and the screen read from each top-level statement's ast
-        self.nodes = NodeMemo()
+        self.nodes = ByIdentity()
 
     def next_check(self) -> None:
         self.cst.next_check()

@@ -173,7 +173,7 @@ def build_in_pieces(
     `table` its ast positions); None when only a whole parse can give it.  `spans` need not
     cover the lines between pieces that hold no statement; `parse` may hand back the tree
     of an equal text parsed before (gradlint/incremental: trees are never changed); `models`
-    (gradlint.incremental.PieceModels) keeps each piece's first-pass models for the next build."""
+    (a gradlint.incremental.ByIdentity) keeps each piece's first-pass models for the next build."""
     try:
         return _Build(text, path, wrappers, table, parse, models).run(spans, source)
     except (_Disagrees, PositionsDisagree, cst.ParserSyntaxError):
