@@ -184,6 +184,9 @@ def main() -> int:
         cold, proc, rss = measured(cold_name, lambda: gradlint_run(files, ["--cache-dir", cache], list_file))
         if proc.stderr.strip():
             print("gradlint stderr:", proc.stderr.strip()[-500:])
+        # the best of 2, as ruff's: one slow run under passing load should not decide the ratio
+        again, _, _ = gradlint_run(files, ["--cache-dir", os.path.join(tmp, "cache-2")], list_file)
+        cold = min(cold, again)
         warm, _, _ = gradlint_run(files, ["--cache-dir", cache], list_file)
         nocache, _, _ = measured("gradlint --no-cache", lambda: gradlint_run(files, ["--no-cache"], list_file))
         rows += [(cold_name, cold), ("gradlint warm (cache)", warm), ("gradlint --no-cache", nocache)]
@@ -226,7 +229,7 @@ def main() -> int:
     print("targets:")
     for name, value, limit in targets:
         print(f"  {name:<44} {value:8.3f}  (target <= {limit})  {'PASS' if value <= limit else 'FAIL'}")
-    return 0
+    return 0 if all(value <= limit for _, value, limit in targets) else 1
 
 
 def value_of(rows: list[tuple[str, float]], name: str) -> float:
