@@ -7,6 +7,7 @@ for bad input: a file that does not parse becomes a FileError.
 
 from __future__ import annotations
 
+import sys
 import traceback
 from typing import TYPE_CHECKING
 
@@ -189,6 +190,9 @@ def _analyse(source: str, path: str, settings: Settings, memo=None) -> list[Find
             return _analyse_parsed(source, path, settings, memo)
     finally:
         python_ast.forget()  # the guard's ast (shared with the screen and positions) dies with the check
+        fix = sys.modules.get("gradlint.fix")
+        if fix is not None:
+            fix.forget()  # and the fixes' statements, which hold the same tree
         if collecting:
             gc.enable()
 

@@ -25,7 +25,7 @@ from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
 from gradlint.fix.statements import Statement, Statements
 from gradlint.model.event import Event
 
-__all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "statements_of"]
+__all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "statements_of", "forget"]
 
 
 @lru_cache(maxsize=4)
@@ -40,6 +40,14 @@ def _statements(source: str) -> Optional[Statements]:
 # a file plans its fix on the same FileModel.lines, and joining and hashing the whole text
 # again per finding made the fixes of a file with thousands of findings quadratic.
 _BY_LINES: dict[int, tuple[list[str], Optional[Statements]]] = {}
+
+
+def forget() -> None:
+    """Drop the statements of the files planned so far (each holds its file's whole ast): the
+    engine calls this when a check ends, before the cyclic collector runs again, which would
+    otherwise walk those trees after every big file."""
+    _BY_LINES.clear()
+    _statements.cache_clear()
 
 
 def statements_of(lines: list[str]) -> Optional[Statements]:

@@ -218,6 +218,7 @@ class _Build:
                 if model is not None:
                     loops.append(model)
             loops += self.finder.iteration_functions()
+        self.builder.done()
         return file_model(self.builder.path, self.bindings, loops, self.finder.lightning_clips, source)
 
     def piece_text(self, first: int, last: int) -> str:
