@@ -18,7 +18,6 @@ map every edit to one cell.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Optional
 
 from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
@@ -28,7 +27,6 @@ from gradlint.model.event import Event
 __all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "statements_of", "forget"]
 
 
-@lru_cache(maxsize=4)
 def _statements(source: str) -> Optional[Statements]:
     try:
         return Statements(source)
@@ -47,7 +45,6 @@ def forget() -> None:
     engine calls this when a check ends, before the cyclic collector runs again, which would
     otherwise walk those trees after every big file."""
     _BY_LINES.clear()
-    _statements.cache_clear()
 
 
 def statements_of(lines: list[str]) -> Optional[Statements]:
