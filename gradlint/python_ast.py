@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
 import warnings
-from contextlib import contextmanager
 from typing import Union
 
-# This thread's AstChunks while `reusing` holds (the language server's checks).
-_local = threading.local()
+# A threading.local holding this thread's AstChunks while `reusing` holds (the language server's
+# checks); made by the first `reusing`, so that the command line imports no threading.
+_local = None
 # The last two texts and their trees, or the SyntaxError each raises (the guard, the screen
 # and the position table all ask, and a buffer being typed in the editor often does not parse);
 # newest first.
@@ -41,7 +40,7 @@ def parse(source: str) -> ast.Module:
             if isinstance(known[1], SyntaxError):
                 raise known[1]
             return known[1]
-    chunks = getattr(_local, "chunks", None)
+    chunks = getattr(_local, "chunks", None) if _local is not None else None
     try:
         tree = chunks.parse(source) if chunks is not None else parse_uncached(source)
     except SyntaxError as final:
@@ -61,17 +60,25 @@ def parse_uncached(source: str) -> ast.Module:
             return _parse_newer(source, error)
 
 
-@contextmanager
-def reusing(chunks):
-    """While this holds, this thread's parses go through `chunks` (an AstChunks of
-    gradlint/incremental/ast_chunks.py), which reuses the statements of similar earlier texts:
-    the language server, between edits of one buffer."""
-    before = getattr(_local, "chunks", None)
-    _local.chunks = chunks
-    try:
-        yield
-    finally:
-        _local.chunks = before
+class reusing:
+    """While this holds (`with reusing(chunks):`), this thread's parses go through `chunks` (an
+    AstChunks of gradlint/incremental/ast_chunks.py), which reuses the statements of similar
+    earlier texts: the language server, between edits of one buffer."""
+
+    def __init__(self, chunks) -> None:
+        self.chunks = chunks
+
+    def __enter__(self) -> None:
+        global _local
+        if _local is None:
+            import threading
+
+            _local = threading.local()
+        self.before = getattr(_local, "chunks", None)
+        _local.chunks = self.chunks
+
+    def __exit__(self, *exc) -> None:
+        _local.chunks = self.before
 
 
 def _parse_newer(source: str, error: SyntaxError) -> ast.Module:
