@@ -46,7 +46,9 @@ class Statements:
         self._indexed: set[int] = set()
         self._by_line: dict[int, list[tuple[ast.stmt, tuple]]] = {}
         self._reads: dict[int, dict[str, list[int]]] = {}  # per top-level statement: name -> lines that read it
-        self._binds: dict[int, list[tuple[int, frozenset]]] = {}  # per top-level statement: (first line, names bound)
+        # per top-level statement: the first lines of the statements inside it that bind names
+        # (sorted), and the names each binds
+        self._binds: dict[int, tuple[list[int], list[frozenset]]] = {}
         self._at: dict[tuple[int, int], Optional[Statement]] = {}
 
     def _tops_on(self, first: int, last: int) -> range:
@@ -150,16 +152,22 @@ class Statements:
         for i in self._tops_on(first, last):
             binds = self._binds.get(i)
             if binds is None:  # once per statement, as _reads
-                binds = self._binds[i] = []
+                starts: list[tuple[int, frozenset]] = []
                 for node in ast.walk(self._tops[i]):
                     if isinstance(node, ast.stmt):
                         bound = frozenset(
                             n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
                         )
                         if bound:
-                            binds.append((node.lineno, bound))
-            if any(first <= line <= last and not names.isdisjoint(bound) for line, bound in binds):
-                return True
+                            starts.append((node.lineno, bound))
+                starts.sort(key=lambda pair: pair[0])
+                binds = self._binds[i] = ([line for line, _ in starts], [bound for _, bound in starts])
+            lines, bound = binds
+            k = bisect_left(lines, first)  # only the statements starting in first..last: one function may hold thousands
+            while k < len(lines) and lines[k] <= last:
+                if not names.isdisjoint(bound[k]):
+                    return True
+                k += 1
         return False
 
     def whole(self, stmt: ast.stmt, chain: tuple) -> Optional[Statement]:
