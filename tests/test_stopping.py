@@ -110,6 +110,7 @@ def test_ctrl_c_stops_the_run_and_its_workers_at_once(tmp_path, args):
     proc = subprocess.Popen(
         [sys.executable, "-m", "gradlint", "--no-cache", *args, "."],
         cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 60
@@ -137,6 +138,13 @@ def test_ctrl_c_stops_the_run_and_its_workers_at_once(tmp_path, args):
     assert {p.name: p.read_bytes() for p in root.iterdir()} == before  # no file touched, no temp file left
 
 
+def as_from_a_terminal() -> None:
+    """Ctrl-C's default meaning in the child, as a shell in a terminal gives it.  A test run started
+    in the background by a non-interactive shell (`nox ... &`) inherits SIGINT ignored, and Python
+    then keeps ignoring it: the child would never see the Ctrl-C these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _lsp_message(payload: dict) -> bytes:
     import json
 
@@ -150,6 +158,7 @@ def test_language_server_started_by_hand_stops_at_the_first_ctrl_c(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "gradlint", "lsp"], cwd=tmp_path,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=as_from_a_terminal,
     )
     try:
         initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
