@@ -360,6 +360,15 @@ class _GradReaders(cst.CSTVisitor):
                 self.owners.add(owner.value)
 
 
+def accumulate_with(stmt: cst.With, ctx) -> Optional[str]:
+    """`accelerator` when one of the `with` statement's items is `accelerator.accumulate(...)`."""
+    for item in stmt.items:
+        accelerator = accumulate_context(item, ctx)
+        if accelerator is not None:
+            return accelerator
+    return None
+
+
 def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:
     """`accelerator` for `with accelerator.accumulate(model):`, else None."""
     call = item.item

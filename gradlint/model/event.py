@@ -30,6 +30,9 @@ class Event:
     # on the other side of an accumulation step test (`if (i+1) % k == 0: S else: Z`):
     # runs on exactly the iterations that skip the step
     off_boundary: bool = False
+    # the accumulation condition it runs under (the innermost; `!key` for its other side): a
+    # clear under the same condition as the step, before the backward, starts no window
+    boundary: Optional[str] = None
     skips_first: bool = False  # under a condition false on the loop's first iteration (`if epoch > 0:`)
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
     manual: bool = False  # S by hand: parameters updated from their own gradients

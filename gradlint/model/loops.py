@@ -127,6 +127,9 @@ class Context:
         # parameter variables under a test of their name: a clear there picks some parameters
         self.selective: frozenset[str] = frozenset()
         self.accumulate: Optional[str] = None  # the accelerator inside `with X.accumulate(...)`
+        # the accelerator of a `with X.accumulate(...)` that comes later in the same block: a
+        # prepared optimizer's clear here runs while the previous step's sync flag holds
+        self.accumulate_later: Optional[str] = None
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
 
@@ -267,9 +270,36 @@ class Builder:
 
     def block(self, stmts, ctx: Context) -> list[Node]:
         out: list[Node] = []
-        for stmt in stmts:
-            out.extend(self.statement(stmt, ctx))
+        contexts = self.accumulate_contexts(stmts, ctx)
+        for stmt, stmt_ctx in zip(stmts, contexts):
+            out.extend(self.statement(stmt, stmt_ctx))
         return out
+
+    @staticmethod
+    def accumulate_contexts(stmts, ctx: Context) -> list[Context]:
+        """The context of each statement of a block that holds `with X.accumulate(...)`.
+
+        `accumulate()` sets the sync flag on entry, and the prepared optimizer acts only
+        while it holds: before the `with` (in the same block) that is the previous
+        micro-step's flag, so a clear there runs at the start of a window; after it, the
+        flag of this micro-step, as inside."""
+        if ctx.accumulate is not None or len(stmts) < 2:
+            return [ctx] * len(stmts)
+        found = next(
+            (
+                (index, accelerator)
+                for index, stmt in enumerate(stmts)
+                if isinstance(stmt, cst.With)
+                for accelerator in [classify.accumulate_with(stmt, ctx)]
+                if accelerator is not None
+            ),
+            None,
+        )
+        if found is None:
+            return [ctx] * len(stmts)
+        index, accelerator = found
+        before, after = ctx.child(accumulate_later=accelerator), ctx.child(accumulate=accelerator)
+        return [before] * index + [ctx] + [after] * (len(stmts) - index - 1)
 
     def suite(self, suite: cst.BaseSuite, ctx: Context) -> list[Node]:
         if isinstance(suite, cst.IndentedBlock):
@@ -362,6 +392,7 @@ class Builder:
             then_steps, else_steps = steps_in(then), steps_in(orelse)
             then = _mark(then, accumulation_guarded=True, off_boundary=bool(else_steps - then_steps))
             orelse = _mark(orelse, accumulation_guarded=True, off_boundary=bool(then_steps - else_steps))
+            then, orelse = _mark_boundary(then, key), _mark_boundary(orelse, "!" + key)
         if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
             then = _mark(then, skips_first=True)
         return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies)
@@ -463,9 +494,15 @@ class Builder:
                 return [event, hook]
             if event.sync_only:
                 # Inside `with accelerator.accumulate(...)`: runs only on the syncing step.
-                marked = replace(event, accumulation_guarded=True)
                 # Same key as the user's own `if accelerator.sync_gradients:` so both take one side.
                 key = f"{ctx.accumulate}.sync_gradients"
+                marked = replace(event, accumulation_guarded=True, boundary=key)
+                return [Branch(key, True, False, [marked], [])]
+            if event.kind == api.Z and event.optimizer and ctx.accumulate_later is not None:
+                # Before `with accelerator.accumulate(...)`: the previous micro-step's sync flag,
+                # so the prepared optimizer clears at the start of each window.
+                key = f"{ctx.accumulate_later}.sync_gradients before accumulate()"
+                marked = replace(event, accumulation_guarded=True, boundary=key)
                 return [Branch(key, True, False, [marked], [])]
             return [event]
         helper = helper or self.helper_for(call, ctx)
@@ -585,6 +622,22 @@ def _mark(nodes: list[Node], **flags) -> list[Node]:
             out.append(replace(node, then=_mark(node.then, **flags), orelse=_mark(node.orelse, **flags)))
         elif isinstance(node, (Nested, Helper)):
             out.append(type(node)(_mark(node.body, **flags)))
+        else:
+            out.append(node)
+    return out
+
+
+def _mark_boundary(nodes: list[Node], key: str) -> list[Node]:
+    """Set `boundary` on the events of `nodes` that have none yet (an inner accumulation
+    condition, marked first, is the one an event runs under)."""
+    out: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Event):
+            out.append(node if node.boundary is not None else replace(node, boundary=key))
+        elif isinstance(node, Branch):
+            out.append(replace(node, then=_mark_boundary(node.then, key), orelse=_mark_boundary(node.orelse, key)))
+        elif isinstance(node, (Nested, Helper)):
+            out.append(type(node)(_mark_boundary(node.body, key)))
         else:
             out.append(node)
     return out

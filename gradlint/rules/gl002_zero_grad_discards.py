@@ -111,10 +111,13 @@ def _judge(file, loop, walk, z_index, only_one):
                 lost = events[here]
                 lost_when = at(lost)
                 fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
-            elif accumulated and (z.off_boundary or not z.accumulation_guarded):
+            elif accumulated and (z.off_boundary or not z.accumulation_guarded or _same_boundary(z, later)):
                 # (a clear under another accumulation test may start the next window:
                 # `if i % k == 0: Z` ... `if (i + 1) % k == 0: S`; the `else:` of the step's
-                # own test surely runs between a micro-batch and its step)
+                # own test surely runs between a micro-batch and its step, and a clear under the
+                # step's own test before this iteration's backward, such as a prepared optimizer's
+                # at the top of `with accelerator.accumulate(model):`, runs on the step's
+                # iteration, after the window's other micro-batches)
                 lost = events[accumulated[-1]]
                 lost_when = at_earlier(lost, z, walk.iteration[accumulated[-1]] != walk.iteration[z_index])
             else:
@@ -130,6 +133,10 @@ def _judge(file, loop, walk, z_index, only_one):
     return None
 
 
+def _same_boundary(clear, step) -> bool:
+    return clear.boundary is not None and clear.boundary == step.boundary
+
+
 def _deferred_for(file, path, optimizer) -> bool:
     return any(_same(file, d, optimizer) for d in path.deferred)
 
@@ -141,7 +148,10 @@ RULE = Rule(
     rationale=(
         "A clear between backward() and step() throws the fresh gradients away, so the step uses nothing "
         "(or only part of an accumulated sum). With accumulation, clearing every micro-batch while stepping "
-        "every k-th keeps only the last micro-batch."
+        "every k-th keeps only the last micro-batch. Inside `with accelerator.accumulate(model):` the prepared "
+        "optimizer's zero_grad() acts only on the syncing micro-step, which accumulate() decides on entry: "
+        "at the top of the block, before the backward, it throws away the k-1 micro-batches accumulated "
+        "before that step. Clear after the step, or in the loop body before the `with`."
     ),
     wrong="for x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
@@ -174,6 +184,14 @@ for batch in loader:
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    optimizer.zero_grad()
+    with accelerator.accumulate(model):
+        accelerator.backward(model(batch))
+        optimizer.step()
+""",
     ),
     invalid=(
         """
@@ -199,6 +217,14 @@ for batch in loader:
         accelerator.backward(loss)
         optimizer.step()
         model.zero_grad()  # expect: GL002
+""",
+        """
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        optimizer.zero_grad()  # expect: GL002
+        accelerator.backward(model(batch))
+        optimizer.step()
 """,
         """
 for i, (x, y) in enumerate(loader):

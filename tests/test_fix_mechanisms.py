@@ -1,0 +1,92 @@
+"""Mechanisms of issue 33 (real fixes: the version before a fix gets the finding, the fixed
+version none) and issue 27's guards and gradient hand-off, each as wrong and right snippets.
+
+Every snippet's findings must equal its `# expect:` marks exactly (codes and lines); a
+snippet without marks must be silent.  The fixtures under fixtures/ run the same shapes as
+scripts (and under `gradlint verify`); these cover the spellings a fixture cannot all hold.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gradlint.engine import check_source
+from gradlint.settings import Settings
+from marks import expected_marks, found_marks
+
+
+def marks(source: str) -> list[tuple[int, str]]:
+    return found_marks(check_source(source, "train.py", Settings.default()).findings)
+
+
+def case(source: str) -> str:
+    return source.lstrip("\n")
+
+
+# --- accelerate's accumulate block: a clear before the backward fires, after the step or
+# before the `with` it does not, whatever the spelling of the block --------------------------
+
+_ACCUMULATE = """
+import torch
+from accelerate import Accelerator
+class Trainer:
+    def __init__(self, model):
+        self.accelerator = Accelerator(gradient_accumulation_steps=4)
+        self.optimizer = torch.optim.AdamW(model.parameters())
+        self.model, self.optimizer = self.accelerator.prepare(model, self.optimizer)
+    def clear(self):
+        self.optimizer.zero_grad()
+    def fit(self, loader):
+        accelerator, model, optimizer = self.accelerator, self.model, self.optimizer
+        for batch in loader:
+{body}
+"""
+
+ACCUMULATE_SPELLINGS = {
+    "plain": "with accelerator.accumulate(model):",
+    "two items, accumulate first": "with accelerator.accumulate(model), accelerator.autocast():",
+    "two items, accumulate second": "with accelerator.autocast(), accelerator.accumulate(model):",
+    "attribute receiver": "with self.accelerator.accumulate(self.model):",
+    "several models": "with accelerator.accumulate(model, model):",
+    "parenthesised": "with (accelerator.accumulate(model)):",
+}
+
+ACCUMULATE_BODIES = {
+    "clear at the top": ("optimizer.zero_grad()  # expect: GL002", "accelerator.backward(model(batch))", "optimizer.step()"),
+    "clear at the top, by a method": ("self.clear()", "accelerator.backward(model(batch))", "optimizer.step()"),
+    "clear under the sync test": (
+        "if accelerator.sync_gradients:\n{inner}    optimizer.zero_grad()  # expect: GL002",
+        "accelerator.backward(model(batch))",
+        "optimizer.step()",
+    ),
+    "clear under autocast": ("with torch.autocast('cpu'):\n{inner}    optimizer.zero_grad()  # expect: GL002",
+                             "accelerator.backward(model(batch))", "optimizer.step()"),
+    "backward, clear, step": ("accelerator.backward(model(batch))", "optimizer.zero_grad()  # expect: GL002", "optimizer.step()"),
+    "clear after the step": ("accelerator.backward(model(batch))", "optimizer.step()", "optimizer.zero_grad()"),
+}
+
+
+def _accumulate_source(spelling: str, body: tuple) -> tuple[str, bool]:
+    inner = " " * 16
+    lines = [" " * 12 + spelling] + [inner + line.format(inner=inner) for line in body]
+    source = _ACCUMULATE.format(body="\n".join(lines)).lstrip("\n")
+    if body[0] == "self.clear()":
+        # the clear is reported where it is written, in the method
+        source = source.replace("        self.optimizer.zero_grad()\n", "        self.optimizer.zero_grad()  # expect: GL002\n")
+    return source
+
+
+@pytest.mark.parametrize("spelling", list(ACCUMULATE_SPELLINGS))
+@pytest.mark.parametrize("body", list(ACCUMULATE_BODIES))
+def test_accumulate_contract_holds_for_every_spelling_of_the_block(spelling, body):
+    source = _accumulate_source(ACCUMULATE_SPELLINGS[spelling], ACCUMULATE_BODIES[body])
+    assert marks(source) == expected_marks(source), source
+
+
+@pytest.mark.parametrize("spelling", list(ACCUMULATE_SPELLINGS))
+def test_a_clear_in_the_loop_body_before_the_accumulate_block_is_right(spelling):
+    body = "\n".join(
+        [" " * 12 + "optimizer.zero_grad()", " " * 12 + ACCUMULATE_SPELLINGS[spelling]]
+        + [" " * 16 + line for line in ("accelerator.backward(model(batch))", "optimizer.step()")]
+    )
+    assert marks(_ACCUMULATE.format(body=body).lstrip("\n")) == []
