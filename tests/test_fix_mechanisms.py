@@ -90,3 +90,158 @@ def test_a_clear_in_the_loop_body_before_the_accumulate_block_is_right(spelling)
         + [" " * 16 + line for line in ("accelerator.backward(model(batch))", "optimizer.step()")]
     )
     assert marks(_ACCUMULATE.format(body=body).lstrip("\n")) == []
+
+
+# --- same test, same branch: a test and its negation are one condition ---------------------
+
+SAME_TEST = {
+    "the scaler loop of issue 33 (is None / is not None)": ("""
+import torch
+def train(model, loader, loss_fn, args):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda") if args.amp else None
+    for x, y in loader:
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        if scaler is None:
+            loss.backward()
+        else:
+            scaler.scale(loss).backward()
+        if scaler is not None:
+            scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if scaler is None:
+            opt.step()
+        else:
+            scaler.step(opt)
+            scaler.update()
+"""),
+    "a flag and its negation": ("""
+import torch
+def train(model, loader, cfg, scaler):
+    opt = torch.optim.AdamW(model.parameters())
+    for x in loader:
+        opt.zero_grad()
+        if cfg.fp16:
+            scaler.scale(model(x).sum()).backward()
+        if not cfg.fp16:
+            model(x).sum().backward()
+        if cfg.fp16:
+            scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if not cfg.fp16:
+            opt.step()
+        else:
+            scaler.step(opt)
+            scaler.update()
+"""),
+    "== and !=": ("""
+import torch
+def train(model, loader, args, scaler):
+    opt = torch.optim.AdamW(model.parameters())
+    for x in loader:
+        opt.zero_grad()
+        if args.precision != "fp16":
+            model(x).sum().backward()
+        else:
+            scaler.scale(model(x).sum()).backward()
+        if args.precision == "fp16":
+            scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if args.precision == "fp16":
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+"""),
+    "the clear only with the amp setting (issue 33)": ("""
+import torch
+def train(model, loader, loss_fn, args):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        if args.amp:
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()  # expect: GL001
+            opt.step()
+"""),
+    "the clear on both settings": ("""
+import torch
+def train(model, loader, loss_fn, args):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        if args.amp:
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""),
+    "a clear guarded by the optimizer's own presence": ("""
+import torch
+def train(model, loader, optimizer=None):
+    optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        if optimizer is not None:
+            optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+"""),
+    "a clear on the iterations that skip the step (!=)": ("""
+import torch
+def train(model, loader, k):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if (i + 1) % k != 0:
+            opt.zero_grad()  # expect: GL002
+        if (i + 1) % k == 0:
+            opt.step()
+"""),
+    "a clear on the step's iterations, after it (!= negated)": ("""
+import torch
+def train(model, loader, k):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if (i + 1) % k == 0:
+            opt.step()
+        if not (i + 1) % k != 0:
+            opt.zero_grad()
+"""),
+    "a setting rebound between two tests of it": ("""
+import torch
+def train(model, loader, warmup):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    for step, x in enumerate(loader):
+        opt.zero_grad()
+        scaled = step >= warmup
+        if scaled:
+            scaler.scale(model(x).sum()).backward()
+        else:
+            model(x).sum().backward()
+        scaled = False
+        if scaled:
+            scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+        scaler.step(opt)
+        scaler.update()
+"""),
+}
+
+
+@pytest.mark.parametrize("name", list(SAME_TEST))
+def test_same_test_same_branch(name):
+    source = case(SAME_TEST[name])
+    assert marks(source) == expected_marks(source)

@@ -16,7 +16,7 @@ from typing import Optional
 
 from gradlint.model.event import Event
 from gradlint.model.events import S
-from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, steps_in
+from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, Rebind, steps_in
 
 MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
 NORMAL, CONTINUE, BREAK, RETURN = "normal", "continue", "break", "return"
@@ -89,6 +89,10 @@ def _step(node, state: _State) -> list[_State]:
         return [_State(s.events, s.decisions, NORMAL if s.status == RETURN else s.status, s.deferred) for s in out]
     if isinstance(node, Branch):
         return _branch(node, state)
+    if isinstance(node, Rebind):
+        # a later test of these conditions may go the other way
+        kept = frozenset(d for d in state.decisions if d[0] not in node.keys)
+        return [_State(state.events, kept, state.status, state.deferred)]
     if isinstance(node, Nested):
         return _nested(node, state)
     raise TypeError(node)

@@ -15,7 +15,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from gradlint.findings import Span
-from gradlint.model import classify
+from gradlint.model import classify, conditions
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
@@ -42,6 +42,8 @@ class Branch:
     # the `then` of `a and b` has a and b true, the `else` of `a or b` has both false.
     then_implies: tuple = ()
     else_implies: tuple = ()
+    reads: frozenset = frozenset()  # the dotted names the condition reads (after substitution)
+    calls: bool = False  # the condition calls something (`torch.is_grad_enabled()`): not a plain setting
 
 
 @dataclass
@@ -61,7 +63,16 @@ class Helper:
     body: list["Node"]
 
 
-Node = Union[Event, Branch, Nested, Jump, Helper]
+@dataclass
+class Rebind:
+    """An assignment to names some condition of the loop reads: a later branch on that
+    condition may take another side than an earlier one did in the same iteration."""
+
+    names: frozenset
+    keys: frozenset = frozenset()  # the conditions it outdates (filled when the loop is built)
+
+
+Node = Union[Event, Branch, Nested, Jump, Helper, Rebind]
 
 
 @dataclass
@@ -242,6 +253,8 @@ class Builder:
         self.bindings = bindings
         self._codes: dict[int, str] = {}
         self.positions = positions
+        # key -> names read, of the conditions of the loop being built (for its Rebind nodes)
+        self.conditions: dict[str, frozenset] = {}
 
     def use_piece(self, module: cst.Module, bindings) -> None:
         """Go on with another piece of the file (piecewise.py); node ids of the last one are reused."""
@@ -346,7 +359,7 @@ class Builder:
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
             grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
-            return out + ([grad] if grad is not None else [])
+            return out + ([grad] if grad is not None else []) + [self.rebind(stmt, ctx)]
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
         return []
@@ -361,8 +374,8 @@ class Builder:
             orelse = self.suite(stmt.orelse.body, ctx)
         else:
             orelse = []
-        if not then and not orelse:
-            return pre
+        if _only_rebinds(then) and _only_rebinds(orelse):
+            return pre + then + orelse  # no event, no jump: only what it may assign counts
         return pre + [self.branch(stmt.test, ctx, then, orelse)]
 
     @staticmethod
@@ -379,10 +392,21 @@ class Builder:
         picked = {ctx.param_names[root(n)] for n in names.names if root(n) in ctx.param_names}
         return ctx.child(selective=ctx.selective | picked) if picked else ctx
 
+    def rebind(self, stmt, ctx: Context) -> Rebind:
+        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        names = (ctx.substitute(name) for target in targets for name in target_names(target))
+        return Rebind(frozenset(name for name in names if name))
+
     def branch(self, test: cst.BaseExpression, ctx: Context, then, orelse) -> Branch:
         # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, then, orelse = test.expression, orelse, then
+        if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
+            then = _mark(then, skips_first=True)
+        # `if scaler is not None:` is `if scaler is None:` with the sides swapped (and `!=` is `==`)
+        test, swapped = conditions.positive(test)
+        if swapped:
+            then, orelse = orelse, then
         key, accumulation, invariant = self.condition(test, ctx)
         # A guard keeps its meaning inside `and`/`or`: `if accelerator.sync_gradients and
         # max_norm > 0:` runs only on sync steps, so it takes the side `if accelerator.sync_gradients:` takes.
@@ -393,9 +417,9 @@ class Builder:
             then = _mark(then, accumulation_guarded=True, off_boundary=bool(else_steps - then_steps))
             orelse = _mark(orelse, accumulation_guarded=True, off_boundary=bool(then_steps - else_steps))
             then, orelse = _mark_boundary(then, key), _mark_boundary(orelse, "!" + key)
-        if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
-            then = _mark(then, skips_first=True)
-        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies)
+        reads = self.conditions.get(key, frozenset())
+        calls = conditions.calls_something(test)
+        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies, reads, calls)
 
     def condition(self, test: cst.BaseExpression, ctx: Context) -> tuple[str, bool, bool]:
         """A condition's key (its text), whether it is an accumulation test, whether it is loop-invariant."""
@@ -403,6 +427,8 @@ class Builder:
         walk(test, names)
         key = " ".join(self.module.code_for_node(test).split())
         key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
+        reads = frozenset(ctx.substitute(name) or name for name in names.names)
+        self.conditions[key] = self.conditions.get(key, frozenset()) | reads
         accumulation = (
             names.has_modulo
             or bool(api.ACCUMULATION_WORDS.search(key))
@@ -424,8 +450,9 @@ class Builder:
             return ()
         out = []
         for atom, atom_side in parts:
-            key, _, invariant = self.condition(atom.with_changes(lpar=(), rpar=()), ctx)
-            out.append((key, atom_side, invariant))
+            atom, swapped = conditions.positive(atom)
+            key, _, invariant = self.condition(atom, ctx)
+            out.append((key, atom_side != swapped, invariant))
         return tuple(out)
 
     def match_statement(self, stmt: cst.Match, ctx: Context) -> list[Node]:
@@ -435,7 +462,7 @@ class Builder:
             case = stmt.cases[index]
             body = self.suite(case.body, ctx)
             key = f"match@{id(stmt)}#{index}"
-            out = [Branch(key, False, False, body, out)] if (body or out) else []
+            out = out + body if _only_rebinds(body) and _only_rebinds(out) else [Branch(key, False, False, body, out)]
         return pre + out
 
     def nested_loop(self, stmt: cst.For | cst.While, ctx: Context) -> list[Node]:
@@ -453,7 +480,7 @@ class Builder:
             pre = self.expression(stmt.test, ctx)
         body = self.suite(stmt.body, inner)
         orelse = self.suite(stmt.orelse.body, ctx) if stmt.orelse is not None else []
-        return pre + ([Nested(body)] if body else []) + orelse
+        return pre + (body if _only_rebinds(body) else [Nested(body)]) + orelse
 
     def iteration_owner(self, iterable: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, str]]:
         """What the loop variable of `for p in <iterable>` belongs to, for `p.grad = None`."""
@@ -571,6 +598,7 @@ class Builder:
             walk(node, names)
             assigned = frozenset(names.names)
         ctx = Context(self, class_name, assigned)
+        self.conditions = {}
         if isinstance(node, cst.For):
             owner = self.iteration_owner(node.iter, ctx)
             if owner is not None:
@@ -589,11 +617,14 @@ class Builder:
         assigned = _AssignedNames()
         walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
+        self.conditions = {}
         # Its `return` ends one iteration, not the loop: the body runs as an inlined helper.
         body = [Helper(self.suite(node.body, ctx))]
         return self._finish(LoopModel(self._header_span(node), kind, body))
 
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
+        loop.body = _resolve_rebinds(loop.body, self.conditions)
+        self.conditions = {}
         everything: list[Event] = []
         own: list[tuple] = []
         _flatten(loop.body, everything, own, inside_nested=False)
@@ -622,6 +653,30 @@ def _mark(nodes: list[Node], **flags) -> list[Node]:
             out.append(replace(node, then=_mark(node.then, **flags), orelse=_mark(node.orelse, **flags)))
         elif isinstance(node, (Nested, Helper)):
             out.append(type(node)(_mark(node.body, **flags)))
+        else:
+            out.append(node)
+    return out
+
+
+def _only_rebinds(nodes: list[Node]) -> bool:
+    return all(isinstance(node, Rebind) for node in nodes)
+
+
+def _resolve_rebinds(nodes: list[Node], read: dict) -> list[Node]:
+    """Each Rebind with the keys of the conditions it outdates; the ones that outdate none
+    are dropped (most assignments: the walk need not stop at them)."""
+    out: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Rebind):
+            keys = conditions.rebound_keys(node.names, read) if read else None
+            if keys:
+                out.append(Rebind(node.names, keys))
+        elif isinstance(node, Branch):
+            node.then, node.orelse = _resolve_rebinds(node.then, read), _resolve_rebinds(node.orelse, read)
+            out.append(node)
+        elif isinstance(node, (Nested, Helper)):
+            node.body = _resolve_rebinds(node.body, read)
+            out.append(node)
         else:
             out.append(node)
     return out

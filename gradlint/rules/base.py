@@ -9,7 +9,8 @@ from gradlint.findings import Fix
 from gradlint.model.event import Event
 from gradlint.model.events import S, Z
 from gradlint.model.flow import conditional
-from gradlint.model.loops import LoopModel
+from gradlint.model.loops import Branch, Helper, LoopModel, Nested
+from gradlint.model.names import is_under
 from gradlint.model.params import coverage
 
 
@@ -75,3 +76,44 @@ def sometimes_cleared(file, loop: LoopModel, optimizer: str) -> list[Event]:
     clears = [e for e in loop.events if e.kind == Z and may_clear(file, e, optimizer)]
     return clears if clears and all(some.get(e.key) for e in clears) else []
 
+
+
+def configuration_cleared(file, loop: LoopModel, optimizer: str) -> list[Event]:
+    """The clears of `optimizer`, when every one of them runs only under conditions the loop
+    never changes (`if args.amp: opt.zero_grad(); ...` with an `else:` that only
+    backpropagates and steps), none of which calls anything or tests the optimizer itself (`if opt is not None:
+    opt.zero_grad()` beside `opt.step()` cannot run with no optimizer); else [].  With the
+    other setting the loop never clears: GL001's bug on those runs."""
+    some = conditional(loop)
+    clears = [e for e in loop.events if e.kind == Z and may_clear(file, e, optimizer)]
+    if not clears or any(some.get(e.key) is not False for e in clears):
+        return []
+    keys = {e.key for e in clears}
+    canonical = file.bindings.canonical(optimizer)
+    for branch in _branches_around(loop.body, keys):
+        if branch.calls:
+            return []  # `if torch.is_grad_enabled():` is no setting a user picks, just unknown
+        if any(is_under(name, optimizer) or is_under(file.bindings.canonical(name), canonical) for name in branch.reads):
+            return []
+    return clears
+
+
+def _branches_around(nodes, keys: set) -> list[Branch]:
+    """The branches that hold one of these events, at any depth."""
+    found: list[Branch] = []
+
+    def holds(nodes) -> bool:
+        any_held = False
+        for node in nodes:
+            if isinstance(node, Event):
+                any_held = any_held or node.key in keys
+            elif isinstance(node, Branch):
+                if holds(node.then) | holds(node.orelse):
+                    found.append(node)
+                    any_held = True
+            elif isinstance(node, (Nested, Helper)):
+                any_held = holds(node.body) or any_held
+        return any_held
+
+    holds(nodes)
+    return found

@@ -111,7 +111,7 @@ def _judge(file, loop, walk, z_index, only_one):
                 lost = events[here]
                 lost_when = at(lost)
                 fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
-            elif accumulated and (z.off_boundary or not z.accumulation_guarded or _same_boundary(z, later)):
+            elif accumulated and (z.off_boundary or not z.accumulation_guarded or _discards_window(z, later)):
                 # (a clear under another accumulation test may start the next window:
                 # `if i % k == 0: Z` ... `if (i + 1) % k == 0: S`; the `else:` of the step's
                 # own test surely runs between a micro-batch and its step, and a clear under the
@@ -133,8 +133,13 @@ def _judge(file, loop, walk, z_index, only_one):
     return None
 
 
-def _same_boundary(clear, step) -> bool:
-    return clear.boundary is not None and clear.boundary == step.boundary
+def _discards_window(clear, step) -> bool:
+    """Does the clear run under the step's own accumulation test: on the step's iteration
+    (reached before its backward), or on exactly the iterations that skip the step
+    (`if (i + 1) % k != 0: Z` beside `if (i + 1) % k == 0: S`)?"""
+    if clear.boundary is None or step.boundary is None:
+        return False
+    return clear.boundary == step.boundary or clear.boundary == "!" + step.boundary
 
 
 def _deferred_for(file, path, optimizer) -> bool:
