@@ -245,3 +245,142 @@ def train(model, loader, warmup):
 def test_same_test_same_branch(name):
     source = case(SAME_TEST[name])
     assert marks(source) == expected_marks(source)
+
+
+# --- constant arguments switch a helper's events; no backward without gradients ------------
+
+_HELPER = """
+import torch
+class Model:
+    def __init__(self, net):
+        self.net = net
+        self.optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+{helper}
+    def train_step(self, batch):
+        self.optimizer.zero_grad()
+        {train_call}
+        self.optimizer.step()
+    def fit(self, loader):
+        for batch in loader:
+            self.train_step(batch)
+            {eval_call}
+"""
+
+_FORWARD_BACKWARD = """
+    def forward_backward(self, batch, do_backward=True):
+        loss = self.net(batch).sum()
+        if do_backward:
+            loss.backward()
+        return loss
+"""
+
+CONSTANT_ARGUMENTS = {
+    "keyword False, default True": (_FORWARD_BACKWARD, "self.forward_backward(batch)",
+                                    "self.forward_backward(batch, do_backward=False)"),
+    "positional False": (_FORWARD_BACKWARD, "self.forward_backward(batch, True)", "self.forward_backward(batch, False)"),
+    "early return on the negation": ("""
+    def forward_backward(self, batch, train=True):
+        loss = self.net(batch).sum()
+        if not train:
+            return loss
+        loss.backward()
+        return loss
+""", "self.forward_backward(batch)", "self.forward_backward(batch, train=False)"),
+    "a mode string": ("""
+    def run(self, batch, mode="train"):
+        loss = self.net(batch).sum()
+        if mode == "train":
+            loss.backward()
+        elif mode != "eval":
+            raise ValueError(mode)
+        return loss
+""", "self.run(batch)", "self.run(batch, mode='eval')"),
+    "passed through a second helper": ("""
+    def forward_backward(self, batch, do_backward=True):
+        return self.inner(batch, do_backward)
+    def inner(self, batch, backward):
+        loss = self.net(batch).sum()
+        if backward and self.net.training:
+            loss.backward()
+        return loss
+""", "self.forward_backward(batch)", "self.forward_backward(batch, do_backward=False)"),
+    "called under no_grad": ("""
+    def forward_backward(self, batch):
+        loss = self.net(batch).sum()
+        if self.net.training:
+            loss.backward()
+        return loss
+    def evaluate(self, batch):
+        with torch.no_grad():
+            return self.forward_backward(batch)
+""", "self.forward_backward(batch)", "self.evaluate(batch)"),
+    "a helper decorated with inference_mode": ("""
+    def forward_backward(self, batch):
+        loss = self.net(batch).sum()
+        if self.net.training:
+            loss.backward()
+        return loss
+    @torch.inference_mode()
+    def evaluate(self, batch):
+        return self.forward_backward(batch)
+""", "self.forward_backward(batch)", "self.evaluate(batch)"),
+}
+
+
+@pytest.mark.parametrize("name", list(CONSTANT_ARGUMENTS))
+def test_constant_arguments_decide_the_helper_s_tests(name):
+    helper, train_call, eval_call = CONSTANT_ARGUMENTS[name]
+    source = _HELPER.format(helper=helper.rstrip("\n"), train_call=train_call, eval_call=eval_call).lstrip("\n")
+    assert marks(source) == [], source
+    # and without the clear, the one bug left is the missing clear (not a step before a backward)
+    broken = source.replace("        self.optimizer.zero_grad()\n", "")
+    assert {code for _, code in marks(broken)} == {"GL001"}, broken
+
+
+def _backward_is_conditional(source: str) -> bool:
+    import libcst as cst
+
+    from gradlint.model.flow import conditional
+    from gradlint.model.loops import build
+
+    (loop,) = build(cst.parse_module(source), "train.py", source).loops
+    (backward,) = {e.key for e in loop.events if e.kind == "B"}
+    return backward in conditional(loop)
+
+
+def test_an_unknown_argument_or_a_reassigned_parameter_decides_nothing():
+    def source(train_call, helper=_FORWARD_BACKWARD):
+        return _HELPER.format(helper=helper.rstrip("\n"), train_call=train_call, eval_call="pass").lstrip("\n")
+
+    assert not _backward_is_conditional(source("self.forward_backward(batch, do_backward=True)"))
+    assert not _backward_is_conditional(source("self.forward_backward(batch)"))
+    assert _backward_is_conditional(source("self.forward_backward(batch, do_backward=flag)"))
+    assert _backward_is_conditional(source("self.forward_backward(batch, *args)"))
+    assert _backward_is_conditional(source("self.forward_backward(batch, **options)"))
+    reassigned = _FORWARD_BACKWARD.replace("        loss = self.net", "        do_backward = not do_backward\n        loss = self.net")
+    assert _backward_is_conditional(source("self.forward_backward(batch, do_backward=True)", reassigned))
+
+
+def test_no_backward_in_a_helper_run_without_gradients():
+    """The model itself: the evaluation's call of the helper brings no backward into the loop."""
+    from gradlint.model.loops import build
+    import libcst as cst
+
+    for helper, eval_call in [(name, CONSTANT_ARGUMENTS[name]) for name in ("called under no_grad", "a helper decorated with inference_mode")]:
+        source = _HELPER.format(helper=eval_call[0].rstrip("\n"), train_call=eval_call[1], eval_call=eval_call[2]).lstrip("\n")
+        (loop,) = build(cst.parse_module(source), "train.py", source).loops
+        backwards = [e for e in loop.events if e.kind == "B"]
+        assert len(backwards) == 1 and backwards[0].via == ("self.train_step()", "self.forward_backward()"), (helper, backwards)
+
+
+def test_a_backward_in_a_no_grad_block_of_its_own_function_stays_a_backward():
+    source = case("""
+import torch
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    loss = model(x).sum()
+    with torch.no_grad():
+        loss.backward()
+        opt.step()
+""")
+    assert [code for _, code in marks(source)] == ["GL001"]

@@ -15,6 +15,9 @@ from gradlint.model.bindings import params_argument
 from gradlint.model.event import Event
 from gradlint.model.events import (
     ACCUMULATE_CONTEXTS,
+    GRAD_DISABLING,
+    GRAD_ENABLING,
+    GRAD_SETTERS,
     B,
     BACKWARD_FUNCTIONS,
     CLEAR_LIKE_NAMES,
@@ -378,4 +381,26 @@ def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:
         and call.func.attr.value in ACCUMULATE_CONTEXTS
     ):
         return ctx.name(call.func.value) or "accelerator"
+    return None
+
+
+def grad_mode(node: cst.BaseExpression, ctx) -> Optional[bool]:
+    """False for `torch.no_grad()` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`
+    (a `with` item or a decorator, called or not), True for `torch.enable_grad()` and
+    `set_grad_enabled(True)`, None for anything else (`set_grad_enabled(is_train)` too)."""
+    call = node if isinstance(node, cst.Call) else None
+    qualified = ctx.qualify(dotted(call.func if call is not None else node))
+    if qualified is None:
+        return None
+    if qualified in GRAD_DISABLING:
+        if call is not None and call.args and qualified.endswith("inference_mode"):
+            mode = call.args[0].value  # inference_mode(False) leaves gradients on
+            return None if not (isinstance(mode, cst.Name) and mode.value == "True") else False
+        return False
+    if qualified in GRAD_ENABLING:
+        return True
+    if qualified in GRAD_SETTERS and call is not None and call.args:
+        flag = call.args[0].value
+        if isinstance(flag, cst.Name) and flag.value in ("True", "False"):
+            return flag.value == "True"
     return None

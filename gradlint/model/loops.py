@@ -15,7 +15,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from gradlint.findings import Span
-from gradlint.model import classify, conditions
+from gradlint.model import arguments, classify, conditions
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
@@ -141,6 +141,11 @@ class Context:
         # the accelerator of a `with X.accumulate(...)` that comes later in the same block: a
         # prepared optimizer's clear here runs while the previous step's sync flag holds
         self.accumulate_later: Optional[str] = None
+        # parameters of the inlined helper that its call binds to constants (arguments.py)
+        self.constants: dict[str, object] = {}
+        # gradients off: "block" inside `with torch.no_grad():` of this function, "all" in a helper
+        # that runs entirely without them (called there, or decorated): no backward in it
+        self.grad_off: Optional[str] = None
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
 
@@ -255,12 +260,14 @@ class Builder:
         self.positions = positions
         # key -> names read, of the conditions of the loop being built (for its Rebind nodes)
         self.conditions: dict[str, frozenset] = {}
+        self._reassigned: dict[int, frozenset] = {}  # id of a helper def -> names its body assigns
 
     def use_piece(self, module: cst.Module, bindings) -> None:
         """Go on with another piece of the file (piecewise.py); node ids of the last one are reused."""
         self.module = module
         self.bindings = bindings
         self._codes = {}
+        self._reassigned = {}
 
     def done(self) -> None:
         """The models are built: let go of the positions, whose `code` is this builder's method.
@@ -268,6 +275,7 @@ class Builder:
         walked the tree first (0.1 s of a 2,000-loop file)."""
         self.positions = None
         self._codes = {}
+        self._reassigned = {}
 
     def code(self, node: cst.CSTNode) -> str:
         """The node's source (generated once: messages and position checks both need it)."""
@@ -335,7 +343,10 @@ class Builder:
                 pre.extend(self.expression(item.item, ctx))
                 accelerator = classify.accumulate_context(item, ctx)
                 if accelerator is not None:
-                    inner = ctx.child(accumulate=accelerator)
+                    inner = inner.child(accumulate=accelerator)
+                mode = classify.grad_mode(item.item, ctx)
+                if mode is not None:
+                    inner = inner.child(grad_off=None if mode else (ctx.grad_off or "block"))
             return pre + self.suite(stmt.body, inner)
         if isinstance(stmt, cst.Try):
             out = self.suite(stmt.body, ctx)
@@ -366,6 +377,14 @@ class Builder:
 
     def if_statement(self, stmt: cst.If, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.test, ctx)
+        decided = arguments.truth(stmt.test, ctx.constants) if ctx.constants else None
+        if decided is not None:
+            # a test of the helper's constant arguments (`if do_backward:`): one side only
+            if decided:
+                return pre + self.suite(stmt.body, ctx)
+            if isinstance(stmt.orelse, cst.If):
+                return pre + self.if_statement(stmt.orelse, ctx)
+            return pre + (self.suite(stmt.orelse.body, ctx) if isinstance(stmt.orelse, cst.Else) else [])
         ctx = self.name_filtered(stmt.test, ctx)
         then = self.suite(stmt.body, ctx)
         if isinstance(stmt.orelse, cst.If):
@@ -512,6 +531,8 @@ class Builder:
         # not taken for the API call of the same name.
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
         event = classify.classify_call(call, ctx) if helper is None else None
+        if event is not None and event.kind == api.B and ctx.grad_off == "all":
+            return []  # a helper run without gradients computed its loss without a graph too
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
@@ -574,17 +595,32 @@ class Builder:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
 
+    def reassigned(self, definition: cst.FunctionDef) -> frozenset:
+        """What a helper's body assigns (kept: a helper is inlined at every call of it)."""
+        key = id(definition)
+        if key not in self._reassigned:
+            self._reassigned[key] = arguments.assigned_in(definition)
+        return self._reassigned[key]
+
     def inline(self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx) -> list[Node]:
         if id(definition) in ctx.helpers:
             return []
+        disabled = ctx.grad_off is not None or any(
+            classify.grad_mode(d.decorator, ctx) is False for d in definition.decorators
+        )
         inner = ctx.child(
             class_name=class_name,
             via=ctx.via + (label,),
             helpers=ctx.helpers + (id(definition),),
             substitution=dict(ctx.substitution),
+            constants={},
+            grad_off="all" if disabled else None,
         )
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
+            inner.constants = arguments.bound_constants(
+                definition, call, _passes_self(definition), ctx.constants, self.reassigned(definition)
+            )
         return self.suite(definition.body, inner)
 
     # -- loops --
@@ -786,6 +822,12 @@ def _name_targets(target: cst.BaseExpression, owner_kind: str) -> dict[str, str]
         if isinstance(first, cst.Name) and isinstance(second, cst.Name):
             return {first.value: second.value}
     return {}
+
+
+def _passes_self(definition: cst.FunctionDef) -> bool:
+    """Is the first parameter the receiver (`self`, `cls`), which a call does not pass?"""
+    params = definition.params.params
+    return bool(params) and params[0].name.value in ("self", "cls")
 
 
 def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> dict[str, str]:
