@@ -88,6 +88,11 @@ def _judge(file, loop, walk, z_index, only_one):
             backward_between = True
         elif later.kind == S:
             if not touches(file, z, later.optimizer, only_one):
+                if later.accumulation_guarded:
+                    # another optimizer's step of an accumulation window: this clear's own step may
+                    # follow it (`opt_a.zero_grad(); opt_b.zero_grad(); B; if (i + 1) % k == 0:
+                    # opt_a.step(); opt_b.step()` misplaces two clears)
+                    continue
                 return None
             start, fresh = _pending(file, events, z_index, later.optimizer, only_one)
             if not fresh:
