@@ -558,10 +558,16 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
                     add(_assignment_needs(node))
                     if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
                         call(FUNCTION, node.value.func.id, 1)  # a factory: what it returns
+                    elif isinstance(node.value, ast.Call) and _self_method(node.value.func):
+                        call(METHOD, node.value.func.attr, 1)  # `self.opt = self.make_optimizer()`
                     continue
                 needed.add(unit.top)
                 add_text(*span)
     return needed, partial
+
+
+def _self_method(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
 def _bound_words(node: ast.stmt) -> list[str]:

@@ -384,3 +384,44 @@ for x in loader:
         opt.step()
 """)
     assert [code for _, code in marks(source)] == ["GL001"]
+
+
+# --- an attribute is every kind it is assigned ------------------------------------------------
+
+
+def test_an_attribute_assigned_none_and_an_object_is_that_object():
+    from gradlint.model.attribute_kinds import several_kinds
+
+    assert several_kinds({"scaler", "module"}) == "scaler"
+    assert several_kinds({"optimizer", "custom"}) == "optimizer"
+    assert several_kinds({"scheduler", "module"}) == "scheduler"
+    # two kinds that matter contradict each other; a class of the file may be a custom scheduler
+    assert several_kinds({"optimizer", "scheduler"}) is None
+    assert several_kinds({"optimizer", "engine"}) is None
+    assert several_kinds({"scheduler", "custom"}) is None
+    assert several_kinds({"scaler", "value"}) is None
+
+
+def test_objects_built_by_methods_of_the_class():
+    source = case("""
+import torch
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.sched = None
+    def setup(self):
+        self.opt = self.make_optimizer()
+        self.sched = self.make_scheduler()
+    def make_optimizer(self):
+        return torch.optim.AdamW(self.model.parameters())
+    def make_scheduler(self):
+        return torch.optim.lr_scheduler.OneCycleLR(self.opt, max_lr=0.1, total_steps=100)
+    def fit(self, loader):
+        self.setup()
+        for x in loader:
+            self.opt.zero_grad()
+            self.model(x).sum().backward()
+            self.sched.step()  # expect: GL008
+            self.opt.step()
+""")
+    assert marks(source) == expected_marks(source)

@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from gradlint.model import events as api
+from gradlint.model.attribute_kinds import several_kinds
 from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, keyword_argument, last, root, target_names
 from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
@@ -428,6 +429,10 @@ class Bindings(Numbering):
         kinds.discard(None)
         if len(kinds) == 1:
             return kinds.pop()
+        if kinds:
+            # `self.scaler = None` in __init__, `GradScaler(enabled=flag)` in setup(): every kind it
+            # is assigned (see attribute_kinds.py)
+            return several_kinds(kinds)
         if not kinds and self.canonical(name) != name:
             return self.kind(self.canonical(name), depth + 1)
         return None
@@ -452,7 +457,7 @@ class Bindings(Numbering):
             return OPTIMIZER
         if name in self.classes:
             return self._kind_of_class(name, depth)
-        returned = self.returned_values(callee)
+        returned = self.returned_values(callee) or self.method_returns(callee)
         if returned:
             # `sched = make_sched(opt)` where `def make_sched(opt): return StepLR(opt, 10)`
             kinds = {self._kind_of_value(v, depth + 1) for v in returned} - {None}
@@ -509,6 +514,21 @@ class Bindings(Numbering):
             returns = _Returns()
             if found is not None:
                 walk(found[0].body, returns)
+            cache[callee] = tuple(returns.values)
+        return cache[callee]
+
+    def method_returns(self, callee: str) -> tuple:
+        """What `self.make_optimizer()` returns: the `return` values of that method in the
+        classes of the file that define it (an object built in one method, used in another)."""
+        if not callee.startswith("self.") or callee.count(".") != 1:
+            return ()
+        cache = self.__dict__.setdefault("_returned", {})
+        if callee not in cache:
+            method = callee[len("self.") :]
+            returns = _Returns()
+            for info in self.classes.values():
+                if method in info.methods:
+                    walk(info.methods[method].body, returns)
             cache[callee] = tuple(returns.values)
         return cache[callee]
 
