@@ -41,6 +41,7 @@ from typing import Optional
 from gradlint import python_ast
 from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
+    CLIP_FUNCTIONS,
     EVENT_WORDS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
     ITERATION_HANDLER_DECORATORS,
@@ -213,6 +214,21 @@ def _handler(node: ast.stmt) -> bool:
     )
 
 
+def _clips_and_steps(node: ast.stmt) -> bool:
+    """A function that clips and calls `x.step(arg)` (`scaler.step(opt)`): the model reads it on its
+    own (bindings.py's outline, GL006), whatever calls it."""
+    clips = steps = False
+    for sub in ast_nodes(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            clips = clips or name in CLIP_FUNCTIONS
+            steps = steps or (name == "step" and bool(sub.args))
+            if clips and steps:
+                return True
+    return False
+
+
 def _start(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", None)
     return min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
@@ -261,7 +277,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
     candidates += [
         (unit.start, unit.end, unit.top, node)
         for name, unit, node, _ in walk.functions
-        if (name in run or _handler(node)) and _contains(marked, unit.start, unit.end)
+        if (name in run or _handler(node) or _clips_and_steps(node)) and _contains(marked, unit.start, unit.end)
     ]
     if not candidates and not walk.training_step_tops:
         return None

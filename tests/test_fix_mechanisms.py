@@ -425,3 +425,58 @@ class Trainer:
             self.opt.step()
 """)
     assert marks(source) == expected_marks(source)
+
+
+# --- a scaler's step implies scaled gradients ----------------------------------------------------
+
+SCALER_STEP = {
+    "a method no loop of the file calls": """
+import torch
+class Updater:
+    def step(self, model, optimizer, grad_scaler):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+        grad_scaler.step(optimizer)
+        grad_scaler.update()
+""",
+    "a loop whose backward is in another module": """
+import torch
+from .losses import backward_through
+def train(model, loader, scaler):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        opt.zero_grad()
+        backward_through(scaler, model(x).sum())
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+        scaler.step(opt)
+        scaler.update()
+""",
+    "unscaled first": """
+import torch
+class Updater:
+    def step(self, model, optimizer, grad_scaler):
+        grad_scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        grad_scaler.step(optimizer)
+        grad_scaler.update()
+""",
+    "a scaler built disabled": """
+import torch
+scaler = torch.amp.GradScaler("cuda", enabled=False)
+def update(model, optimizer):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+""",
+    "a plain step after the clip": """
+import torch
+def update(model, optimizer):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(SCALER_STEP))
+def test_a_scaler_step_implies_scaled_gradients(name):
+    source = case(SCALER_STEP[name])
+    assert marks(source) == expected_marks(source)

@@ -72,6 +72,8 @@ class Bindings(Numbering):
         self._step_receivers: set[str] = set()
         self._class_stack: list[ClassInfo] = []
         self._function_depth = 0
+        # per open def: [node, class, calls a clip, calls `x.step(arg)`] (scaler_steps.py)
+        self._open_functions: list[list] = []
         self._parent: dict[str, str] = {}  # alias union-find
 
     # --- collection -------------------------------------------------------
@@ -110,9 +112,15 @@ class Bindings(Numbering):
         elif not self._class_stack and self._function_depth == 0:
             self.functions.setdefault(node.name.value, node)
         self._function_depth += 1
+        self._open_functions.append([node, self._enclosing_class(), False, False])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
+        node, class_name, clips, steps = self._open_functions.pop()
+        if clips and steps:
+            # a clip and a `scaler.step(opt)`-like call: modelled on its own for GL006 (the
+            # scaled backward may run in a caller the file does not show)
+            self.outline.append(("function", node, class_name))
 
     def _enclosing_class(self) -> Optional[str]:
         return self._class_stack[-1].name if self._class_stack else None
@@ -188,6 +196,14 @@ class Bindings(Numbering):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.number(node, self._function_depth > 0)
+        if self._open_functions:
+            func = node.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            top = self._open_functions[-1]
+            if called in api.CLIP_FUNCTIONS:
+                top[2] = True
+            elif called == "step" and node.args:
+                top[3] = True
         if self._open_loops:
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None

@@ -177,7 +177,8 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
         )
     if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
         target = _first_name(call, ctx)
-        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None) if target else None
+        live = not bindings.scaler_disabled(receiver)
+        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None, by_scaler=live) if target else None
     if bindings.is_optimizer(receiver):
         return ctx.event(S, call, optimizer=receiver, closure=bool(_positional(call)), sync_only=ctx.accumulate is not None)
     return None

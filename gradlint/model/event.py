@@ -36,6 +36,7 @@ class Event:
     skips_first: bool = False  # under a condition false on the loop's first iteration (`if epoch > 0:`)
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
     manual: bool = False  # S by hand: parameters updated from their own gradients
+    by_scaler: bool = False  # S through a live GradScaler (`scaler.step(opt)`): it expects scaled gradients
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
 
     @property

@@ -102,6 +102,9 @@ class FileModel:
     # C events inside a LightningModule's training_step under automatic optimization
     lightning_clips: list[Event]
     source: str
+    # functions that clip and step through a GradScaler, each modelled as one call of its own
+    # (kind "function"): only GL006 reads them (the scaled backward may be the caller's)
+    functions: list[LoopModel] = field(default_factory=list)
 
     @property
     def lines(self) -> list[str]:
@@ -858,10 +861,20 @@ class LoopFinder:
         self.lightning_clips: list[Event] = []
 
     def entry(self, entry: tuple) -> Optional[LoopModel]:
-        """A model for one entry of the bindings pass's outline: a loop, or a class."""
+        """A model for one entry of the bindings pass's outline: a loop, a class, or a function
+        that clips and steps through a scaler."""
         if entry[0] == "class":
             return self.lightning(entry[1])
+        if entry[0] == "function":
+            return self.function(entry[1], entry[2])
         return self.loop(entry[1], entry[2])
+
+    def function(self, node: cst.FunctionDef, class_name: Optional[str]) -> Optional[LoopModel]:
+        """A function's body as one call (kind "function"), when it steps through a GradScaler."""
+        model = self.builder.step_function_model(node, class_name, kind="function")
+        if model is None or not any(e.kind == api.S and e.by_scaler for e in model.events):
+            return None
+        return model
 
     def loop(self, node, class_name: Optional[str]) -> Optional[LoopModel]:
         relevant, called, assigned = self.facts.loop_facts(node) or (True, frozenset(), None)
@@ -948,5 +961,7 @@ def build(
 
 
 def file_model(path: str, bindings: Bindings, loops: list[LoopModel], lightning_clips: list[Event], source: str) -> FileModel:
+    functions = [model for model in loops if model.kind == "function"]
+    loops = [model for model in loops if model.kind != "function"]
     _mark_foreign(loops)
-    return FileModel(path, bindings, loops, lightning_clips, source)
+    return FileModel(path, bindings, loops, lightning_clips, source, functions)
