@@ -480,3 +480,51 @@ def update(model, optimizer):
 def test_a_scaler_step_implies_scaled_gradients(name):
     source = case(SCALER_STEP[name])
     assert marks(source) == expected_marks(source)
+
+
+# --- gradients handed to another model (issue 27) ---------------------------------------------
+
+HANDOFF = {
+    "the local copy never cleared": ("""
+import torch
+def share(model, shared_model):
+    for p, shared_p in zip(model.parameters(), shared_model.parameters()):
+        shared_p._grad = p.grad
+def worker(model, shared_model, optimizer, data):
+    for x in data:
+        optimizer.zero_grad()
+        model(x).sum().backward()  # expect: GL001
+        share(model, shared_model)
+        optimizer.step()
+"""),
+    "the local copy cleared": ("""
+import torch
+def share(model, shared_model):
+    for p, shared_p in zip(model.parameters(), shared_model.parameters()):
+        shared_p.grad = p.grad.clone()
+def worker(model, shared_model, optimizer, data):
+    for x in data:
+        optimizer.zero_grad()
+        model.zero_grad()
+        model(x).sum().backward()
+        share(model, shared_model)
+        optimizer.step()
+"""),
+    "the optimizer holds the local copy": ("""
+import torch
+def worker(model, shared_model, data):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in data:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        for p, shared_p in zip(model.parameters(), shared_model.parameters()):
+            shared_p._grad = p.grad
+        optimizer.step()
+"""),
+}
+
+
+@pytest.mark.parametrize("name", list(HANDOFF))
+def test_gradients_handed_to_another_model(name):
+    source = case(HANDOFF[name])
+    assert marks(source) == expected_marks(source)

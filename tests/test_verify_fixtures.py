@@ -73,9 +73,13 @@ QUICK = _quick(PATHS)
 # entry is removed): the checker reads these shapes, the run-time probes do not yet.
 _SURGERY = ("the probes take `p.grad = None` for parameters picked by name (gradient surgery) "
             "as a clear of every parameter the step uses")
+_HANDOFF = ("the probes do not see gradients handed to another model's parameters (`shared_p._grad = p.grad`): "
+            "the shared optimizer's step looks like a step with no backward into its parameters")
 VERIFY_GAPS = {
     "fixtures/gl001/wrong_only_clear_picks_parameters_by_name.py": _SURGERY,
     "fixtures/gl002/right_gradients_cancelled_by_parameter_name.py": _SURGERY,
+    "fixtures/gl001/wrong_shared_model_worker_never_clears_local.py": _HANDOFF,
+    "fixtures/gl001/right_shared_model_worker_clears_local.py": _HANDOFF,
     "fixtures/gl002/wrong_clear_at_top_of_accelerate_accumulate.py": (
         "a clear that throws fresh gradients away on every run it makes is taken for a deliberate "
         "skip (a bad batch), and the prepared optimizer's clear at the top of `accumulate()` runs only "

@@ -296,6 +296,44 @@ def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Opti
     return ctx.event(Z, anchor, module=name)
 
 
+def _is_grad_target(node: cst.BaseExpression) -> bool:
+    """`p.grad` or `p._grad` (the attribute behind it, written by hand to share a tensor)."""
+    return _is_grad(node) or (isinstance(node, cst.Attribute) and node.attr.value == "_grad")
+
+
+def gradient_handoff(node: cst.BaseSmallStatement, ctx) -> list[Event]:
+    """`shared_p._grad = p.grad` (or `.grad =`, `.grad.clone()`...), with `p` and `shared_p` the
+    parameters of two different modules: the local module's gradients are used (an S of that
+    module, as a step by hand would be) and the shared parameters get them (a B that
+    overwrites).  [] for anything else."""
+    if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and _is_grad_target(node.targets[0].target)):
+        return []
+    source = _grad_source(node.value)
+    if source is None:
+        return []
+    local = ctx.parameter_owner(ctx.name(source))
+    target = node.targets[0].target
+    shared = ctx.parameter_owner(ctx.name(target.value if not _is_grad(target) else _grad_owner(target)))
+    if local is None or local[0] != "module" or (shared is not None and shared[1] == local[1]):
+        return []
+    module = shared[1] if shared is not None and shared[0] == "module" else None
+    return [
+        ctx.event(S, node, optimizer=local[1], manual=True, handoff=True),
+        ctx.event(B, node, overwrites=True, module=module),
+    ]
+
+
+def _grad_source(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`p` of `p.grad`, `p.grad.data`, `p.grad.clone()`, `p.grad.detach().clone()`."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args:
+        if value.func.attr.value not in ("clone", "detach", "cpu", "cuda", "to", "contiguous", "float"):
+            return None
+        value = value.func.value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to":
+        value = value.func.value  # `p.grad.to(device)`
+    return _grad_owner(value) if _is_grad(value) else None
+
+
 def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
     """`p.grad = None` clears; `p.grad = g` or `p.grad += g` writes a gradient by hand."""
     if isinstance(node, cst.Assign):

@@ -13,7 +13,8 @@ class Event:
     kind: str
     span: Span
     text: str  # the call as written, for messages: `opt.zero_grad()`
-    # Z: the optimizer it clears (opt.zero_grad) or the module (model.zero_grad);
+    # Z: the optimizer it clears (opt.zero_grad) or the module (model.zero_grad); B by hand
+    # (`p.grad = g`): the module of `p` when known;
     # S/U: the optimizer; C: the module whose parameters are clipped; L: the scheduler.
     optimizer: Optional[str] = None
     module: Optional[str] = None
@@ -37,6 +38,9 @@ class Event:
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
     manual: bool = False  # S by hand: parameters updated from their own gradients
     by_scaler: bool = False  # S through a live GradScaler (`scaler.step(opt)`): it expects scaled gradients
+    # S that hands a module's gradients to another model's parameters (`shared_p._grad = p.grad`,
+    # asynchronous RL workers): it uses them as a step would (`optimizer` is that module)
+    handoff: bool = False
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
 
     @property

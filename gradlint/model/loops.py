@@ -372,6 +372,9 @@ class Builder:
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
+            handoff = classify.gradient_handoff(stmt, ctx)
+            if handoff:
+                return out + handoff + [self.rebind(stmt, ctx)]
             grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
             return out + ([grad] if grad is not None else []) + [self.rebind(stmt, ctx)]
         if isinstance(stmt, cst.Expr):
@@ -498,11 +501,30 @@ class Builder:
                 for var in _target_names(stmt.target, owner[0]):
                     inner.param_vars[var] = owner
                 inner.param_names = {**ctx.param_names, **_name_targets(stmt.target, owner[0])}
+            zipped = self.zip_owners(stmt, ctx)
+            if zipped:
+                inner = ctx.child()
+                inner.param_vars.update(zipped)
         else:
             pre = self.expression(stmt.test, ctx)
         body = self.suite(stmt.body, inner)
         orelse = self.suite(stmt.orelse.body, ctx) if stmt.orelse is not None else []
         return pre + (body if _only_rebinds(body) else [Nested(body)]) + orelse
+
+    def zip_owners(self, stmt: cst.For, ctx: Context) -> dict:
+        """`{"p": ("module", "model"), "shared_p": ("module", "shared_model")}` for
+        `for p, shared_p in zip(model.parameters(), shared_model.parameters()):`."""
+        iterable, target = stmt.iter, stmt.target
+        if not (isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip" and isinstance(target, cst.Tuple)):
+            return {}
+        if len(iterable.args) != len(target.elements) or any(a.star or a.keyword for a in iterable.args):
+            return {}
+        owners = {}
+        for arg, element in zip(iterable.args, target.elements):
+            owner = self.iteration_owner(arg.value, ctx)
+            if isinstance(element.value, cst.Name) and owner is not None and owner[0] == "module":
+                owners[element.value.value] = owner
+        return owners
 
     def iteration_owner(self, iterable: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, str]]:
         """What the loop variable of `for p in <iterable>` belongs to, for `p.grad = None`."""

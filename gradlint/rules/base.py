@@ -117,3 +117,31 @@ def _branches_around(nodes, keys: set) -> list[Branch]:
 
     holds(nodes)
     return found
+
+
+def clears_local(file, loop: LoopModel, clear: Event, module: str) -> bool:
+    """May `clear` reset a module whose gradients the loop hands to another model's parameters
+    (`shared_p._grad = p.grad`)?  A clear of that module, or of one around or inside it, or of
+    unknown parameters may; so may an optimizer that holds it.  An optimizer whose parameters
+    cannot be resolved and that the loop steps after handing the gradients over is the shared
+    model's (the worker's optimizer over the shared parameters): it does not."""
+    bindings = file.bindings
+    if clear.unknown_target:
+        return True
+    if clear.module is not None:
+        return coverage_of_module(file, clear.module, module) is not False
+    held = bindings.optimizer_params(clear.optimizer) if clear.optimizer else None
+    if held is not None:
+        return any(is_under(m, module) or is_under(module, m) for m in held)
+    return not any(e.kind == S and e.optimizer == clear.optimizer and not e.handoff for e in loop.events)
+
+
+def coverage_of_module(file, cleared: str, module: str) -> Optional[bool]:
+    """Does clearing module `cleared` reset `module`'s gradients?  None when unknown."""
+    bindings = file.bindings
+    a, b = bindings.canonical(cleared), bindings.canonical(module)
+    if is_under(b, a):
+        return True
+    if is_under(a, b):
+        return None  # a part of it
+    return False if bindings.definitely_distinct(a, b) else None

@@ -2,7 +2,7 @@
 
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
-from gradlint.rules.base import RawFinding, at, configuration_cleared, may_clear, sometimes_cleared
+from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
 from gradlint.rules.gl002_zero_grad_discards import discarding_clears
 from gradlint.rules.gl007_step_before_backward import steps_before_backward
 from gradlint.rules.registry import Rule
@@ -18,9 +18,12 @@ def check(file):
         # followed on its own: a backward after its step piles onto what it used.
         # In order of first step: a set would make the message depend on the hash seed.
         optimizers = {e.optimizer: [] for e in loop.events if e.kind == S}
+        # modules whose gradients are handed to another model (`shared_p._grad = p.grad`)
+        handed = {e.optimizer for e in loop.events if e.kind == S and e.handoff}
         # optimizers whose every clear runs only under a condition the loop never changes
         configured: dict = {}
         if loop.has(Z):
+            never = {o for o in handed if not any(e.kind == Z and clears_local(file, loop, e, o) for e in loop.events)}
             # A loop that clears is GL003's to judge, but for an optimizer whose every
             # clear runs only on some iterations: the others never clear it.  And for one
             # whose clears all depend on a setting (`if args.amp: opt.zero_grad()`): with the
@@ -34,12 +37,13 @@ def check(file):
                 misplaced = discarding_clears(file, loop)
                 configured = {o: c for o, c in configured.items() if not any(z.key in misplaced for z in c)}
             optimizers.update((o, clears) for o, clears in configured.items() if clears)
+            optimizers.update((o, []) for o in never)
         early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
         for walk in walks(loop):
             for optimizer, clears in optimizers.items():
                 if configured.get(optimizer) and _runs_any(walk, clears):
                     continue  # the setting that clears: only the walks of the other one count
-                for finding in _follow(file, loop, walk, optimizer, clears, bool(configured.get(optimizer))):
+                for finding in _follow(file, loop, walk, optimizer, clears, bool(configured.get(optimizer)), optimizer in handed):
                     if not (clears and finding.related[0][0].key in early):
                         yield finding  # (a step before its backward is GL007's one finding)
 
@@ -49,10 +53,12 @@ def _runs_any(walk, clears) -> bool:
     return any(e.key in keys for e in walk.events)
 
 
-def _follow(file, loop, walk, optimizer, clears, configured=False):
+def _follow(file, loop, walk, optimizer, clears, configured=False, handed=False):
     state, writer, consumer = CLEAN, None, None
     for event in walk.events:
         if event.kind == B:
+            if handed and event.overwrites and event.module and not file.bindings.same(event.module, optimizer):
+                continue  # the shared parameters get the gradients, not this module
             if event.overwrites:
                 state = FRESH
             elif state == CONSUMED:
@@ -60,7 +66,7 @@ def _follow(file, loop, walk, optimizer, clears, configured=False):
             elif state == CLEAN:
                 state = FRESH
         elif event.kind == Z:
-            if may_clear(file, event, optimizer):
+            if clears_local(file, loop, event, optimizer) if handed else may_clear(file, event, optimizer):
                 state = CLEAN
         elif event.kind == S and event.optimizer == optimizer:
             if event.clears:
