@@ -160,5 +160,17 @@ for i, (x, y) in enumerate(loader):
     loss_fn(model(x), y).backward()  # expect: GL001
     opt.step()
 """,
+        """
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    if args.amp:
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()  # expect: GL001
+        opt.step()
+""",
     ),
 )

@@ -162,5 +162,12 @@ for x, y in loader:
     grad_scaler.update()
     opt.zero_grad()
 """,
+        """
+class Updater:
+    def step(self, grad_scaler):
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)  # expect: GL006
+        grad_scaler.step(self.optimizer)
+        grad_scaler.update()
+""",
     ),
 )
