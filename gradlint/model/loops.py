@@ -628,8 +628,8 @@ class Builder:
         return self._reassigned[key]
 
     def inline(self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx) -> list[Node]:
-        if id(definition) in ctx.helpers:
-            return []
+        if id(definition) in ctx.helpers or _abstract(definition):
+            return []  # an abstract method: a subclass the file may not show does the work
         disabled = ctx.grad_off is not None or any(
             classify.grad_mode(d.decorator, ctx) is False for d in definition.decorators
         )
@@ -847,6 +847,34 @@ def _name_targets(target: cst.BaseExpression, owner_kind: str) -> dict[str, str]
         if isinstance(first, cst.Name) and isinstance(second, cst.Name):
             return {first.value: second.value}
     return {}
+
+
+def _abstract(definition: cst.FunctionDef) -> bool:
+    """A stub a subclass overrides: `@abstractmethod`, or a body (after its docstring) of only
+    `raise NotImplementedError`, `pass` or `...`.  Calling it says nothing about the events the
+    real method has; inlined, its `raise` would end every iteration."""
+    if any((dotted(d.decorator) or "").rsplit(".", 1)[-1] == "abstractmethod" for d in definition.decorators):
+        return True
+    body = definition.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    small = []
+    for statement in statements:
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        small.extend(statement.body)
+    if small and isinstance(small[0], cst.Expr) and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        small = small[1:]  # the docstring
+    if not small:
+        return False
+    for node in small:
+        if isinstance(node, cst.Pass) or (isinstance(node, cst.Expr) and isinstance(node.value, cst.Ellipsis)):
+            continue
+        if isinstance(node, cst.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, cst.Call) else node.exc
+            if dotted(exc) == "NotImplementedError":
+                continue
+        return False
+    return True
 
 
 def _passes_self(definition: cst.FunctionDef) -> bool:
