@@ -528,3 +528,66 @@ def worker(model, shared_model, data):
 def test_gradients_handed_to_another_model(name):
     source = case(HANDOFF[name])
     assert marks(source) == expected_marks(source)
+
+
+# --- mechanisms the fix study needed (benchmarks/fix_study) -------------------------------------
+
+STUDY = {
+    "an abstract method called in the loop does not end the iteration": """
+import abc
+import torch
+class Trainer(abc.ABC):
+    @abc.abstractmethod
+    def compute_loss(self, batch):
+        raise NotImplementedError
+    def fit(self, loader, accelerator, policy, optimizer):
+        for batch in loader:
+            with accelerator.accumulate(policy):
+                loss = self.compute_loss(batch)
+                accelerator.backward(loss)
+                optimizer.step()
+                policy.zero_grad()  # expect: GL002
+""",
+    "a stub without the decorator": """
+import torch
+class Trainer:
+    def compute_loss(self, batch):
+        \"\"\"Subclasses compute the loss.\"\"\"
+        raise NotImplementedError()
+    def fit(self, loader, model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in loader:
+            self.compute_loss(batch).backward()  # expect: GL001
+            optimizer.step()
+""",
+    "rescaling a gradient writes no new one": """
+import torch
+def train(model, loader, k):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step, (x, n) in enumerate(loader):
+        model(x).sum().backward()
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad /= n
+        if step % k == 0:
+            opt.step()
+            opt.zero_grad()
+""",
+    "a clear before an inner loop that only splits the micro-batch": """
+import torch
+def train(model, loader, k):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step, sequence in enumerate(loader):
+        opt.zero_grad()  # expect: GL002
+        for piece in sequence.split(128):
+            model(piece).sum().backward()
+        if step % k == 0:
+            opt.step()
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(STUDY))
+def test_mechanisms_the_fix_study_needed(name):
+    source = case(STUDY[name])
+    assert marks(source) == expected_marks(source)

@@ -343,6 +343,8 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
                     return _grad_clear(node, target.target, ctx)
                 return ctx.event(B, node, overwrites=True)
     if isinstance(node, cst.AugAssign) and _is_grad(node.target):
+        if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
+            return None  # `p.grad /= n`, `p.grad *= s`: rescales what is there, writes nothing new
         return ctx.event(B, node)
     if isinstance(node, cst.AugAssign):
         return _manual_update(node, node.target, (node,), ctx)

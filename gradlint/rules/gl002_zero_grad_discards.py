@@ -106,9 +106,11 @@ def _judge(file, loop, walk, z_index, only_one):
                 if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)
                 and not any(events[m].kind == S for m in range(i + 1, z_index))
             ]
-            if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own:
-                # A clear at the top of each epoch, before the inner loop that accumulates: it
-                # only drops the previous epoch's last, partial window (not this rule's question).
+            if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own and later.key not in loop.own:
+                # A clear at the top of each epoch, before the inner loop that accumulates and
+                # steps: it only drops the previous epoch's last, partial window (not this rule's
+                # question).  (When this loop steps, its own iterations are the window, and the
+                # inner loop only splits one micro-batch.)
                 accumulated = []
             here = _lost_here(walk, start, fresh, z_index, j) if walk.iteration[j] == walk.iteration[z_index] else None
             fix = None
