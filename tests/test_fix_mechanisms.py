@@ -591,3 +591,19 @@ def train(model, loader, k):
 def test_mechanisms_the_fix_study_needed(name):
     source = case(STUDY[name])
     assert marks(source) == expected_marks(source)
+
+
+def test_a_name_that_starts_with_opt_is_not_an_optimizer_for_that():
+    # `optional_ctx` handed to an unread context helper is no clear of an optimizer (camelCase
+    # `optG` still reads as one)
+    source = case("""
+import torch
+def train(model, loader, optimizer, train_context, optional_ctx):
+    optimizer.zero_grad()
+    for x in loader:
+        with train_context(optional_ctx):
+            loss = model(x).sum()
+            loss.backward()  # expect: GL001
+        optimizer.step()
+""")
+    assert marks(source) == expected_marks(source)

@@ -61,7 +61,8 @@ def other_framework(packages: set) -> bool:
 
 # --- names a reader recognises when nothing resolves --------------------------
 
-_OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|^opt[A-Z0-9]", re.I)
+# `optG`, `opt1` (camelCase, case-sensitive: `optional_ctx`, `options` are no optimizers)
+_OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|(?-i:^opt[A-Z0-9])", re.I)
 _SCALER_NAME = re.compile(r"scaler", re.I)
 
 
