@@ -196,6 +196,14 @@ def main(argv=None) -> int:
     print(f"\nfixes: {len(rows)} from {len({r.repo for r in rows})} repositories; bugs found before the fix: "
           f"{found}/{len(bugs)} ({found / max(1, len(bugs)):.2f}); fixed versions silent about the rule: "
           f"{after_silent}/{len(rows)} ({after_silent / max(1, len(rows)):.2f}); other findings by verdict: {dict(others)}")
+    commits: dict = {}
+    for r in bugs:
+        commits.setdefault((r.repo, r.fix), []).append(r.before == "found")
+    whole = sum(all(v) for v in commits.values())
+    later = [r for r in bugs if r.before != "found" and "issue 27" in r.cause]
+    print(f"fix commits: {len(commits)} with a bug, every misplaced call found in {whole} ({whole / max(1, len(commits)):.2f}); "
+          f"misses left to project-wide analysis (issue 27): {len(later)}; found among the rest: "
+          f"{found}/{len(bugs) - len(later)} ({found / max(1, len(bugs) - len(later)):.2f})")
     misses = Counter(r.cause or "(none given)" for r in bugs if r.before != "found")
     if misses:
         print("misses by cause: " + ", ".join(f"{cause}: {n}" for cause, n in misses.most_common()))
