@@ -1,7 +1,7 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
 from gradlint.model.events import B, C, S, U
-from gradlint.model.flow import walks
+from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
 from gradlint.rules.registry import Rule
@@ -26,17 +26,22 @@ def check(file):
 
 def _functions(file):
     """Functions that clip and step through a GradScaler, read on their own: one call of each
-    (the first iteration of its walks), for the clips no loop of the file runs (a loop that
-    calls the function judges them with what comes before the call)."""
+    (its paths through one call, not two iterations in a row), for the clips no loop of the
+    file runs (a loop that calls the function judges them with what comes before the call).
+    One finding per clip."""
     in_loops = {e.key for loop in file.loops for e in loop.events}
     for function in file.functions:
-        for walk in walks(function):
-            for i in walk.first_iteration():
-                clip = walk.events[i]
-                if clip.kind != C or clip.unscales or clip.key in in_loops:
+        if all(e.key in in_loops for e in function.events if e.kind == C):
+            continue  # every clip of it runs in a loop of the file, which judges it
+        reported: set = set()
+        for path in iteration_paths(function) or ():
+            walk = Walk(path.events, (0,) * len(path.events), (path,))
+            for i, clip in enumerate(walk.events):
+                if clip.kind != C or clip.unscales or clip.key in in_loops or clip.key in reported:
                     continue
                 finding = _judge(function, walk, i, first_only=True)
                 if finding is not None:
+                    reported.add(clip.key)
                     yield finding
 
 
