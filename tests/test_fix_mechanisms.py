@@ -607,3 +607,24 @@ def train(model, loader, optimizer, train_context, optional_ctx):
         optimizer.step()
 """)
     assert marks(source) == expected_marks(source)
+
+
+def test_a_method_returning_its_own_call_is_no_endless_kind():
+    # `self.x = self.pick()` where pick() returns `self.pick()`: the kind is unknown, the file is
+    # analysed (it was "too deeply nested" once methods' returns were followed)
+    source = case("""
+import torch
+class Teacher:
+    def pick(self, data):
+        if data:
+            return data
+        return self.pick(data)
+    def fit(self, model, loader):
+        self.opt = self.pick(loader)
+        for x in loader:
+            model(x).sum().backward()  # expect: GL001
+            self.opt.step()
+""")
+    result = check_source(source, "train.py", Settings.default())
+    assert result.errors == []
+    assert found_marks(result.findings) == expected_marks(source)

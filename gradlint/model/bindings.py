@@ -454,6 +454,8 @@ class Bindings(Numbering):
         return None
 
     def _kind_of_value(self, value: cst.BaseExpression, depth: int) -> Optional[str]:
+        if depth > _MAX_DEPTH:
+            return None  # a method that returns what it (or another) returns, around and around
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.kind(dotted(value), depth + 1)
         if not isinstance(value, cst.Call):
