@@ -50,6 +50,7 @@ from gradlint.model.events import (
     TRAINING_STEP,
     WRAPPER_METHODS,
     arguments_read_pattern,
+    named_like_scaler,
 )
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
@@ -215,15 +216,19 @@ def _handler(node: ast.stmt) -> bool:
 
 
 def _clips_and_steps(node: ast.stmt) -> bool:
-    """A function that clips and calls `x.step(arg)` (`scaler.step(opt)`): the model reads it on its
-    own (bindings.py's outline, GL006), whatever calls it."""
+    """A function that clips and steps through something named like a GradScaler
+    (`grad_scaler.step(opt)`): the model reads it on its own (bindings.py's outline, GL006),
+    whatever calls it.  (Only the scaler's name: this keeps files whose functions merely clip
+    and step an optimizer with a closure away from libcst.)"""
     clips = steps = False
     for sub in ast_nodes(node):
         if isinstance(sub, ast.Call):
             func = sub.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
             clips = clips or name in CLIP_FUNCTIONS
-            steps = steps or (name == "step" and bool(sub.args))
+            if name == "step" and sub.args and isinstance(func, ast.Attribute):
+                receiver = func.value.attr if isinstance(func.value, ast.Attribute) else getattr(func.value, "id", "")
+                steps = steps or named_like_scaler(receiver)
             if clips and steps:
                 return True
     return False

@@ -14,7 +14,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint.model.names import ExpressionNames, is_under
+from gradlint.model.names import ExpressionNames, is_under, root
 from gradlint.model.walk import walk
 
 # a comparison operator -> its positive twin: `a is not b` is `not (a is b)`
@@ -67,7 +67,18 @@ def rebinds(assigned: frozenset, read: frozenset) -> bool:
     return any(is_under(name, target) for name in read for target in assigned)
 
 
-def rebound_keys(assigned: frozenset, conditions: dict) -> Optional[frozenset]:
-    """The keys of `conditions` (key -> names it reads) that assigning `assigned` outdates."""
-    keys = frozenset(key for key, read in conditions.items() if rebinds(assigned, read))
+def by_root(conditions: dict) -> dict:
+    """root name -> the keys of `conditions` (key -> names it reads) that read a name under it:
+    an assignment is compared only with the conditions that share a root with it."""
+    index: dict = {}
+    for key, read in conditions.items():
+        for name in read:
+            index.setdefault(root(name), set()).add(key)
+    return index
+
+
+def rebound_keys(assigned: frozenset, conditions: dict, index: dict) -> Optional[frozenset]:
+    """The keys of `conditions` that assigning `assigned` outdates (`index`: by_root(conditions))."""
+    candidates = {key for name in assigned for key in index.get(root(name), ())}
+    keys = frozenset(key for key in candidates if rebinds(assigned, conditions[key]))
     return keys or None

@@ -684,7 +684,10 @@ class Builder:
         return self._finish(LoopModel(self._header_span(node), kind, body))
 
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
-        loop.body = _resolve_rebinds(loop.body, self.conditions)
+        if self.conditions:
+            loop.body = _resolve_rebinds(loop.body, self.conditions, conditions.by_root(self.conditions))
+        else:
+            loop.body = _resolve_rebinds(loop.body, {}, {})
         self.conditions = {}
         everything: list[Event] = []
         own: list[tuple] = []
@@ -723,20 +726,20 @@ def _only_rebinds(nodes: list[Node]) -> bool:
     return all(isinstance(node, Rebind) for node in nodes)
 
 
-def _resolve_rebinds(nodes: list[Node], read: dict) -> list[Node]:
+def _resolve_rebinds(nodes: list[Node], read: dict, index: dict) -> list[Node]:
     """Each Rebind with the keys of the conditions it outdates; the ones that outdate none
     are dropped (most assignments: the walk need not stop at them)."""
     out: list[Node] = []
     for node in nodes:
         if isinstance(node, Rebind):
-            keys = conditions.rebound_keys(node.names, read) if read else None
+            keys = conditions.rebound_keys(node.names, read, index) if read else None
             if keys:
                 out.append(Rebind(node.names, keys))
         elif isinstance(node, Branch):
-            node.then, node.orelse = _resolve_rebinds(node.then, read), _resolve_rebinds(node.orelse, read)
+            node.then, node.orelse = _resolve_rebinds(node.then, read, index), _resolve_rebinds(node.orelse, read, index)
             out.append(node)
         elif isinstance(node, (Nested, Helper)):
-            node.body = _resolve_rebinds(node.body, read)
+            node.body = _resolve_rebinds(node.body, read, index)
             out.append(node)
         else:
             out.append(node)
