@@ -563,7 +563,10 @@ def _check_paths(args, resolver):
         results.append(result)
         if source is not None:
             sources[path] = source
-    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+    from dataclasses import replace
+
+    errors = [replace(error, path=_display_path(error.path)) for error in found.errors]  # as the files' paths
+    return engine.RunResult(sorted(results, key=lambda r: r.path), errors), sources
 
 
 def _force_excluder(resolver, paths):
