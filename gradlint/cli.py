@@ -690,8 +690,8 @@ def run_explain(argv: list[str]) -> int:
         "gradlint explain",
         "Explain a code that gradlint prints: why it is a bug, with a wrong and a right\n"
         "example for a rule; what it means and what to do for GL900 and for the kinds of\n"
-        "files that could not be checked (syntax-error, read-error, internal-error,\n"
-        "timeout, not-python).",
+        "files that could not be checked or written (syntax-error, read-error,\n"
+        "internal-error, timeout, not-python, write-error).",
     )
     parser.add_argument("code", metavar="CODE", help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error")
     args = parser.parse_args(argv)

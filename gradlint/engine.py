@@ -16,6 +16,7 @@ from gradlint.findings import (
     INTERNAL_ERROR,
     READ_ERROR,
     SYNTAX_ERROR,
+    WRITE_ERROR,
     FileError,
     FileResult,
     Finding,
@@ -306,12 +307,16 @@ def _check_file(path: str, settings: Settings) -> tuple[FileResult, "str | None"
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error]), None
+    digest = content_digest(data)
     text, error = decode(data, path)
     if error is not None:
-        return FileResult(path, errors=[error]), content_digest(data)
-    if not _passes_prefilter(text, settings):
-        return FileResult(path), content_digest(data)  # no gradient event can be written here
-    return check_source(text, path, settings), content_digest(data)
+        result = FileResult(path, errors=[error])
+    elif not _passes_prefilter(text, settings):
+        result = FileResult(path)  # no gradient event can be written here
+    else:
+        result = check_source(text, path, settings)
+    result.source_digest = digest  # what an edit of the file must find there (fix/files.py)
+    return result, digest
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -359,9 +364,12 @@ class RunResult:
         )
         if self.files_not_checked:
             text += f", {self.files_not_checked} could not be checked"
-        cells = sum(1 for e in errors if not e.whole_file)
+        cells = sum(1 for e in errors if not e.whole_file and e.kind != WRITE_ERROR)
         if cells:
             text += f", {cells} notebook cell{'s' if cells != 1 else ''} skipped for a syntax error"
+        unwritten = len({e.path for e in errors if e.kind == WRITE_ERROR})  # checked, then --fix could not write
+        if unwritten:
+            text += f", {unwritten} could not be written"
         return text + ")."
 
     def exit_code(self) -> int:
@@ -413,8 +421,10 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
             results[i] = FileResult(path)
             continue
         if cache is not None:
-            hit = cache.get(cache.key(path, content_digest(data), settings), path)
+            digest = content_digest(data)
+            hit = cache.get(cache.key(path, digest, settings), path)
             if hit is not None:
+                hit.source_digest = digest
                 results[i] = hit
                 continue
         pending.append(i)

@@ -112,10 +112,13 @@ INTERNAL_ERROR = "internal-error"
 TIMEOUT = "timeout"
 # A file named on the command line that is not Python: a usage error for that file (exit 2).
 NOT_PYTHON = "not-python"
+# A file that was checked but whose edit (--fix, --add-noqa) could not be written: its findings
+# stay reported, it counts as checked (whole_file False), and the run exits 1 (gradlint/rewrite.py).
+WRITE_ERROR = "write-error"
 # Kinds that make the run exit 2 (and SARIF's executionSuccessful false for gradlint's own).
 TOOL_FAILURES = (INTERNAL_ERROR, TIMEOUT)
 EXIT_ERROR_KINDS = TOOL_FAILURES + (NOT_PYTHON,)
-FILE_ERROR_KINDS = (SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR, TIMEOUT, NOT_PYTHON)  # `gradlint explain` knows each
+FILE_ERROR_KINDS = (SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR, TIMEOUT, NOT_PYTHON, WRITE_ERROR)  # `gradlint explain` knows each
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ class FileResult:
     errors: list[FileError] = field(default_factory=list)
     # Findings a `# noqa` comment silenced; kept so --show-suppressed can list them.
     suppressed: list[Finding] = field(default_factory=list)
+    # The digest (gradlint/digest.py) of the bytes this result describes, when they came from a
+    # file: an edit (--fix, --add-noqa) refuses a file that no longer holds them.  Not reported.
+    source_digest: Optional[str] = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {

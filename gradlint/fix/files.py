@@ -2,41 +2,42 @@
 
 A fix changes lines, nothing else about the file: the bytes are written back
 in the encoding they were read in (a UTF-8 BOM and a PEP 263 coding kept),
-with the file's line ending on every inserted line, the same mode bits, and
-through a symbolic link into its target (the link stays a link).  A file
-that changed on disk after it was read is left alone (an error says so).
+with the file's line ending on every inserted line.  gradlint/rewrite.py
+writes them: through a symbolic link into its target, keeping the file's
+owner, mode, extended attributes and hard links, and never over bytes other
+than those that were checked (a file changed since is left alone, an error
+says so).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
-from gradlint.atomic import ChangedOnDisk, write_atomically
-from gradlint.findings import READ_ERROR, FileError, FileResult
+from gradlint.findings import FileResult
 from gradlint.fix.session import FileFix
 
 
 def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = True) -> tuple[FileResult, Optional[FileFix]]:
-    """Fix what can be fixed in one file: its fresh result, and the fixing (None: nothing to try)."""
-    from gradlint.engine import read_source
+    """Fix what can be fixed in one file: its fresh result, and the fixing (None: nothing to try).
+    The fixes are computed from the file's bytes only when they are the bytes `result` describes."""
+    from gradlint.rewrite import read_analysed, unwritten, write_edit
 
     if result.errors or not result.findings:
         return result, None
-    data, error = read_source(result.path)
-    if error is not None:
-        return result, None
+    data, refused = read_analysed(result)
+    if refused is not None:
+        return refused, None
     fixing = fix_data(data, result, settings, unsafe)
     if fixing is None:
         return result, None
     if write and fixing.outcome.changed:
         try:
-            _replace(result.path, encode_like(fixing.after, fixing.before, data), data)
-        except ChangedOnDisk:
-            message = "changed on disk while being fixed: not written (run --fix again)"
-            return _unwritten(result, message), None
-        except (OSError, UnicodeEncodeError) as exc:
-            return _unwritten(result, f"cannot write the fixed file: {getattr(exc, 'strerror', None) or exc}"), None
+            fixed = encode_like(fixing.after, fixing.before, data)
+        except UnicodeEncodeError as exc:
+            return unwritten(result, f"cannot write the fixed file: {exc}"), None
+        failed = write_edit(result, fixed, data, "the fixed file")
+        if failed is not None:
+            return failed, None
     fresh = fixing.outcome.result if fixing.outcome.changed else result
     return fresh, fixing
 
@@ -58,10 +59,6 @@ def fix_data(data: bytes, result: FileResult, settings, unsafe: bool = False) ->
         return None
     outcome = fix_source(source, lambda text: check_source(text, result.path, settings), unsafe, initial=result)
     return FileFix(source, outcome.text, outcome)
-
-
-def _unwritten(result: FileResult, message: str) -> FileResult:
-    return FileResult(result.path, findings=result.findings, errors=[FileError(result.path, READ_ERROR, message)])
 
 
 def encode_like(fixed: str, source: str, data: bytes) -> bytes:
@@ -87,18 +84,3 @@ def _line_ending(source: str) -> str:
     if lone_cr and not crlf and not lone_lf:
         return "\r"
     return "\n"
-
-
-def _replace(path: str, data: bytes, expected: bytes) -> None:
-    """Write through a symbolic link (to the file it names), keeping the mode bits and,
-    where allowed, the owner."""
-    target = os.path.realpath(path)
-    info = os.stat(target)
-    write_atomically(target, data, mode=info.st_mode & 0o7777, expected=expected)
-    if hasattr(os, "chown"):
-        try:
-            current = os.stat(target)
-            if (current.st_uid, current.st_gid) != (info.st_uid, info.st_gid):
-                os.chown(target, info.st_uid, info.st_gid)
-        except OSError:
-            pass  # not ours to give away: the new file keeps the writer's owner
