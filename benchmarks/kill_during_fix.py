@@ -1,0 +1,120 @@
+"""`kill -9` at random moments of `gradlint --fix` (or `--add-noqa`): count what is left behind.
+
+A tree of small fixable training scripts is fixed again and again; each run
+gets SIGKILL after a random delay within the length of a whole run.  After
+each kill the tree is inspected: a stray file (any name the tree did not
+have: a temporary file of a write, in the sources or in the cache), and a
+corrupt file (neither its old bytes nor the fixed ones).  The tree is then
+restored for the next run.
+
+    python benchmarks/kill_during_fix.py                      # 200 kills of --fix, this checkout
+    python benchmarks/kill_during_fix.py --source /path/to/other/checkout   # compare another version
+    python benchmarks/kill_during_fix.py --edit --add-noqa --runs 100 --no-cache
+
+Exits 1 when a file was corrupt or a stray file was left in the sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOOP = """\
+import torch
+
+model = torch.nn.Linear(2, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in range(10):
+    loss = model(x).sum()
+    loss.backward()
+    opt.zero_grad()
+    opt.step()
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--files", type=int, default=40, help="fixable files in the tree")
+    parser.add_argument("--edit", default="--fix", choices=["--fix", "--add-noqa"])
+    parser.add_argument("--no-cache", action="store_true", help="run without the cache (by default it lives in the tree)")
+    parser.add_argument("--source", default=os.path.dirname(HERE), help="the gradlint checkout to run")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    random.seed(args.seed)
+
+    root = tempfile.mkdtemp(prefix="gradlint-kill-")
+    tree = os.path.join(root, "tree")
+    try:
+        original = {}
+        for i in range(args.files):
+            path = os.path.join(tree, f"pkg{i % 4}", f"train_{i}.py")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            original[path] = (LOOP + f"# file {i}\n").encode()
+        env = dict(os.environ, PYTHONPATH=args.source, PYTHONDONTWRITEBYTECODE="1")
+        command = [sys.executable, "-m", "gradlint", args.edit, "--isolated", tree]
+        command[-1:-1] = ["--no-cache"] if args.no_cache else ["--cache-dir", os.path.join(tree, ".gradlint_cache")]
+
+        def restore() -> None:
+            shutil.rmtree(tree, ignore_errors=True)
+            for path, data in original.items():
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as handle:
+                    handle.write(data)
+
+        def names() -> set[str]:
+            found = set()
+            for directory, _, files in os.walk(tree):
+                found.update(os.path.join(directory, name) for name in files)
+            return found
+
+        # A whole run: how long it lasts, what it writes (the fixed files; the cache's entries).
+        restore()
+        started = time.perf_counter()
+        proc = subprocess.run(command, env=env, capture_output=True, timeout=600)
+        whole = time.perf_counter() - started
+        fixed = {path: open(path, "rb").read() for path in original}
+        assert all(fixed[p] != original[p] for p in original), proc.stderr.decode()[-2000:]
+        cache_files = names() - set(original)
+        print(f"a whole run: {whole:.2f} s, {len(original)} files, {len(cache_files)} cache files; killing {args.runs} runs")
+
+        stray_sources = stray_cache = corrupt = killed = 0
+        for _ in range(args.runs):
+            restore()
+            proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+            time.sleep(random.uniform(0.0, whole))
+            if proc.poll() is None:
+                killed += 1
+                os.killpg(proc.pid, signal.SIGKILL)  # the run and any worker it started
+            proc.wait()
+            for path in names() - set(original):
+                if os.sep + ".gradlint_cache" + os.sep in path and not path.endswith(".tmp"):
+                    continue  # a finished cache entry
+                if os.sep + ".gradlint_cache" + os.sep in path:
+                    stray_cache += 1
+                else:
+                    stray_sources += 1
+                    print("stray:", os.path.relpath(path, tree))
+            for path, data in original.items():
+                now = open(path, "rb").read()
+                if now not in (data, fixed[path]):
+                    corrupt += 1
+                    print("corrupt:", os.path.relpath(path, tree))
+        print(f"{killed} of {args.runs} runs killed before their end: {stray_sources} stray files in the sources, "
+              f"{stray_cache} in the cache, {corrupt} corrupt files")
+        return 1 if stray_sources or corrupt else 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
