@@ -12,7 +12,8 @@
   denied`), as ruff refuses it, and never replaced by a rename.  As for ruff, a
   mode does not stop root.
 - **The file's identity**: the new text goes into a new file beside it that is
-  given the file's owner, mode and extended attributes (ACLs, security labels),
+  given the file's owner, mode and extended attributes (ACLs, security labels;
+  where Python can read them: Linux),
   then takes its place by one rename, so no reader and no crash sees half of it
   (atomic.py; a `kill -9` leaves no temporary file on Linux).  When that new file
   cannot be made identical (the file has several hard links, which a rename
