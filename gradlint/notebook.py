@@ -210,9 +210,8 @@ def _locate(where: list[tuple[int, int]], line: int) -> str:
 
 def check_notebook(path: str, settings: Settings) -> tuple[FileResult, str | None]:
     """The notebook's FileResult, and the joined source (for --report-unused-noqa)."""
-    from gradlint.engine import read_source
-
     from gradlint.digest import hex_digest
+    from gradlint.engine import read_source
 
     data, error = read_source(path)
     if error is not None:
