@@ -97,7 +97,7 @@ def rewrite_file(path: str, data: bytes, expected: bytes) -> None:
                     staged.discard()
                     raise
                 return
-        _write_in_place(fd, data)
+        _write_in_place(fd, data, expected)
     finally:
         if fd >= 0:
             os.close(fd)
@@ -113,7 +113,20 @@ def _contents(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-def _write_in_place(fd: int, data: bytes) -> None:
+def _write_in_place(fd: int, data: bytes, old: bytes) -> None:
+    try:
+        _overwrite(fd, data)
+    except OSError:
+        # A full disk stops a file that grows part way: put the old bytes back (the blocks they
+        # held are still the file's), so a failed write leaves the file as it was.
+        try:
+            _overwrite(fd, old)
+        except OSError:
+            pass
+        raise
+
+
+def _overwrite(fd: int, data: bytes) -> None:
     os.lseek(fd, 0, os.SEEK_SET)
     view = memoryview(data)
     while view:

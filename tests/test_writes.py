@@ -332,6 +332,35 @@ def test_a_file_with_hard_links_keeps_them(tmp_path, monkeypatch, capsys, edit):
     assert path.stat().st_nlink == 2 and (tmp_path / "also.py").read_text() == path.read_text() != GL002
 
 
+@posix_only
+def test_a_write_in_place_that_fails_part_way_leaves_the_old_bytes(tmp_path, monkeypatch):
+    """A file with two links is written in place; a full disk in the middle of that write must
+    not leave half the new text over the old one."""
+    import errno
+
+    from gradlint.fix.files import fix_file
+
+    path = tmp_path / "a.py"
+    path.write_text(GL002)
+    os.link(path, tmp_path / "also.py")
+    result = engine.check_file(str(path), Settings.default())
+    real_write, failed = os.write, []
+
+    def write_until_the_disk_is_full(fd, data):
+        if not failed and bytes(data) != GL002.encode():
+            failed.append(True)
+            real_write(fd, bytes(data)[:-5])  # past where the new text differs from the old
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write_until_the_disk_is_full)
+    fresh, fixing = fix_file(result, Settings.default())
+    monkeypatch.undo()
+    assert failed and fixing is None
+    assert path.read_text() == GL002 and path.stat().st_nlink == 2
+    assert [e.message for e in fresh.errors] == ["cannot write the fixed file: No space left on device"]
+
+
 @pytest.mark.parametrize("edit", ["--fix", "--add-noqa"])
 def test_a_file_owned_by_someone_else_keeps_its_owner(tmp_path, edit):
     """Written by a user who can write the file but cannot give a new file away (no CAP_CHOWN)."""
