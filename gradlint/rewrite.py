@@ -37,7 +37,8 @@ from gradlint.atomic import ChangedOnDisk, Staged
 from gradlint.findings import WRITE_ERROR, FileError, FileResult
 
 CHANGED = "changed on disk since it was checked: not written (run again)"
-_OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+# O_NONBLOCK: a FIFO put where the file was cannot make the open wait.
+_OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def read_analysed(result: FileResult) -> tuple[Optional[bytes], Optional[FileResult]]:
@@ -88,7 +89,7 @@ def rewrite_file(path: str, data: bytes, expected: bytes) -> None:
             if staged is not None:
                 try:
                     staged.write(data)
-                    if _contents(fd) != expected:  # the last look, right before the rename
+                    if not _still(target, info, fd, expected):  # the last look, right before the rename
                         raise ChangedOnDisk(path)
                     os.close(fd)
                     fd = -1
@@ -101,6 +102,16 @@ def rewrite_file(path: str, data: bytes, expected: bytes) -> None:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def _still(target: str, info: os.stat_result, fd: int, expected: bytes) -> bool:
+    """The path still names the file open as `fd` (an editor that saves by renaming a new file
+    over it has not) and that file still holds `expected`."""
+    try:
+        now = os.lstat(target)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino) and _contents(fd) == expected
 
 
 def _contents(fd: int) -> bytes:

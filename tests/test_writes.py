@@ -194,6 +194,29 @@ def test_add_noqa_refuses_a_file_that_changes_while_it_is_edited(tmp_path, monke
     assert leftovers(tmp_path) == []
 
 
+def test_an_editor_that_saves_by_renaming_during_the_write_wins(tmp_path, monkeypatch):
+    """The last look before the rename asks the path, not only the file already open."""
+    from gradlint import atomic
+    from gradlint.fix.files import fix_file
+
+    path = tmp_path / "train.py"
+    path.write_text(GL002)
+    result = engine.check_file(str(path), Settings.default())
+    saved = GL002 + "# saved by the editor, by a rename\n"
+    real_write = atomic.Staged.write
+
+    def write_while_the_editor_saves(self, data):
+        (tmp_path / "editor.swp").write_text(saved)
+        os.replace(tmp_path / "editor.swp", path)
+        return real_write(self, data)
+
+    monkeypatch.setattr(atomic.Staged, "write", write_while_the_editor_saves)
+    fresh, _ = fix_file(result, Settings.default())
+    assert path.read_text() == saved
+    assert [e.message for e in fresh.errors] == ["changed on disk since it was checked: not written (run again)"]
+    assert leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize("edit", ["fix", "add-noqa"])
 def test_a_notebook_that_changed_since_it_was_checked_is_not_written(tmp_path, edit):
     from gradlint.add_noqa import add_noqa_to_file
