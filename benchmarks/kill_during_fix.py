@@ -1,7 +1,8 @@
 """`kill -9` at random moments of `gradlint --fix` (or `--add-noqa`): count what is left behind.
 
 A tree of small fixable training scripts is fixed again and again; each run
-gets SIGKILL after a random delay within the length of a whole run.  After
+gets SIGKILL after a random delay within the stretch of a whole run in which
+files are written.  After
 each kill the tree is inspected: a stray file (any name the tree did not
 have: a temporary file of a write, in the sources or in the cache), and a
 corrupt file (neither its old bytes nor the fixed ones).  The tree is then
@@ -76,17 +77,26 @@ def main() -> int:
                 found.update(os.path.join(directory, name) for name in files)
             return found
 
-        # Whole runs: how long one lasts (the longest of 3), what it writes (the fixed files).
-        durations = []
+        # Whole runs: what they write (the fixed files), and when the writes start and end (the
+        # tree is watched every few milliseconds); the kills fall in that stretch, give or take.
+        starts, ends = [], []
         for _ in range(3):
             restore()
             started = time.perf_counter()
-            proc = subprocess.run(command, env=env, capture_output=True, timeout=600)
-            durations.append(time.perf_counter() - started)
-        whole = max(durations)
+            proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            first = None
+            while proc.poll() is None:
+                if first is None and any(open(p, "rb").read() != d for p, d in original.items()):
+                    first = time.perf_counter() - started
+                time.sleep(0.002)
+            ends.append(time.perf_counter() - started)
+            starts.append(first if first is not None else 0.0)
+            stderr = proc.stderr.read().decode()
         fixed = {path: open(path, "rb").read() for path in original}
-        assert all(fixed[p] != original[p] for p in original), proc.stderr.decode()[-2000:]
-        print(f"a whole run: {min(durations):.2f} to {whole:.2f} s, {len(original)} files; killing {args.runs} runs")
+        assert all(fixed[p] != original[p] for p in original), stderr[-2000:]
+        low, high = 0.8 * min(starts), max(ends)
+        print(f"whole runs: the writes from {min(starts):.2f} s to the end at {min(ends):.2f} to {high:.2f} s"
+              f" ({len(original)} files); {args.runs} kills between {low:.2f} and {high:.2f} s")
 
         stray_sources = stray_cache = corrupt = 0
         phases = {"before the first write": 0, "during the writes": 0, "after the last write": 0, "not killed": 0}
@@ -94,7 +104,7 @@ def main() -> int:
             restore()
             proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
-            time.sleep(random.uniform(0.0, whole))
+            time.sleep(random.uniform(low, high))
             alive = proc.poll() is None
             if alive:
                 os.killpg(proc.pid, signal.SIGKILL)  # the run and any worker it started
