@@ -1,8 +1,8 @@
 """`kill -9` at random moments of `gradlint --fix` (or `--add-noqa`): count what is left behind.
 
 A tree of small fixable training scripts is fixed again and again; each run
-gets SIGKILL after a random delay within the stretch of a whole run in which
-files are written.  After
+gets SIGKILL at a random moment after it changed its first file, within the
+time a whole run spends writing (the tree is watched every millisecond).  After
 each kill the tree is inspected: a stray file (any name the tree did not
 have: a temporary file of a write, in the sources or in the cache), and a
 corrupt file (neither its old bytes nor the fixed ones).  The tree is then
@@ -77,26 +77,42 @@ def main() -> int:
                 found.update(os.path.join(directory, name) for name in files)
             return found
 
-        # Whole runs: what they write (the fixed files), and when the writes start and end (the
-        # tree is watched every few milliseconds); the kills fall in that stretch, give or take.
-        starts, ends = [], []
+        def identities() -> list:
+            identity = []
+            for path in original:
+                try:
+                    info = os.stat(path)
+                    identity.append((info.st_ino, info.st_mtime_ns, info.st_size))
+                except OSError:
+                    identity.append(None)
+            return identity
+
+        def first_write(proc) -> "float | None":
+            """Wait until the run changes a file of the tree (or ends); when it did, since when."""
+            before = identities()
+            started = time.perf_counter()
+            while proc.poll() is None:
+                if identities() != before:
+                    return time.perf_counter() - started
+                time.sleep(0.001)
+            return None
+
+        # Whole runs: what they write (the fixed files), and how long their writing lasts, from the
+        # first file changed to the end of the run.
+        stretches = []
         for _ in range(3):
             restore()
-            started = time.perf_counter()
             proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            first = None
-            while proc.poll() is None:
-                if first is None and any(open(p, "rb").read() != d for p, d in original.items()):
-                    first = time.perf_counter() - started
-                time.sleep(0.002)
-            ends.append(time.perf_counter() - started)
-            starts.append(first if first is not None else 0.0)
+            first_write(proc)
+            first = time.perf_counter()
+            proc.wait()
+            stretches.append(time.perf_counter() - first)
             stderr = proc.stderr.read().decode()
         fixed = {path: open(path, "rb").read() for path in original}
         assert all(fixed[p] != original[p] for p in original), stderr[-2000:]
-        low, high = 0.8 * min(starts), max(ends)
-        print(f"whole runs: the writes from {min(starts):.2f} s to the end at {min(ends):.2f} to {high:.2f} s"
-              f" ({len(original)} files); {args.runs} kills between {low:.2f} and {high:.2f} s")
+        high = max(stretches)
+        print(f"whole runs ({len(original)} files): the writes last {min(stretches):.2f} to {high:.2f} s;"
+              f" {args.runs} kills at a random moment of that stretch")
 
         stray_sources = stray_cache = corrupt = 0
         phases = {"before the first write": 0, "during the writes": 0, "after the last write": 0, "not killed": 0}
@@ -104,7 +120,8 @@ def main() -> int:
             restore()
             proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
-            time.sleep(random.uniform(low, high))
+            first_write(proc)
+            time.sleep(random.uniform(0.0, high))
             alive = proc.poll() is None
             if alive:
                 os.killpg(proc.pid, signal.SIGKILL)  # the run and any worker it started
