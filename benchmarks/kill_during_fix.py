@@ -60,6 +60,7 @@ def main() -> int:
             path = os.path.join(tree, f"pkg{i % 4}", f"train_{i}.py")
             os.makedirs(os.path.dirname(path), exist_ok=True)
             original[path] = (LOOP + f"# file {i}\n").encode()
+        # Run from a folder of its own: `python -m` puts the current folder first on sys.path.
         env = dict(os.environ, PYTHONPATH=args.source, PYTHONDONTWRITEBYTECODE="1")
         command = [sys.executable, "-m", "gradlint", args.edit, "--isolated", tree]
         command[-1:-1] = ["--no-cache"] if args.no_cache else ["--cache-dir", os.path.join(tree, ".gradlint_cache")]
@@ -102,7 +103,7 @@ def main() -> int:
         stretches = []
         for _ in range(3):
             restore()
-            proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            proc = subprocess.Popen(command, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             first_write(proc)
             first = time.perf_counter()
             proc.wait()
@@ -118,7 +119,7 @@ def main() -> int:
         phases = {"before the first write": 0, "during the writes": 0, "after the last write": 0, "not killed": 0}
         for _ in range(args.runs):
             restore()
-            proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            proc = subprocess.Popen(command, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
             first_write(proc)
             time.sleep(random.uniform(0.0, high))
@@ -132,7 +133,7 @@ def main() -> int:
             phases[phase] += 1
             for path in names() - set(original):
                 if os.sep + ".gradlint_cache" + os.sep in path and not path.endswith(".tmp"):
-                    continue  # a finished cache entry
+                    continue  # a finished cache entry, the cache's .gitignore
                 if os.sep + ".gradlint_cache" + os.sep in path:
                     stray_cache += 1
                 else:

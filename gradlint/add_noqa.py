@@ -67,7 +67,7 @@ def with_noqa(source: str, findings: list[Finding]) -> tuple[str, list[Finding]]
     return "".join(lines), marked
 
 
-def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
+def add_noqa_to_file(result: FileResult, settings, staging=None) -> tuple[FileResult, int]:
     """Write the directives into the file; the result re-checked and how many findings were marked.
 
     Only plain UTF-8 files are edited (a file in another declared encoding is
@@ -83,7 +83,7 @@ def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
     if refused is not None:
         return refused, 0
     if result.path.lower().endswith(".ipynb"):
-        return _add_noqa_to_notebook(result, settings, data)
+        return _add_noqa_to_notebook(result, settings, data, staging)
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -99,13 +99,13 @@ def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
     left = {(f.span.line, f.code) for f in after.findings}
     if any((f.span.line, f.code) in left for f in marked):
         return result, 0  # a directive that does not silence: write nothing rather than a half-truth
-    failed = write_edit(result, edited.encode("utf-8"), data, "the noqa directives")
+    failed = write_edit(result, edited.encode("utf-8"), data, "the noqa directives", staging)
     if failed is not None:
         return failed, 0
     return after, len(marked)
 
 
-def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[FileResult, int]:
+def _add_noqa_to_notebook(result: FileResult, settings, data: bytes, staging=None) -> tuple[FileResult, int]:
     """The directives in a notebook's code cells: each goes on its finding's line of the cell;
     the JSON keeps every other byte (gradlint/notebook_edit.py).  A finding on a line that is
     not the cell's own text (a blanked IPython line) stays reported."""
@@ -147,7 +147,7 @@ def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[Fi
         return result, 0  # as for a .py file: no half-truth
     from gradlint.rewrite import write_edit
 
-    failed = write_edit(result, after.encode("utf-8"), data, "the noqa directives")
+    failed = write_edit(result, after.encode("utf-8"), data, "the noqa directives", staging)
     if failed is not None:
         return failed, 0
     return fresh, len(kept)

@@ -58,37 +58,57 @@ _UNNAMED = sys.platform.startswith("linux") and hasattr(os, "O_TMPFILE") and os.
 
 
 class Staged:
-    """A new file in `directory` that will take the place of its entry `name` by one rename.
+    """A new file that will take the place of the entry `name` of `directory` by one rename.
 
-    Creating it raises OSError (PermissionError when the directory is not writable)."""
+    It is made in `staging` (a directory of gradlint's own, the cache's, gradlint/cache.py)
+    when that is on the same file system, else in `directory` itself: then the moment in
+    which it has a name (above) is the only one in which a `kill -9` can leave a file in
+    the user's tree, and with a staging directory there is none.  Creating it raises
+    OSError (PermissionError when `directory` is not writable)."""
 
-    def __init__(self, directory: str, name: str):
+    def __init__(self, directory: str, name: str, staging: Optional[str] = None):
         self.directory = directory
         self.name = name
-        self.temp: Optional[str] = None  # its name in `directory`, None while it has none
-        self.dir_fd: Optional[int] = None
+        self.temp: Optional[str] = None  # its name in `self.home`, None while it has none
+        self.dir_fd: Optional[int] = None  # `directory`, open (Linux)
+        self.home_fd: Optional[int] = None  # where it is made and named, open (Linux)
         self.fd = -1
+        if staging is not None and _same_device(staging, directory):
+            try:
+                self._make(staging)
+                return
+            except OSError:
+                self._close_dirs()  # gradlint's own directory failed: beside the file then
+        self._make(directory)
+
+    def _make(self, home: str) -> None:
+        self.home = home
         if _UNNAMED:
             import errno
 
-            self.dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
+            self.dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
+            self.home_fd = self.dir_fd if home == self.directory else os.open(home, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
             try:
-                self.fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | _OPEN, 0o600, dir_fd=self.dir_fd)
+                self.fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | _OPEN, 0o600, dir_fd=self.home_fd)
                 return
             except OSError as exc:
                 # A file system without O_TMPFILE answers EOPNOTSUPP (or EISDIR, EINVAL on old
                 # kernels); anything else (EACCES: an unwritable directory) is the answer.
                 if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
-                    self._close_dir()
+                    self._close_dirs()
                     raise
         import tempfile  # here, not at import: a run that writes nothing does not pay for it
 
         try:
-            self.fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+            self.fd, temp = tempfile.mkstemp(dir=home, prefix=self._prefix(), suffix=".tmp")
         except BaseException:
-            self._close_dir()
+            self._close_dirs()
             raise
         self.temp = os.path.basename(temp)
+
+    def _prefix(self) -> str:
+        """Beside the file `.NAME.`; in a staging directory the process id, which sweep() reads."""
+        return f".{self.name}." if self.home == self.directory else f"{STAGED_PREFIX}{os.getpid()}-"
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -96,25 +116,25 @@ class Staged:
             view = view[os.write(self.fd, view):]
 
     def commit(self, name: str) -> None:
-        """Name the file if it has no name yet, then rename it over `name` (in its directory):
+        """Name the file if it has no name yet, then rename it over `name` (in `directory`):
         on Linux the name exists for those two system calls only."""
         if self.temp is None:
             import secrets
 
             while True:
-                temp = f".{self.name}.{secrets.token_hex(4)}.tmp"
+                temp = f"{self._prefix()}{secrets.token_hex(4)}.tmp"
                 try:
-                    os.link(f"/proc/self/fd/{self.fd}", temp, dst_dir_fd=self.dir_fd, follow_symlinks=True)
+                    os.link(f"/proc/self/fd/{self.fd}", temp, dst_dir_fd=self.home_fd, follow_symlinks=True)
                     break
                 except FileExistsError:
                     continue
             self.temp = temp
-            os.rename(temp, name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            os.rename(temp, name, src_dir_fd=self.home_fd, dst_dir_fd=self.dir_fd)
             self.temp = None
         else:
             os.close(self.fd)  # before the rename: Windows renames no file that is open
             self.fd = -1
-            os.replace(os.path.join(self.directory, self.temp), os.path.join(self.directory, name))
+            os.replace(os.path.join(self.home, self.temp), os.path.join(self.directory, name))
             self.temp = None
         self.discard()  # closes what is still open; nothing is left to remove
 
@@ -125,16 +145,62 @@ class Staged:
             self.fd = -1
         if self.temp is not None:
             try:
-                if self.dir_fd is not None:
-                    os.unlink(self.temp, dir_fd=self.dir_fd)
+                if self.home_fd is not None:
+                    os.unlink(self.temp, dir_fd=self.home_fd)
                 else:
-                    os.unlink(os.path.join(self.directory, self.temp))
+                    os.unlink(os.path.join(self.home, self.temp))
             except OSError:
                 pass
             self.temp = None
-        self._close_dir()
+        self._close_dirs()
 
-    def _close_dir(self) -> None:
-        if self.dir_fd is not None:
-            os.close(self.dir_fd)
-            self.dir_fd = None
+    def _close_dirs(self) -> None:
+        for fd in {self.home_fd, self.dir_fd} - {None}:
+            os.close(fd)
+        self.home_fd = self.dir_fd = None
+
+
+STAGED_PREFIX = "gradlint-staged-"
+
+
+def _same_device(one: str, other: str) -> bool:
+    """A rename moves a file between two directories only within one file system."""
+    try:
+        return os.stat(one).st_dev == os.stat(other).st_dev
+    except OSError:
+        return False
+
+
+def sweep(staging: str) -> None:
+    """Remove what a killed run left in a staging directory: files of processes that are gone
+    (POSIX; elsewhere, files older than a day).  A file of a live run is left to it."""
+    import time
+
+    try:
+        names = os.listdir(staging)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(STAGED_PREFIX) and name.endswith(".tmp")):
+            continue
+        path = os.path.join(staging, name)
+        try:
+            if os.name == "posix":
+                pid = int(name[len(STAGED_PREFIX):].split("-", 1)[0])
+                if pid == os.getpid() or _alive(pid):
+                    continue
+            elif time.time() - os.stat(path).st_mtime < 24 * 3600:
+                continue
+            os.unlink(path)
+        except (OSError, ValueError):
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # POSIX only: on Windows this would end the process
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True

@@ -376,7 +376,7 @@ def run_check(argv: list[str]) -> int:
         if args.fix:
             run = _fix(run, resolver, args)
         if args.add_noqa:
-            run = _add_noqa(run, resolver)
+            run = _add_noqa(run, resolver, args)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     if args.output_format in ("json", "sarif") and not args.statistics:
@@ -401,8 +401,11 @@ def _fix(run, resolver, args, write=True):
     from gradlint.fix.files import fix_file
 
     results, fixings = [], []
+    staging = _staging(args, run) if write else None
     for result in run.results:
-        fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
+        fixed, fixing = fix_file(
+            result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write, staging=staging
+        )
         results.append(_without_tried_fixes(fixed, args.unsafe_fixes))
         if fixing is not None:
             fixings.append((result.path, fixing))
@@ -496,13 +499,14 @@ def _print_diffs(fixings) -> int:
     return EXIT_FINDINGS if changed else EXIT_CLEAN
 
 
-def _add_noqa(run, resolver):
+def _add_noqa(run, resolver, args):
     """Mark today's findings in the files; what could not be marked stays reported."""
     from gradlint.add_noqa import add_noqa_to_file
 
     total, files, results = 0, 0, []
+    staging = _staging(args, run)
     for result in run.results:
-        marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path))
+        marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path), staging)
         results.append(marked_result)
         total, files = total + marked, files + (marked > 0)
     if total:
@@ -512,6 +516,17 @@ def _add_noqa(run, resolver):
         )
     run.results = results
     return run
+
+
+def _staging(args, run):
+    """Where the files' new text is made before it takes their place: the cache's staging
+    directory (gradlint/cache.py); none with --no-cache (beside each file then), or when no
+    file has a finding to edit."""
+    if args.no_cache or not any(result.findings for result in run.results):
+        return None
+    from gradlint.cache import default_cache_dir, staging_dir
+
+    return staging_dir(args.cache_dir or default_cache_dir(args.paths))
 
 
 def _check_stdin(args, resolver):

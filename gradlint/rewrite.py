@@ -14,8 +14,11 @@
 - **The file's identity**: the new text goes into a new file beside it that is
   given the file's owner, mode and extended attributes (ACLs, security labels;
   where Python can read them: Linux),
-  then takes its place by one rename, so no reader and no crash sees half of it
-  (atomic.py; a `kill -9` leaves no temporary file on Linux).  When that new file
+  then takes its place by one rename, so no reader and no crash sees half of it.
+  That new file is made in gradlint's own staging directory (in the cache, when
+  it is on the same file system; atomic.py), so a `kill -9` at any moment
+  leaves no temporary file in the user's tree; beside the file otherwise, where
+  on Linux it has a name only for the two system calls that put it in place.  When that new file
   cannot be made identical (the file has several hard links, which a rename
   would split; an owner the user cannot give a new file; an attribute it cannot
   copy) or cannot be made at all (a directory the user cannot write in, while
@@ -55,11 +58,14 @@ def read_analysed(result: FileResult) -> tuple[Optional[bytes], Optional[FileRes
     return data, None
 
 
-def write_edit(result: FileResult, data: bytes, expected: bytes, what: str) -> Optional[FileResult]:
+def write_edit(
+    result: FileResult, data: bytes, expected: bytes, what: str, staging: Optional[str] = None
+) -> Optional[FileResult]:
     """Write `data` over the file of `result`, which must still hold `expected`; None when written,
-    else `result` with the reason (`what` names the new content: "the fixed file")."""
+    else `result` with the reason (`what` names the new content: "the fixed file").  `staging`:
+    gradlint's own directory to make the new file in (cache.staging_dir), None: beside the file."""
     try:
-        rewrite_file(result.path, data, expected)
+        rewrite_file(result.path, data, expected, staging)
     except ChangedOnDisk:
         return unwritten(result, CHANGED)
     except OSError as exc:
@@ -73,7 +79,7 @@ def unwritten(result: FileResult, message: str) -> FileResult:
     return FileResult(result.path, result.findings, [*result.errors, error], result.suppressed, result.source_digest)
 
 
-def rewrite_file(path: str, data: bytes, expected: bytes) -> None:
+def rewrite_file(path: str, data: bytes, expected: bytes, staging: Optional[str] = None) -> None:
     """Put `data` in the file `path` names (see the module docstring); raises ChangedOnDisk
     when the file does not hold `expected`, OSError when it cannot be written."""
     target = os.path.realpath(path)
@@ -85,7 +91,7 @@ def rewrite_file(path: str, data: bytes, expected: bytes) -> None:
         if _contents(fd) != expected:
             raise ChangedOnDisk(path)
         if info.st_nlink == 1:
-            staged = _staged_copy(fd, info, target)
+            staged = _staged_copy(fd, info, target, staging)
             if staged is not None:
                 try:
                     staged.write(data)
@@ -145,14 +151,14 @@ def _overwrite(fd: int, data: bytes) -> None:
     os.ftruncate(fd, len(data))
 
 
-def _staged_copy(fd: int, info: os.stat_result, target: str) -> Optional[Staged]:
+def _staged_copy(fd: int, info: os.stat_result, target: str, staging: Optional[str]) -> Optional[Staged]:
     """An empty new file beside `target` with its owner, mode and extended attributes, or None
     when such a file cannot be made (then the file is written in place)."""
     import errno
 
     directory, name = os.path.split(target)
     try:
-        staged = Staged(directory, name)
+        staged = Staged(directory, name, staging)
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             return None  # no new entry can be made here; the file itself can be written

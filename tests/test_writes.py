@@ -427,6 +427,8 @@ from gradlint import engine
 from gradlint.settings import Settings
 
 edit, path = sys.argv[1], sys.argv[2]
+staging = sys.argv[3] if len(sys.argv) > 3 else None  # gradlint's own directory (cache.staging_dir)
+extra = {"staging": staging} if staging else {}
 directory = os.path.dirname(path)
 settings = Settings.default()
 if edit == "fix":
@@ -474,7 +476,7 @@ while True:
 
         for name in CALLS:
             setattr(os, name, wrap(name, getattr(os, name)))
-        write(result, settings)
+        write(result, settings, **extra)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
     finished = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
@@ -489,14 +491,30 @@ while True:
         "content": "old" if now == old else "new" if now == new else "other",
         "mode": os.stat(path).st_mode & 0o7777 == mode,
         "stray": sorted(set(os.listdir(directory)) - set(names)),
+        "staged": sorted(os.listdir(staging)) if staging else [],
     })
     for stray in records[-1]["stray"]:
         os.unlink(os.path.join(directory, stray))
     if finished or boundary > 400:
         break
     boundary += 1
+if staging:
+    from gradlint.atomic import sweep
+
+    sweep(staging)  # what the next run does first
+    records.append({"swept": os.listdir(staging)})
 print(json.dumps(records))
 """
+
+
+def killed_at_every_moment(tmp_path, edit, *staging) -> list:
+    tree = tmp_path / "tree"
+    path = write(tree, "train.py", GL002)
+    os.chmod(path, 0o640)
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, edit, path, *staging],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="elsewhere the new file has a name while it is written")
@@ -504,15 +522,11 @@ print(json.dumps(records))
 def test_kill_9_after_any_system_call_of_a_write_leaves_the_old_or_the_new_file_and_nothing_else(tmp_path, edit):
     """Issue 34: `kill -9` during --fix left stray .tmp files in 7 of 160 runs.  Here the writer is
     killed after each of its calls to the operating system in turn, every moment of a write.  The
-    file is always whole (its old or its new bytes, its mode); no temporary file is left, except
-    after the one call that gives the finished file a name and before the rename that puts it in
-    place (Linux: the text is written into an unnamed file, gradlint/atomic.py)."""
-    tree = tmp_path / "tree"
-    path = write(tree, "train.py", GL002)
-    os.chmod(path, 0o640)
-    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, edit, path], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    records = json.loads(proc.stdout)
+    file is always whole (its old or its new bytes, its mode).  Without a staging directory (--no-cache)
+    the new file is made beside it: no temporary file is left, except after the one call that gives
+    the finished file a name and before the rename that puts it in place (Linux: the text is written
+    into an unnamed file, gradlint/atomic.py)."""
+    records = killed_at_every_moment(tmp_path, edit)
     assert records[-1]["finished"] and records[-1]["content"] == "new"
     assert len(records) > 5
     for record in records:
@@ -520,3 +534,21 @@ def test_kill_9_after_any_system_call_of_a_write_leaves_the_old_or_the_new_file_
         if record["stray"]:
             assert record["last"] == "link", record
     assert sum(1 for r in records if r["stray"]) <= 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the writer is forked and killed")
+@pytest.mark.parametrize("edit", ["fix", "add-noqa"])
+def test_kill_9_at_any_moment_leaves_nothing_in_the_tree_with_a_staging_directory(tmp_path, edit):
+    """As a run with the cache writes (cache.staging_dir): the new file is made in gradlint's own
+    directory, so no moment of a write leaves a file in the user's tree, and what a kill leaves
+    in the staging directory is swept by the next run."""
+    staging = tmp_path / "cache" / "staging"
+    staging.mkdir(parents=True)
+    records = killed_at_every_moment(tmp_path, edit, str(staging))
+    swept = records.pop()["swept"]
+    assert records[-1]["finished"] and records[-1]["content"] == "new" and len(records) > 5
+    for record in records:
+        assert record["content"] in ("old", "new") and record["mode"], record
+        assert record["stray"] == [], record
+    assert all(name.startswith("gradlint-staged-") for record in records for name in record["staged"])
+    assert swept == []

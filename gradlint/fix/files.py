@@ -17,9 +17,12 @@ from gradlint.findings import FileResult
 from gradlint.fix.session import FileFix
 
 
-def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = True) -> tuple[FileResult, Optional[FileFix]]:
+def fix_file(
+    result: FileResult, settings, unsafe: bool = False, write: bool = True, staging: Optional[str] = None
+) -> tuple[FileResult, Optional[FileFix]]:
     """Fix what can be fixed in one file: its fresh result, and the fixing (None: nothing to try).
-    The fixes are computed from the file's bytes only when they are the bytes `result` describes."""
+    The fixes are computed from the file's bytes only when they are the bytes `result` describes;
+    `staging`: see rewrite.write_edit."""
     from gradlint.rewrite import read_analysed, unwritten, write_edit
 
     if result.errors or not result.findings:
@@ -35,7 +38,7 @@ def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = T
             fixed = encode_like(fixing.after, fixing.before, data)
         except UnicodeEncodeError as exc:
             return unwritten(result, f"cannot write the fixed file: {exc}"), None
-        failed = write_edit(result, fixed, data, "the fixed file")
+        failed = write_edit(result, fixed, data, "the fixed file", staging)
         if failed is not None:
             return failed, None
     fresh = fixing.outcome.result if fixing.outcome.changed else result
