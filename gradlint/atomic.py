@@ -1,4 +1,4 @@
-"""Write a file so that a reader never sees half of it: a new file beside it, then one rename.
+"""Write a file so that a reader never sees half of it: a new file, then one rename over it.
 Shared by reports (--output-file), the cache and the writer of the user's files (rewrite.py).
 
 A process killed with `kill -9` runs no cleanup, so a temporary file that has a
@@ -7,7 +7,8 @@ into an unnamed file (O_TMPFILE) that the kernel frees if the process dies; it
 gets a name only right before the rename that puts it in place, so a kill can
 leave a stray file only between those two system calls.  Elsewhere (or on a
 file system without O_TMPFILE) it is a named `.NAME.XXXXXXXX.tmp` from the
-start, as before.
+start.  With a staging directory (Staged), both happen there instead of
+beside the file, and nothing is ever left in the user's tree.
 """
 
 from __future__ import annotations

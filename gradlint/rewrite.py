@@ -11,7 +11,7 @@
   system, an immutable file) is refused with the system's words (`Permission
   denied`), as ruff refuses it, and never replaced by a rename.  As for ruff, a
   mode does not stop root.
-- **The file's identity**: the new text goes into a new file beside it that is
+- **The file's identity**: the new text goes into a new file that is
   given the file's owner, mode and extended attributes (ACLs, security labels;
   where Python can read them: Linux),
   then takes its place by one rename, so no reader and no crash sees half of it.
@@ -152,7 +152,7 @@ def _overwrite(fd: int, data: bytes) -> None:
 
 
 def _staged_copy(fd: int, info: os.stat_result, target: str, staging: Optional[str]) -> Optional[Staged]:
-    """An empty new file beside `target` with its owner, mode and extended attributes, or None
+    """An empty new file to take the place of `target` (atomic.Staged), with its owner, mode and extended attributes, or None
     when such a file cannot be made (then the file is written in place)."""
     import errno
 
