@@ -365,8 +365,10 @@ def run_check(argv: list[str]) -> int:
         if args.report_unused_noqa:
             raise UsageError("--report-unused-noqa does not combine with --fix or --diff on standard input")
         return _fix_stdin(args, resolver)
+    stdin = None
     if args.paths == ["-"]:
-        run, sources = _check_stdin(args, resolver)
+        stdin = sys.stdin.buffer.read()
+        run, sources = _checked_stdin(args, resolver, stdin)
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
@@ -377,6 +379,8 @@ def run_check(argv: list[str]) -> int:
             run = _fix(run, resolver, args)
         if args.add_noqa:
             run = _add_noqa(run, resolver)
+    if _marks_fixes(args) and not args.fix:
+        _offer_fixes(run, resolver, stdin)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     if args.output_format in ("json", "sarif") and not args.statistics:
@@ -403,7 +407,7 @@ def _fix(run, resolver, args, write=True):
     results, fixings = [], []
     for result in run.results:
         fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
-        results.append(_without_tried_fixes(fixed, args.unsafe_fixes))
+        results.append(_left_to_fix(fixed, fixing, args))
         if fixing is not None:
             fixings.append((result.path, fixing))
     _tell_fixes(fixings, args, write)
@@ -425,20 +429,26 @@ def _tell_fixes(fixings, args, write: bool) -> None:
                 print(f"{path}: {not_done}: {line}", file=sys.stderr)
 
 
-def _without_tried_fixes(result, unsafe: bool):
-    """After --fix, a finding whose fix was tried and dropped is no longer offered as fixable
-    (the text output's `[*]`); one whose fixes are all unsafe, without --unsafe-fixes, still is."""
-    from dataclasses import replace
+def _marks_fixes(args) -> bool:
+    """The text report marks what --fix would repair (`[*]`, the fixable count); nothing else does."""
+    return args.output_format == "text" and not args.statistics
 
-    from gradlint.findings import SAFE
-    from gradlint.report.text import fix_kind
 
-    def untried(finding):
-        kind = fix_kind(finding)
-        return finding if kind is None or (kind != SAFE and not unsafe) else replace(finding, fix=None)
+def _left_to_fix(result, fixing, args):
+    """After --fix: the text report marks only what --unsafe-fixes would still repair
+    (fix/session.py learnt it while fixing); other formats offer what fix/session.py proves."""
+    if not _marks_fixes(args):
+        return result
+    from gradlint.fix.files import marked
 
-    result.findings = [untried(f) for f in result.findings]
-    return result
+    return marked(result, fixing.outcome.left if fixing is not None else {})
+
+
+def _offer_fixes(run, resolver, stdin: Optional[bytes]) -> None:
+    """Mark each finding with what `--fix` would really do to it (fix/files.py `offered`)."""
+    from gradlint.fix.files import offered
+
+    run.results = [offered(r, resolver.settings_for(r.path), stdin) for r in run.results]
 
 
 def _fix_stdin(args, resolver) -> int:
@@ -450,7 +460,9 @@ def _fix_stdin(args, resolver) -> int:
     data = sys.stdin.buffer.read()
     run, _ = _checked_stdin(args, resolver, data)
     result = run.results[0] if run.results else None  # None: --force-exclude excluded it
-    fixing = None if result is None else fix_data(data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes)
+    fixing = None if result is None else fix_data(
+        data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes, count_unsafe=True
+    )
     fixings = [(name, fixing)] if fixing is not None else []
     _tell_fixes(fixings, args, write=not args.diff)
     if args.diff:
@@ -462,7 +474,7 @@ def _fix_stdin(args, resolver) -> int:
     sys.stdout.flush()
     if fixed:
         run.results = [fixing.outcome.result]
-    run.results = [_without_tried_fixes(r, args.unsafe_fixes) for r in run.results]
+    run.results = [_left_to_fix(r, fixing, args) for r in run.results]
     text = _render(args, run)
     if args.output_file is None:
         sys.stderr.write(text)  # standard output holds the fixed text
@@ -512,10 +524,6 @@ def _add_noqa(run, resolver):
         )
     run.results = results
     return run
-
-
-def _check_stdin(args, resolver):
-    return _checked_stdin(args, resolver, sys.stdin.buffer.read())
 
 
 def _checked_stdin(args, resolver, data: bytes):

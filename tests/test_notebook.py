@@ -36,7 +36,7 @@ def test_code_cells_are_joined_and_lines_name_the_cell(tmp_path, monkeypatch, ca
     assert code == 1, err
     # joined code-cell lines: cell 1 has 5 lines, cell 2 has 2, so cell 3 line 5 is line 12
     (line,) = [l for l in out.splitlines() if "GL002" in l]
-    assert line.startswith("train.ipynb:12:5: GL002 opt.zero_grad() discards")
+    assert line.startswith("train.ipynb:12:5: GL002 [*] opt.zero_grad() discards")  # --fix repairs it
     assert line.endswith("[cell 3, line 5]")
 
 
