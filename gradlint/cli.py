@@ -99,7 +99,8 @@ def _codes(value: str) -> list[str]:
 CHECK_DESCRIPTION = """\
 Check Python files and directories for gradient bugs in training loops.
 Prints one line per finding (path:line:col: CODE message) and a summary;
-a clean run prints nothing. The command name is optional: `gradlint src/`
+a clean run prints `All checks passed!` and the number of files checked
+(-q: only the findings). The command name is optional: `gradlint src/`
 is `gradlint check src/`.
 
 Settings come from the nearest [tool.gradlint] table in a pyproject.toml
@@ -190,6 +191,10 @@ def check_parser() -> argparse.ArgumentParser:
         "--add-noqa", action="store_true",
         help="write `# noqa: GLxxx` on each line that has a finding today, so that only new"
         " findings fail from now on (for adopting gradlint in an existing codebase)",
+    )
+    out.add_argument(
+        "--quiet", "-q", action="store_true",
+        help="print the findings and errors only: no summary, no `All checks passed!`, no warnings",
     )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
@@ -311,9 +316,9 @@ def _metadata_version(path: str) -> Optional[str]:
 def _clean_without_analysis(args: list[str]) -> bool:
     """A run that surely finds nothing, answered before anything heavy is imported (quick.py)."""
     try:
-        from gradlint.quick import clean_run
+        from gradlint.quick import answer
 
-        return clean_run(args)
+        return answer(args)
     except Exception:  # never let the shortcut fail a run: the full path decides
         return False
 
@@ -373,12 +378,13 @@ def run_check(argv: list[str]) -> int:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
         run, sources = _check_paths(args, resolver)
+        _warn_about_an_empty_run(args, run, resolver)
         if args.diff:
             return _diff(run, resolver, args)
         if args.fix:
             run = _fix(run, resolver, args)
         if args.add_noqa:
-            run = _add_noqa(run, resolver)
+            run = _add_noqa(run, resolver, args.quiet)
     if _marks_fixes(args) and not args.fix:
         _offer_fixes(run, resolver, stdin)
     if args.report_unused_noqa:
@@ -391,13 +397,27 @@ def run_check(argv: list[str]) -> int:
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
 
 
+def _warn(args, message: str) -> None:
+    if not args.quiet:
+        print(f"gradlint: warning: {message}", file=sys.stderr)
+
+
+def _warn_about_an_empty_run(args, run, resolver) -> None:
+    """A run that checked nothing says why, as ruff does, rather than passing in silence."""
+    if not run.results and not run.discovery_errors:
+        _warn(args, "no Python files found under the given paths")
+    selected = [resolver.settings_for(r.path).select for r in run.results]
+    if (selected and not any(selected)) or (not selected and args.select == [] and not args.extend_select):
+        _warn(args, "no rule is selected: nothing was checked (see --select, --ignore and `gradlint rules`)")
+
+
 def _warn_about_idle_options(args) -> None:
     """Options that only mean something with --fix or --diff say so rather than doing nothing."""
     if args.fix or args.diff:
         return
     for given, option in ((args.unsafe_fixes, "--unsafe-fixes"), (args.show_fixes, "--show-fixes")):
         if given:
-            print(f"gradlint: warning: {option} has no effect without --fix or --diff", file=sys.stderr)
+            _warn(args, f"{option} has no effect without --fix or --diff")
 
 
 def _fix(run, resolver, args, write=True):
@@ -418,7 +438,7 @@ def _fix(run, resolver, args, write=True):
 def _tell_fixes(fixings, args, write: bool) -> None:
     """`Fixed 2 problems.` (`Would fix` for --diff) and, with --show-fixes, each one and each not fixed."""
     total = sum(len(fixing.outcome.fixed) for _, fixing in fixings)
-    if total:
+    if total and not args.quiet:
         print(f"{'Fixed' if write else 'Would fix'} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
     if args.show_fixes:
         done, not_done = ("fixed", "not fixed") if write else ("would fix", "would not fix")
@@ -508,7 +528,7 @@ def _print_diffs(fixings) -> int:
     return EXIT_FINDINGS if changed else EXIT_CLEAN
 
 
-def _add_noqa(run, resolver):
+def _add_noqa(run, resolver, quiet: bool = False):
     """Mark today's findings in the files; what could not be marked stays reported."""
     from gradlint.add_noqa import add_noqa_to_file
 
@@ -517,7 +537,7 @@ def _add_noqa(run, resolver):
         marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path))
         results.append(marked_result)
         total, files = total + marked, files + (marked > 0)
-    if total:
+    if total and not quiet:
         print(
             f"Added {total} noqa directive{'s' if total != 1 else ''} to {files} file{'s' if files != 1 else ''}.",
             file=sys.stderr,
@@ -655,7 +675,7 @@ def _render(args, run) -> str:
         return statistics(run, args.output_format)
     from gradlint.report import render
 
-    return render(args.output_format, run, show_suppressed=args.show_suppressed)
+    return render(args.output_format, run, show_suppressed=args.show_suppressed, quiet=args.quiet)
 
 
 def _write(text: str, output_file: Optional[str]) -> None:

@@ -114,7 +114,9 @@ def test_quick_start_checks_correct_code(capsys):
     (folder,) = words[1:]
     assert (ROOT / folder).is_dir() and len(list((ROOT / folder).glob("*.py"))) >= 10
     code, out, err = run_cli(capsys, "--no-cache", "--isolated", str(ROOT / folder))
-    assert (code, out, err) == (0, "", "")
+    checked = len(list((ROOT / folder).glob("*.py")))
+    assert (code, out, err) == (0, f"All checks passed! ({checked} files checked)\n", "")
+    assert f"All checks passed! (N files checked)" in section(README, "Quick start")
     assert "exits 0" in section(README, "Quick start")
 
 

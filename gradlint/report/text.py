@@ -14,6 +14,7 @@ the session repairs it, SAFE when `--fix` does, UNSAFE when only
 from __future__ import annotations
 
 from gradlint.findings import SAFE, SYNTAX_ERROR, UNSAFE
+from gradlint.quick import clean_summary  # the early answer of a clean run prints the same line
 
 
 def error_line(error) -> str:
@@ -25,7 +26,9 @@ def error_line(error) -> str:
     return f"error: {error.path}: {error.message}"
 
 
-def render(run, show_suppressed: bool = False) -> str:
+def render(run, show_suppressed: bool = False, quiet: bool = False) -> str:
+    """The findings and errors, then (unless `quiet`, ruff's -q) the summary: `Found ...` or,
+    when there is nothing to report, ruff's `All checks passed!` with the files checked."""
     lines = [error_line(error) for error in run.errors()]
     findings = [(f, "") for f in run.findings()]
     suppressed = run.suppressed() if show_suppressed else []
@@ -34,7 +37,9 @@ def render(run, show_suppressed: bool = False) -> str:
     for finding, mark in rows:
         fixable = "[*] " if not mark and fix_kind(finding) == SAFE else ""
         lines.append(f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {fixable}{finding.message}{mark}")
-    summary = run.summary()
+    if quiet:
+        return "\n".join(lines) + ("\n" if lines else "")
+    summary = run.summary() or clean_summary(run.files_checked)
     if suppressed:
         note = f"{len(suppressed)} finding{'s' if len(suppressed) != 1 else ''} suppressed by noqa comments."
         summary = f"{summary} {note}".strip()
