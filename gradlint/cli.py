@@ -30,8 +30,8 @@ commands:
   check PATH...    check files and directories, `-` reads standard input
                    (the default command: `gradlint src/` is `gradlint check src/`)
   rules            list every rule: code, name, on or off by default, summary
-  explain CODE     what a code in the output means; for a rule, why it is a bug
-                   with a wrong and a right example
+  explain CODE     what a code in the output means; for a rule (its code or its
+                   name), why it is a bug with a wrong and a right example
   verify SCRIPT    run a training script under probes and confirm or refute
                    each finding (needs torch)
   lsp              the language server for editors (needs the `lsp` extra)
@@ -168,8 +168,8 @@ def check_parser() -> argparse.ArgumentParser:
     config.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     out = p.add_argument_group("output")
     out.add_argument(
-        "--output-format", default="text", metavar="FORMAT",
-        help=f"one of {', '.join(FORMATS)} (default: text)",
+        "--output-format", "--format", dest="output_format", default="text", metavar="FORMAT",
+        help=f"one of {', '.join(FORMATS)} (default: text); --format is the same (verify's spelling)",
     )
     out.add_argument(
         "--output-file", "-o", metavar="PATH",
@@ -709,7 +709,7 @@ def run_rules(argv: list[str]) -> int:
 
 
 def run_explain(argv: list[str]) -> int:
-    from gradlint.explain import explainable_codes
+    from gradlint.explain import lookup, near
 
     parser = _parser(
         "gradlint explain",
@@ -718,11 +718,16 @@ def run_explain(argv: list[str]) -> int:
         "files that could not be checked (syntax-error, read-error, internal-error,\n"
         "timeout, not-python).",
     )
-    parser.add_argument("code", metavar="CODE", help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error")
+    parser.add_argument(
+        "code", metavar="CODE",
+        help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error, or a rule's name (missing-zero-grad)",
+    )
     args = parser.parse_args(argv)
-    entry = explainable_codes().get(args.code.strip().upper())
+    entry = lookup(args.code)
     if entry is None:
-        raise UsageError(f"unknown code: {args.code!r} (see `gradlint rules`)")
+        close = near(args.code)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UsageError(f"unknown code: {args.code!r} ({hint}see `gradlint rules`)")
     print(entry.explanation(), end="")
     return EXIT_CLEAN
 

@@ -199,7 +199,7 @@ def test_readme_command_line_is_valid(line):
 
 @pytest.mark.parametrize(
     "line",
-    ["gradlint --format github src/", "gradlint --output-format gh src/", "gradlint --select GL999 src/", "gradlint explain GL0"],
+    ["gradlint --fromat github src/", "gradlint --output-format gh src/", "gradlint --select GL999 src/", "gradlint explain GL0"],
 )
 def test_a_wrong_command_line_is_caught(line):
     with pytest.raises(UsageError):
