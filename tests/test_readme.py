@@ -101,9 +101,43 @@ def test_quick_start_is_two_commands_for_a_fresh_shell():
     assert steps[0] == "python3 -m venv .venv"
     # nothing activated by hand: every later step calls the venv's own executables
     assert all(step.startswith(".venv/bin/") for step in steps[1:]) and "activate" not in setup + tests
-    assert steps[1] == ".venv/bin/pip install torch==2.13.0"  # before the project, so pip keeps that torch
+    assert shlex.split(steps[1])[:2] == [".venv/bin/pip", "install"]  # torch before the project: pip keeps it
     assert shlex.split(steps[2]) == [".venv/bin/pip", "install", "-e", ".[dev,verify]"]
     assert tests.startswith(".venv/bin/nox -s ")
+
+
+def _noxfile():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("noxfile_for_test", ROOT / "noxfile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_start_installs_the_cpu_build_of_torch_and_nox_the_same():
+    """Never PyPI's default (CUDA, several GB on Linux): torch alone from PyTorch's CPU wheel
+    index (here /opt/wheels' local file answers first), and nox's 3.11 session installs
+    exactly that requirement, which pip's cache serves (issue 30, item 6)."""
+    nox_module = _noxfile()
+    setup, _ = quick_start_commands()
+    torch_step = shlex.split(setup.split("&&")[1])
+    assert torch_step == [".venv/bin/pip", "install", *nox_module.TORCH_INSTALL]
+    words = nox_module.TORCH_INSTALL
+    assert words[words.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
+    assert "--no-deps" in words  # its dependencies come from PyPI with the project: one index to wait for
+
+    class Session:
+        python = nox_module.TORCH_PYTHON
+        installs: list = []
+
+        def install(self, *args):
+            self.installs.append(list(args))
+
+    session = Session()
+    nox_module._install(session, with_torch=True)
+    assert session.installs[0] == words
+    assert not any(arg.startswith("torch") for call in session.installs[1:] for arg in call)
 
 
 def test_quick_start_checks_correct_code(capsys):
