@@ -153,3 +153,17 @@ def table_rows(path: Path) -> list[list[int]]:
 def test_every_table_row_has_the_headers_cells(path):
     for counts in table_rows(path):
         assert len(counts) >= 3 and len(set(counts)) == 1, f"{path.name}: a table with rows of {counts} cells"
+
+
+def test_the_local_verify_hook_is_the_published_one():
+    """docs/pre-commit.md's `repo: local` gradlint-verify hook (until the first release) says
+    what .pre-commit-hooks.yaml says."""
+    import yaml
+
+    page = (ROOT / "docs" / "pre-commit.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", page, re.S)]
+    (local,) = [hook for block in blocks if isinstance(block, list) for hook in block if "entry" in hook]
+    published = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    for key, value in published[local["id"]].items():
+        if key not in ("description", "minimum_pre_commit_version"):
+            assert local[key] == value, key
