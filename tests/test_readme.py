@@ -150,7 +150,7 @@ def test_quick_start_checks_correct_code(capsys):
     code, out, err = run_cli(capsys, "--no-cache", "--isolated", str(ROOT / folder))
     checked = len(list((ROOT / folder).glob("*.py")))
     assert (code, out, err) == (0, f"All checks passed! ({checked} files checked)\n", "")
-    assert f"All checks passed! (N files checked)" in section(README, "Quick start")
+    assert "All checks passed! (N files checked)" in section(README, "Quick start")
     assert "exits 0" in section(README, "Quick start")
 
 
