@@ -426,7 +426,10 @@ def _fix(run, resolver, args, write=True):
 
     results, fixings = [], []
     for result in run.results:
-        fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
+        fixed, fixing = fix_file(
+            result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write,
+            count_unsafe=write and _marks_fixes(args),  # --diff prints no report to mark
+        )
         results.append(_left_to_fix(fixed, fixing, args))
         if fixing is not None:
             fixings.append((result.path, fixing))

@@ -17,10 +17,12 @@ from gradlint.findings import READ_ERROR, FileError, FileResult
 from gradlint.fix.session import FileFix
 
 
-def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = True) -> tuple[FileResult, Optional[FileFix]]:
+def fix_file(
+    result: FileResult, settings, unsafe: bool = False, write: bool = True, count_unsafe: bool = True
+) -> tuple[FileResult, Optional[FileFix]]:
     """Fix what can be fixed in one file: its fresh result, and the fixing (None: nothing to try).
-    The fixing's `outcome.left` says which of the fresh result's findings --unsafe-fixes would
-    still repair."""
+    With `count_unsafe`, the fixing's `outcome.left` says which of the fresh result's findings
+    --unsafe-fixes would still repair."""
     from gradlint.engine import read_source
 
     if not _fixable(result):
@@ -28,7 +30,7 @@ def fix_file(result: FileResult, settings, unsafe: bool = False, write: bool = T
     data, error = read_source(result.path)
     if error is not None:
         return result, None
-    fixing = fix_data(data, result, settings, unsafe, count_unsafe=True)
+    fixing = fix_data(data, result, settings, unsafe, count_unsafe=count_unsafe)
     if fixing is None:
         return result, None
     if write and fixing.outcome.changed:
