@@ -380,7 +380,7 @@ def test_no_fixable_line_without_fixes(tmp_path, capsys):
 
     original = session._worse
     try:
-        session._worse = lambda before, after: "refused for the test"
+        session._worse = lambda before, after, targets=(): "refused for the test"
         code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(dropped))
     finally:
         session._worse = original
