@@ -137,3 +137,22 @@ def test_a_broken_cell_does_not_stop_fix_in_the_other_cells(tmp_path, capsys):
     assert code == 1 and "cell 1" in out and "GL002" not in out  # the broken cell is still reported
     cells = [c["source"] for c in json.loads(path.read_text())["cells"]]
     assert cells[0] == "def broken(:\n" and cells[1].endswith("    opt.step()\n    opt.zero_grad()\n")
+
+
+def test_marking_a_file_of_many_fixes_costs_one_analysis_more(tmp_path, capsys, monkeypatch):
+    """Sixty misplaced clears: the marks and --fix agree on all sixty (more than the session's
+    budget of analyses), and proving them costs one analysis beyond the check itself."""
+    from gradlint import engine
+    from gradlint.fix import session as fixing
+
+    path = tmp_path / "dense.py"
+    path.write_text("import torch\n" + GOOD_GL002 * 60)
+    assert fixing.MAX_CHECKS < 60
+    calls = []
+    real = engine.check_source
+    monkeypatch.setattr(engine, "check_source", lambda *args, **kw: calls.append(1) or real(*args, **kw))
+    code, out, err = run_cli(capsys, "-j", "1", str(path))
+    assert out.splitlines()[-1] == "[*] 60 fixable with `--fix`."
+    assert len(calls) <= 2, len(calls)
+    code, out, err = run_cli(capsys, "-j", "1", "--fix", str(path))
+    assert code == 0 and "Fixed 60 problems." in err
