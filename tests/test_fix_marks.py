@@ -156,3 +156,10 @@ def test_marking_a_file_of_many_fixes_costs_one_analysis_more(tmp_path, capsys, 
     assert len(calls) <= 2, len(calls)
     code, out, err = run_cli(capsys, "-j", "1", "--fix", str(path))
     assert code == 0 and "Fixed 60 problems." in err
+
+
+def test_show_fixes_names_a_finding_without_a_repair(tmp_path, capsys):
+    path = tmp_path / "train.py"  # the clear is in another block than the step: no repair is planned
+    path.write_text("for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    if ready:\n        opt.zero_grad()\n    opt.step()\n")
+    code, out, err = run_cli(capsys, "--fix", "--show-fixes", str(path))
+    assert code == 1 and f"{path}: not fixed: GL002 line 5: no automatic fix for this shape of code" in err, err

@@ -66,8 +66,6 @@ def fix_data(
         from gradlint.fix.notebook import fix_notebook
 
         return fix_notebook(data, result, settings, unsafe, count_unsafe)
-    if not any(finding.fix for finding in result.findings):
-        return None  # nothing planned: no analysis to spend
     source, error = decode(data, result.path)
     if error is not None or source is None:
         return None
@@ -82,9 +80,10 @@ def offered(result: FileResult, settings, data: Optional[bytes] = None) -> FileR
     and its fixable count say exactly that (the session is run, nothing is written).
     `data`: the file's bytes when they are not on disk (standard input)."""
     from gradlint.engine import read_source
+    from gradlint.notebook import is_notebook
 
-    if not _fixable(result):
-        return marked(result, {})
+    if not _fixable(result) or not (is_notebook(result.path) or any(f.fix for f in result.findings)):
+        return marked(result, {})  # nothing planned (a notebook's plans are made on its cells)
     if data is None:
         data, error = read_source(result.path)
         if error is not None:
