@@ -36,10 +36,17 @@ def decode(data: bytes, path: str) -> tuple[str | None, FileError | None]:
         import tokenize
 
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding), None
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
         return None, FileError(path, READ_ERROR, f"not valid UTF-8 or declared encoding: {reason}")
+    try:
+        return data.decode(encoding), None
+    except UnicodeDecodeError as exc:
+        if encoding in ("utf-8", "utf-8-sig"):
+            return None, FileError(path, READ_ERROR, f"not valid UTF-8 or declared encoding: {exc.reason}")
+        return None, FileError(path, READ_ERROR, f"not valid text in its declared encoding {encoding!r}: {exc.reason}")
+    except Exception as exc:  # a codec may fail in any way (punycode: UnicodeError; a codec not for text)
+        return None, FileError(path, READ_ERROR, f"cannot decode as the declared encoding {encoding!r}: {exc}")
 
 
 def check_source(
