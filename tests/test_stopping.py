@@ -59,6 +59,20 @@ def test_a_file_past_its_time_limit_is_an_error_for_that_file_only(tmp_path, job
     assert f"Found {FILES - 1} problems in {FILES - 1} files ({FILES - 1} files checked, 1 could not be checked)." in proc.stdout
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_notebook_has_the_time_limit_and_the_guard_of_a_py_file(tmp_path, jobs):
+    import json
+
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "source": BUGGY}
+    (tmp_path / "stall.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (tmp_path / "fine.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    proc = gradlint("-j", jobs, "--file-timeout", "5", ".", cwd=project(tmp_path), stall="stall.ipynb")
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("error:")]
+    assert errors == ["error: stall.ipynb: analysis stopped after 5 s"]
+    assert [line.split(":")[0] for line in proc.stdout.splitlines() if "GL002" in line].count("fine.ipynb") == 1
+
+
 def test_the_time_limit_comes_from_the_configuration_and_the_option_wins(tmp_path):
     root = project(tmp_path)
     (root / "pyproject.toml").write_text("[tool.gradlint]\nfile-timeout = 2.5\n")
