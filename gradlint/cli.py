@@ -210,7 +210,8 @@ def check_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     run.add_argument(
         "--cache-dir", metavar="DIR",
-        help="where the result cache lives (default: .gradlint_cache in the project root)",
+        help="where the result cache lives (default: .gradlint_cache in the project root; outside any"
+        " project, gradlint in the user's cache directory: $XDG_CACHE_HOME or ~/.cache)",
     )
     return p
 
