@@ -83,12 +83,15 @@ class _HelpShown(Exception):
 def _seconds(value: str) -> float:
     import argparse
 
+    from gradlint.settings import FILE_TIMEOUT_RANGE, valid_file_timeout
+
     try:
         seconds = float(value)
     except ValueError:
         seconds = 0.0
-    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    if not valid_file_timeout(seconds):
+        low, high = FILE_TIMEOUT_RANGE
+        raise argparse.ArgumentTypeError(f"expected a number of seconds from {low:g} to {high:g}, got {value!r}")
     return seconds
 
 

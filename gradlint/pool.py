@@ -63,9 +63,10 @@ def _time_up(signum, frame):
     raise _TimeUp
 
 
-def _arm(seconds: float):
-    """Start the file's clock: SIGALRM after `seconds` in this process.  Returns what to restore,
-    or None where no alarm can be set (Windows, or a thread other than the main one)."""
+def _handle_alarm():
+    """Make SIGALRM end the file's analysis.  Returns the handler to restore, or None where no
+    alarm can be set (Windows, or a thread other than the main one).  The clock itself starts
+    inside guarded's `try`: a limit shorter than the step from here to there must not escape."""
     import signal
 
     if not hasattr(signal, "setitimer"):
@@ -74,7 +75,6 @@ def _arm(seconds: float):
         previous = signal.signal(signal.SIGALRM, _time_up)
     except ValueError:  # not the main thread of the main interpreter
         return None
-    signal.setitimer(signal.ITIMER_REAL, seconds)
     return signal.SIG_DFL if previous is None else previous
 
 
@@ -86,9 +86,13 @@ def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Setti
     while it matches, so Python code and regular expressions stop on time.  Native code that
     never looks at signals (libcst's parser) is stopped when it returns.
     """
-    previous = _arm(settings.file_timeout)
+    previous = _handle_alarm()
     try:
         try:
+            if previous is not None:
+                import signal
+
+                signal.setitimer(signal.ITIMER_REAL, settings.file_timeout)
             return work(path, settings)
         finally:
             if previous is not None:
