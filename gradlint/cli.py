@@ -383,8 +383,8 @@ def run_check(argv: list[str]) -> int:
             run = _add_noqa(run, resolver)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
-    if args.output_format in ("json", "sarif") and not args.statistics:
-        _prove_fixes(run, sources, resolver)
+    if _offers_fixes(args) and (args.paths == ["-"] or args.fix or args.add_noqa):
+        _prove_fixes(run, sources, resolver)  # else check_files proved them (cached, in the workers)
     text = _render(args, run)
     _write(text, args.output_file)
     code = run.exit_code()
@@ -574,7 +574,10 @@ def _check_paths(args, resolver):
         tasks.append((path, resolver.settings_for(path)))
     from gradlint.cache import default_cache_dir  # .gradlint_cache/ in the project root unless told otherwise
 
-    options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths))
+    options = engine.RunOptions(
+        jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
+        prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
+    )
     results = engine.check_files(tasks, options) if tasks else []
     return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}
 
@@ -633,6 +636,11 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             from gradlint.findings import Finding
 
             result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _offers_fixes(args) -> bool:
+    """JSON and SARIF carry fixes that tools apply without re-checking: only proven ones."""
+    return args.output_format in ("json", "sarif") and not args.statistics
 
 
 def _prove_fixes(run, sources: dict[str, str], resolver) -> None:

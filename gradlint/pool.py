@@ -54,13 +54,13 @@ def stopped(path: str, seconds: float) -> FileResult:
     return FileResult(path, errors=[FileError(path, TIMEOUT, f"analysis stopped after {seconds:g} s")])
 
 
-class _TimeUp(BaseException):
+class TimeUp(BaseException):
     """Raised in the analysing process when a file's time is up.  Not an Exception: the
     analysis's own `except Exception` (engine.check_source) must not take it for a bug."""
 
 
 def _time_up(signum, frame):
-    raise _TimeUp
+    raise TimeUp
 
 
 def _handle_alarm():
@@ -99,7 +99,7 @@ def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Setti
                 import signal
 
                 signal.setitimer(signal.ITIMER_REAL, 0)
-    except _TimeUp:
+    except TimeUp:
         return stopped(path, settings.file_timeout), None
     except Exception as exc:  # check_source already catches analysis bugs; this is the rest
         where = traceback.extract_tb(exc.__traceback__)[-1]
