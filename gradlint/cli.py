@@ -44,7 +44,8 @@ options:
 
 exit codes: 0 no findings, 1 findings (or a file that does not parse or read),
 2 usage error, bad configuration, internal error, a file that is not Python
-or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
+143 stopped by SIGTERM (timeout, a cancelled CI job).
 """
 
 
@@ -112,7 +113,8 @@ Settings come from the nearest [tool.gradlint] table in a pyproject.toml
 CHECK_EPILOG = """\
 exit codes: 0 no findings, 1 findings or a file that does not parse or read,
 2 usage error, bad configuration, internal error, a file that is not Python
-or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
+143 stopped by SIGTERM (timeout, a cancelled CI job).
 
 examples:
   gradlint check src/ train.py
@@ -220,6 +222,54 @@ def check_parser() -> argparse.ArgumentParser:
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM: timeout(1), a cancelled CI job, a wrapper that gives up
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the run is, so that it unwinds as for Ctrl-C: workers stopped,
+    a write in progress finished or its temporary file removed."""
+
+
+_terminating: dict = {}  # set at the first SIGTERM: {"returned": main() has returned}
+
+
+def _stop_on_sigterm():
+    """Make SIGTERM raise Terminated; returns the handler to restore, None if it could not."""
+    import signal
+
+    def stop(signum, frame):
+        if _terminating.get("returned"):
+            return  # main() is returning 143 already
+        if not _terminating:
+            _terminating["returned"] = False
+            _watch_the_stop()
+        raise Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except (ValueError, AttributeError):  # not the main thread (an embedding program), or no SIGTERM
+        return None
+
+
+def _watch_the_stop() -> None:
+    """Python ignores an exception raised where it cannot propagate (a __del__, an at-fork hook),
+    so the Terminated of a SIGTERM can be lost and the run go on.  A daemon thread raises it
+    again each second until main() returns, and ends a process whose shutdown then hangs."""
+    import _thread
+    import os
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if _terminating.get("returned"):
+                time.sleep(1.0)
+                os._exit(EXIT_TERMINATED)
+            _thread.interrupt_main(signal.SIGTERM)
+
+    threading.Thread(target=watch, name="gradlint-sigterm", daemon=True).start()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -227,6 +277,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C anywhere, even before a command started
         return EXIT_INTERRUPTED
+    except Terminated:
+        _terminating["returned"] = True
+        return EXIT_TERMINATED
 
 
 def _main(argv: Optional[Sequence[str]]) -> int:
@@ -345,6 +398,17 @@ def _overrides(args):
 
 
 def run_check(argv: list[str]) -> int:
+    previous = _stop_on_sigterm()
+    try:
+        return _run_check(argv)
+    finally:
+        if previous is not None:  # a program that called main() keeps its own SIGTERM handling
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_check(argv: list[str]) -> int:
     from gradlint.config import Resolver
     from gradlint.report import FORMATS
 
