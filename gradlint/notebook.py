@@ -196,7 +196,9 @@ def _syntax_error(cell_lines: list[str]):
 
         if rejected_for_nesting(text, exc):
             return found  # libcst's native parser would overflow its stack: SIGSEGV (issue 34)
-    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+    except (RecursionError, MemoryError):  # CPython's parser ran out of stack on the nesting
+        return ("too deeply nested to check", 1, 1)
+    except (ValueError, OverflowError) as exc:
         return (str(exc) or type(exc).__name__, 1, 1)
     import libcst
 
