@@ -617,9 +617,11 @@ def _checked_stdin(args, resolver, data: bytes):
         return _too_large_stdin(args, resolver, len(data))
     if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
         return engine.RunResult([]), {}
+    from gradlint.notebook import check_notebook_data, is_notebook
     from gradlint.pool import guarded
 
-    result, source = guarded(lambda path, settings: engine.check_data(data, path, settings), name, resolver.settings_for(name))
+    check = check_notebook_data if is_notebook(name) else engine.check_data  # a notebook's cells are named
+    result, source = guarded(lambda path, settings: check(data, path, settings), name, resolver.settings_for(name))
     return engine.RunResult([result]), {} if source is None else {name: source}
 
 
@@ -627,6 +629,7 @@ def _check_paths(args, resolver):
     """discover -> (path, Settings) per file -> engine.check_files -> RunResult."""
     from gradlint import engine
     from gradlint.discover import discover
+    from gradlint.notebook import check_notebook_data
 
     excluded = resolver.is_excluded
     if args.force_exclude:
@@ -641,6 +644,7 @@ def _check_paths(args, resolver):
     options = engine.RunOptions(
         jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
         prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
+        notebooks=check_notebook_data,
     )
     results = engine.check_files(tasks, options) if tasks else []
     return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}

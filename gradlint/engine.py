@@ -24,6 +24,8 @@ from gradlint.findings import (
 from gradlint.settings import Settings
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from gradlint.incremental import DocumentMemo
 
 
@@ -317,22 +319,31 @@ def check_file(path: str, settings: Settings) -> FileResult:
     return _check_file(path, settings)[0]
 
 
-def _check_file(path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+def _check_file(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
     """The result and the digest of the bytes it describes (None: not cacheable input)."""
-    result, digest, _ = _read_and_check(path, settings)
+    result, digest, _ = _read_and_check(path, settings, notebooks)
     return result, digest
 
 
-def _read_and_check(path: str, settings: Settings) -> tuple[FileResult, "str | None", "str | None"]:
-    """_check_file's result and digest, and the text analysed (None: no text a fix applies to)."""
+# gradlint/notebook.py's suffix.  The engine does not import notebook.py (which imports the
+# engine): a run that checks notebooks is handed their check (RunOptions.notebooks).
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def _is_notebook(path: str, notebooks) -> bool:
+    return notebooks is not None and path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
+def _read_and_check(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None", "str | None"]:
+    """_check_file's result and digest, and the text analysed (None: no text a fix applies to).
+    `notebooks`: notebook.check_notebook_data, for the .ipynb files of the run."""
     from gradlint.cache import content_digest
-    from gradlint.notebook import check_notebook_data, is_notebook
 
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error]), None, None
-    if is_notebook(path):  # JSON, cells, dedenting: the same worker and guard as a .py file
-        return check_notebook_data(data, path, settings)[0], content_digest(data), None
+    if _is_notebook(path, notebooks):  # JSON, cells, dedenting: the same worker and guard as a .py file
+        return notebooks(data, path, settings)[0], content_digest(data), None
     text, error = decode(data, path)
     if error is not None:
         return FileResult(path, errors=[error]), content_digest(data), None
@@ -341,13 +352,13 @@ def _read_and_check(path: str, settings: Settings) -> tuple[FileResult, "str | N
     return check_source(text, path, settings), content_digest(data), text
 
 
-def _check_file_proving(path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
     """_check_file, with each fix replaced by the first of its choices that provably helps
     (fix/session.py's proven_fixes: what JSON and SARIF offer).  Done here, in the worker and
     cached, rather than once more per file in the main process: a warm JSON run of 20,000
     files took 18 times as long as a text one.  Proving a fix re-checks the file; when the
     file's time runs out meanwhile, its findings are given without fixes (not cached)."""
-    result, digest, text = _read_and_check(path, settings)
+    result, digest, text = _read_and_check(path, settings, notebooks)
     if text is None or not any(f.fix for f in result.findings):
         return result, digest
     from gradlint.fix.session import proven_fixes
@@ -362,13 +373,9 @@ def _check_file_proving(path: str, settings: Settings) -> tuple[FileResult, "str
 
 
 def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
-    """Bytes that are not read from `path` (standard input): the result and the text analysed
-    (a notebook's joined cells), None when there is none.  The caller applies the limits."""
-    from gradlint.notebook import check_notebook_data, is_notebook
-
+    """Python source bytes that are not read from `path` (standard input): the result and the
+    text analysed, None when there is none.  The caller applies the limits."""
     stall_for_tests(path)
-    if is_notebook(path):
-        return check_notebook_data(data, path, settings)  # as a notebook on disk: cells named
     text, error = decode(data, path)
     if error is not None:
         return FileResult(path, errors=[error]), None
@@ -446,6 +453,8 @@ class RunOptions:
     jobs: int | None = None  # None: the core count, when the work is large enough (see above)
     cache_dir: str | None = None  # None: no cache (the CLI passes cache.default_cache_dir() by default)
     prove_fixes: bool = False  # JSON and SARIF: only fixes that provably help (_check_file_proving)
+    # notebook.check_notebook_data: .ipynb files are checked as notebooks (None: as Python)
+    notebooks: "Callable | None" = None
 
 
 def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOptions()) -> list[FileResult]:
@@ -464,7 +473,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     pending_bytes = 0
     for i, (path, settings) in enumerate(tasks):
         try:
-            known = _without_analysis(path, settings, cache, options.prove_fixes)
+            known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks)
         except Exception as exc:  # one file's trouble is that file's error: the run goes on
             from gradlint.pool import crashed
 
@@ -477,7 +486,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
 
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
-    analyse = _Analysis(options.prove_fixes, bool(os.environ.get(SLOW_FOR_TESTS)))
+    analyse = _Analysis(options.prove_fixes, bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
     if jobs > 1:
         from gradlint.pool import run_parallel
 
@@ -495,16 +504,15 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     return results
 
 
-def _without_analysis(path: str, settings: Settings, cache, proven: bool = False) -> "FileResult | int":
+def _without_analysis(path: str, settings: Settings, cache, proven: bool = False, notebooks=None) -> "FileResult | int":
     """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
     in it, in the cache), else its size in bytes."""
     from gradlint.cache import content_digest
-    from gradlint.notebook import is_notebook
 
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error])
-    if not is_notebook(path):  # a notebook's text is JSON: its worker reads the cells
+    if not _is_notebook(path, notebooks):  # a notebook's text is JSON: its worker reads the cells
         text, error = decode(data, path)
         if error is not None:
             return FileResult(path, errors=[error])
@@ -551,11 +559,12 @@ class _Analysis:
 
     prove_fixes: bool = False
     stall: bool = False
+    notebooks: "Callable | None" = None  # RunOptions.notebooks (a module-level function: picklable)
 
     def __call__(self, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
         if self.stall:
             stall_for_tests(path)
-        return (_check_file_proving if self.prove_fixes else _check_file)(path, settings)
+        return (_check_file_proving if self.prove_fixes else _check_file)(path, settings, self.notebooks)
 
 
 def stall_for_tests(path: str) -> None:

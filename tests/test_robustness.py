@@ -209,6 +209,12 @@ def test_standard_input_has_the_time_limit_of_a_file(tmp_path):
     assert proc.stdout.splitlines()[0] == "error: slow.py: analysis stopped after 2 s"
 
 
+def test_the_engine_knows_the_notebook_suffix_without_importing_notebook():
+    from gradlint import notebook
+
+    assert engine.NOTEBOOK_SUFFIX == notebook.SUFFIX
+
+
 def test_a_notebook_cell_is_kept_from_libcst_as_a_py_file_is(monkeypatch):
     """The root cause of the segfault: a cell CPython rejected for its nesting went to libcst."""
     import libcst
