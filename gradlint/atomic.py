@@ -98,14 +98,26 @@ class Staged:
                 if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
                     self._close_dirs()
                     raise
-        import tempfile  # here, not at import: a run that writes nothing does not pay for it
-
+        # A named file.  Its name is recorded before it exists: an exception raised at any moment
+        # (SIGTERM and Ctrl-C raise where the run is) leaves discard() a name to remove.
         try:
-            self.fd, temp = tempfile.mkstemp(dir=home, prefix=self._prefix(), suffix=".tmp")
+            while True:
+                self.temp = self._new_name()
+                try:
+                    self.fd = os.open(
+                        os.path.join(home, self.temp), os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN, 0o600
+                    )
+                    return
+                except FileExistsError:
+                    self.temp = None
         except BaseException:
-            self._close_dirs()
+            self.discard()
             raise
-        self.temp = os.path.basename(temp)
+
+    def _new_name(self) -> str:
+        import secrets
+
+        return f"{self._prefix()}{secrets.token_hex(4)}.tmp"
 
     def _prefix(self) -> str:
         """Beside the file `.NAME.`; in a staging directory the process id, which sweep() reads."""
@@ -120,17 +132,14 @@ class Staged:
         """Name the file if it has no name yet, then rename it over `name` (in `directory`):
         on Linux the name exists for those two system calls only."""
         if self.temp is None:
-            import secrets
-
             while True:
-                temp = f"{self._prefix()}{secrets.token_hex(4)}.tmp"
+                self.temp = self._new_name()  # recorded first: see _make
                 try:
-                    os.link(f"/proc/self/fd/{self.fd}", temp, dst_dir_fd=self.home_fd, follow_symlinks=True)
+                    os.link(f"/proc/self/fd/{self.fd}", self.temp, dst_dir_fd=self.home_fd, follow_symlinks=True)
                     break
                 except FileExistsError:
-                    continue
-            self.temp = temp
-            os.rename(temp, name, src_dir_fd=self.home_fd, dst_dir_fd=self.dir_fd)
+                    self.temp = None
+            os.rename(self.temp, name, src_dir_fd=self.home_fd, dst_dir_fd=self.dir_fd)
             self.temp = None
         else:
             os.close(self.fd)  # before the rename: Windows renames no file that is open

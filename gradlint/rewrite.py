@@ -141,6 +141,9 @@ def _write_in_place(fd: int, data: bytes, old: bytes) -> None:
         except OSError:
             pass
         raise
+    except BaseException:
+        _overwrite(fd, data)  # SIGTERM or Ctrl-C in the middle: the file is finished, then the run stops
+        raise
 
 
 def _overwrite(fd: int, data: bytes) -> None:
@@ -168,6 +171,9 @@ def _staged_copy(fd: int, info: os.stat_result, target: str, staging: Optional[s
             return staged
     except OSError:
         pass
+    except BaseException:
+        staged.discard()
+        raise
     staged.discard()
     return None
 

@@ -446,6 +446,38 @@ def test_with_the_cache_the_new_text_is_made_in_its_staging_directory(tmp_path, 
     assert homes == [str(tmp_path / "src")]
 
 
+@pytest.mark.parametrize("after", ["link", "open", "write", "ftruncate"])
+def test_sigterm_or_ctrl_c_right_after_a_system_call_of_a_write_leaves_nothing_behind(tmp_path, monkeypatch, after):
+    """SIGTERM and Ctrl-C raise where the run is (cli.Terminated, KeyboardInterrupt), between any
+    two steps of a write: the name of a temporary file is known before it exists, and a write in
+    place is finished, so the file is whole and nothing is left."""
+    from gradlint.fix.files import fix_file
+
+    path = tmp_path / "a.py"
+    path.write_text(GL002)
+    if after in ("write", "ftruncate"):
+        os.link(path, tmp_path / "also.py")  # written in place
+    result = engine.check_file(str(path), Settings.default())
+    real, calls = getattr(os, after), []
+
+    def interrupted(*args, **kwargs):
+        value = real(*args, **kwargs)
+        if not calls and (after != "open" or str(args[0]).endswith(".tmp")):
+            calls.append(after)
+            raise KeyboardInterrupt
+        return value
+
+    monkeypatch.setattr(os, after, interrupted)
+    if after == "open":
+        monkeypatch.setattr("gradlint.atomic._UNNAMED", False)  # the named temporary file of other systems
+    with pytest.raises(KeyboardInterrupt):
+        fix_file(result, Settings.default())
+    monkeypatch.undo()
+    assert calls == [after]
+    assert path.read_text() in (GL002, fixed_text(tmp_path, GL002))
+    assert leftovers(tmp_path) == []
+
+
 # --- kill -9 at any moment of a write ---------------------------------------------------------------
 
 KILLED_WRITER = r"""
