@@ -109,12 +109,20 @@ def _screen(source: str, settings: Settings, memo=None):
 
 def _guard(source: str, path: str, memo=None) -> None:
     """gradlint/parse_guard.py: input that would crash or stall libcst's native parser (deep
-    nesting) becomes a one-line error here, before libcst sees it."""
-    from gradlint import parse_guard
+    nesting) becomes a one-line error here, before libcst sees it.  So does a text CPython does
+    not parse: every checked file is judged by CPython's parser, whether the analysis needs
+    libcst or not (gradlint/syntax.py), with CPython's words."""
+    from gradlint import parse_guard, python_ast
 
     refused = parse_guard.check(source, path, memo.nodes if memo is not None else None)
     if refused is not None:
         raise _ParseFailure(refused)
+    try:
+        python_ast.parse(source)  # the guard's tree: parsed once
+    except SyntaxError as exc:
+        raise _ParseFailure(FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        pass  # the guard judged these
 
 
 def _parse_screened(text: str, source: str, path: str):
@@ -310,8 +318,16 @@ def _check_file(path: str, settings: Settings) -> tuple[FileResult, "str | None"
     if error is not None:
         return FileResult(path, errors=[error]), content_digest(data)
     if not _passes_prefilter(text, settings):
-        return FileResult(path), content_digest(data)  # no gradient event can be written here
+        return syntax_checked(text, path), content_digest(data)  # no gradient event can be written here
     return check_source(text, path, settings), content_digest(data)
+
+
+def syntax_checked(text: str, path: str) -> FileResult:
+    """The result of a file the prefilter passes over: clean, unless CPython cannot parse it."""
+    from gradlint.syntax import syntax_error
+
+    error = syntax_error(text, path)
+    return FileResult(path, errors=[error]) if error is not None else FileResult(path)
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -410,7 +426,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
             results[i] = FileResult(path, errors=[error])
             continue
         if not _passes_prefilter(text, settings):
-            results[i] = FileResult(path)
+            results[i] = syntax_checked(text, path)  # no gradient event: only CPython's parse
             continue
         if cache is not None:
             hit = cache.get(cache.key(path, content_digest(data), settings), path)

@@ -43,12 +43,17 @@ from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
     EVENT_WORDS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
+    GRAD_SCALERS,
     ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
+    OPTIMIZER_CLASSES,
+    OPTIMIZER_FACTORIES,
     STEP_HOOK_METHODS,
     TRAINING_STEP,
     WRAPPER_METHODS,
     arguments_read_pattern,
+    named_like_optimizer,
+    named_like_scaler,
 )
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
@@ -72,6 +77,7 @@ class _Walk:
     """One pass over the statements (not the expressions) of a module."""
 
     def __init__(self, tree: ast.Module, memo=None):
+        self.tree = tree
         # Pieces that can be blanked: top-level statements, and the methods of
         # top-level classes.  (start, end, droppable, parent piece or -1)
         self.pieces: list[tuple[int, int, bool, int]] = []
@@ -233,7 +239,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
         return source
     walk = _Walk(tree, memo)
     prefilter = for_wrappers(wrappers)
-    token_lines = set(prefilter.event_lines(source))
+    token_lines = set(prefilter.event_lines(source, _sampler_steps_dropped(source, walk, prefilter)))
     marks = set(token_lines)
     lines = source.split("\n")
 
@@ -392,6 +398,94 @@ def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict
         if n < first and text.strip() and not text.lstrip().startswith("#"):
             return None
     return None
+
+
+# Words without which no `x.step(...)` of the file can be an optimizer's (or a scaler's)
+# step, whatever x is (gradlint/model/classify.py, _step_event): bindings.py gives a name the
+# kind optimizer or scaler only from a value built by one of these classes or factories, or
+# from torch.optim, and a manual update (`p -= lr * p.grad`) reads a `.grad`.
+_STEP_VOCABULARY = frozenset(OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | GRAD_SCALERS | {"optim", "grad"})
+
+
+def _steps_by_name(word: str) -> bool:
+    """A name of unknown kind whose `.step(...)` is a step: an optimizer's, or a scaler's
+    (`scaler.step(opt)`), as bindings.is_optimizer and is_scaler read names."""
+    return named_like_optimizer(word) or named_like_scaler(word)
+
+
+def _sampler_steps_dropped(source: str, walk: "_Walk", prefilter):
+    """For a file whose only spellings are calls of a method named `step`, written without any
+    word of an optimizer: a test that keeps the `x.step(` whose x could still be an optimizer
+    or a scaler by its name (the `self.scheduler.step(noise, t, latents)` of a diffusion
+    sampler cannot).  None (every spelling counts) for any other file."""
+    if not prefilter.only_plain_steps(source):
+        return None
+    if not _STEP_VOCABULARY.isdisjoint(_WORD.findall(source)):
+        return None
+    # A bare `x.step(` where x is a parameter of some def steps whatever a call hands that
+    # parameter (loops.py substitutes the argument's name, along the whole chain of inlined
+    # calls): such a name counts when some argument is named like an optimizer or a scaler.
+    parameters = {
+        arg.arg
+        for _, _, node, _ in walk.functions
+        for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+    }
+
+    def kept(text: str, where: int) -> bool:
+        i = _skip_back(text, where - 1)
+        if i < 0 or text[i] != "." or "\n" in text[i:where]:
+            return True  # not `x.step(` on one line as far as a cheap look tells: counts
+        dot = i
+        i = _skip_back(text, i - 1)
+        if "\n" in text[i:dot]:
+            return True  # a comment may stand between the name and its dot: counts
+        end = i + 1
+        while i >= 0 and _is_word(text[i]):
+            i -= 1
+        word = text[i + 1 : end]
+        if not word:
+            # `xs[0].step(`, `"s".step(`: no dotted name, no event (classify.py); a `)` may
+            # close a parenthesised name (`(opt).step(`): it counts
+            return end == 0 or text[end - 1] not in "]\"'"
+        if word[0].isdigit():
+            return False  # a number's attribute
+        if _steps_by_name(word):
+            return True  # an optimizer or a scaler by its name
+        before = _skip_back(text, i)
+        if before >= 0 and text[before] == "." and "\n" not in text[before:i]:
+            return False  # `a.b.step(`: the name's last part is b, whatever a stands for
+        return word in parameters and handed_an_optimizer()
+
+    handed: list[bool] = []
+
+    def handed_an_optimizer() -> bool:
+        """Does some call of the file hand a name that steps by its name (loops.py,
+        _argument_map: the dotted name of a positional or keyword argument)?  Asked only for
+        a bare parameter's step, so the walk of the tree is rare."""
+        if not handed:
+            handed.append(any(_steps_by_name(word) for word in _argument_names(walk.tree)))
+        return handed[0]
+
+    return kept
+
+
+def _argument_names(tree: ast.AST):
+    """The last part of every dotted name handed to a call of `tree` (not `*args`)."""
+    for node in ast_nodes(tree):
+        if isinstance(node, ast.Call):
+            values = [arg for arg in node.args if not isinstance(arg, ast.Starred)]
+            values += [keyword.value for keyword in node.keywords if keyword.arg is not None]
+            for value in values:
+                parts = _dotted_parts(value)
+                if parts:
+                    yield parts[-1]
+
+
+def _skip_back(text: str, i: int) -> int:
+    """The index of the last character at or before `i` that is not a blank or a backslash."""
+    while i >= 0 and text[i] in " \t\r\n\\":
+        i -= 1
+    return i
 
 
 def _engine_call_lines(statements, memo=None) -> list[int]:
