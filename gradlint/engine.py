@@ -59,6 +59,10 @@ def check_source(
         return FileResult(path, errors=[failure.error])
     except RecursionError:
         return FileResult(path, errors=[FileError(path, SYNTAX_ERROR, "too deeply nested to analyse")])
+    except MemoryError:  # the per-file memory limit (gradlint/pool.py) or the machine's
+        from gradlint.findings import TIMEOUT
+
+        return FileResult(path, errors=[FileError(path, TIMEOUT, "analysis stopped: out of memory")])
     except Exception as exc:  # a bug in gradlint: name the file and the crash, keep going
         where = traceback.extract_tb(exc.__traceback__)[-1]
         message = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
@@ -114,7 +118,7 @@ def _guard(source: str, path: str, memo=None) -> None:
     libcst or not (gradlint/syntax.py), with CPython's words."""
     from gradlint import parse_guard, python_ast
 
-    refused = parse_guard.check(source, path, memo.nodes if memo is not None else None)
+    refused = parse_guard.long_line(source, path) or parse_guard.check(source, path, memo.nodes if memo is not None else None)
     if refused is not None:
         raise _ParseFailure(refused)
     try:
@@ -215,6 +219,11 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> li
     text = _screen(source, settings, memo)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
+    from gradlint.parse_guard import oversized_statement
+
+    refused = oversized_statement(text, path)  # in what libcst would parse: its memory grows with it
+    if refused is not None:
+        raise _ParseFailure(refused)
     from gradlint.rules.registry import all_rules
 
     if memo is not None:
