@@ -173,9 +173,9 @@ def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
         tree = python_ast.parse(text)  # the guard's tree when the screen blanked nothing
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the whole parse says what is wrong
-    spans = piecewise.cut(tree)
-    if len(spans) < 2:
-        return None
+    spans = piecewise.grouped(tree)
+    if not spans or (len(spans) < 2 and 2 * (spans[0][1] - spans[0][0] + 1) > text.count("\n") + 1):
+        return None  # one piece of most of the text: a whole parse costs the same
     table = AstTable(tree)
     del tree
     python_ast.forget()  # tens of megabytes; the table holds what positions need

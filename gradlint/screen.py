@@ -61,6 +61,7 @@ from gradlint.settings import Wrappers
 _WORD = re.compile(r"(?!\d)\w+")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_ASSIGNS = (ast.Assign, ast.AnnAssign)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
@@ -157,7 +158,9 @@ class _Walk:
 
     def _piece(self, stmt: ast.stmt, parent: int) -> int:
         start = _start(stmt)
-        droppable = isinstance(stmt, _FUNCS + (ast.ClassDef,))
+        # A top-level assignment too: bindings.py reads it only by the names it binds, which the
+        # reach below follows (a generated module's data tables are most of its text).
+        droppable = isinstance(stmt, _FUNCS + (ast.ClassDef,)) or (parent < 0 and isinstance(stmt, _ASSIGNS))
         self.pieces.append((start, stmt.end_lineno or start, droppable, parent))
         self.piece_nodes.append(stmt)
         return len(self.pieces) - 1
@@ -253,8 +256,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
     while callees - searched:
         fresh = sorted(callees - searched)
         searched |= set(fresh)
-        calls = re.compile(r"(?:%s)\s*\(" % "|".join(map(re.escape, fresh)))
-        new_lines = _lines_of(calls, source)
+        new_lines = _call_lines(set(fresh), source)
         if not new_lines - marks:
             break
         marks |= new_lines
@@ -284,8 +286,10 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
         [walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)],
         memo,
     )
-    engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source))  # bindings reads them anywhere
+    engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source)  # bindings reads them anywhere
+                          | _lines_of(_RUNNER_ARGUMENT, source))  # `trainer = Engine(update)`: its handlers
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
+    keep |= _sharing_lines(walk)
     hooks = {match.group(1) for match in _at_words(_STEP_HOOK_CALL, source)}  # a hook function bindings looks into
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
@@ -318,6 +322,17 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
         for n in range(start, end + 1):
             out[n - 1] = kept.get(n, "")
     return "\n".join(out)
+
+
+def _sharing_lines(walk: "_Walk") -> set[int]:
+    """Top-level assignments that share a line with another statement (`a = 1; b = 2`): blanking
+    works by lines, so they stay."""
+    tops = [i for i, piece in enumerate(walk.pieces) if piece[3] < 0]
+    out = set()
+    for before, after in zip(tops, tops[1:]):
+        if walk.pieces[before][1] >= walk.pieces[after][0]:
+            out |= {i for i in (before, after) if isinstance(walk.piece_nodes[i], _ASSIGNS)}
+    return out
 
 
 def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dict[int, dict[int, str]]:
@@ -539,6 +554,23 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"  # what re's `\w` matches in a str pattern
 
 
+# A word followed by a call's parenthesis: one scan of the text finds the calls of any number of
+# names (an alternation of 23,000 generated function names cost seconds per search).
+_CALLED_WORD = re.compile(r"(?<!\w)(\w+)\s*\(")
+
+
+def _call_lines(names: set[str], text: str) -> set[int]:
+    """Lines where a call `name(` of one of `names` begins a word."""
+    found: set[int] = set()
+    line, last = 1, 0
+    for match in _CALLED_WORD.finditer(text):
+        if match.group(1) in names:
+            line += text.count("\n", last, match.start())
+            last = match.start()
+            found.add(line)
+    return found
+
+
 def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
     """Lines where a match of `pattern` begins a word (see _at_words)."""
     found: set[int] = set()
@@ -696,6 +728,8 @@ def _assignment_needs(node: ast.stmt) -> set[str]:
     out |= set(parts)  # the callee, receiver included (`b.to(dev)` aliases b)
     if any(_ARGUMENTS_READ.search(part) for part in parts[-2:]):
         out |= _names_in(value)
+    for keyword in value.keywords:  # `GradScaler(enabled=use_amp)`: bindings reads what use_amp holds
+        out |= _names_in(keyword.value)
     return out  # other calls' arguments alias nothing and hold no parameters (bindings.py)
 
 
@@ -732,6 +766,8 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
                 closures |= {sub.id for sub in ast_nodes(node) if isinstance(sub, ast.Name)}
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             out |= _names_in(node.iter)
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            out |= _names_in(node.test)  # a flag may be an accumulation test (bindings.accumulation_flag)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any("grad" in _names_in(t) for t in targets):
