@@ -444,7 +444,14 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
             results[i] = FileResult(path, errors=[error])
             continue
         if not _passes_prefilter(text, settings):
-            results[i] = syntax_checked(text, path)  # no gradient event: only CPython's parse
+            # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
+            digest = content_digest(data) if cache is not None else None
+            if digest is not None and cache.known_to_parse(digest):
+                results[i] = FileResult(path)
+                continue
+            results[i] = syntax_checked(text, path)
+            if digest is not None and not results[i].errors:
+                cache.parsed(digest)
             continue
         if cache is not None:
             hit = cache.get(cache.key(path, content_digest(data), settings), path)
@@ -471,6 +478,8 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         if cache is not None and digest is not None:
             path, settings = tasks[i]
             cache.put(cache.key(path, digest, settings), result)
+    if cache is not None:
+        cache.save_parsed()
     return results
 
 

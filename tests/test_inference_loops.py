@@ -310,3 +310,22 @@ def test_a_training_file_that_does_not_parse_is_refused_before_libcst(parses):
     result = check_source(text, "train.py", Settings.default())
     assert [(e.kind, e.line, e.message) for e in result.errors] == [("syntax-error", 11, "syntax error: expected ':'")]
     assert parses["libcst"] == 0
+
+
+def test_the_cache_remembers_which_files_parse(tmp_path, monkeypatch):
+    """A warm run does not parse again a file without training code that parsed; one that does
+    not parse is reported again."""
+    from gradlint import syntax
+
+    calls = []
+    real = syntax.parses
+    monkeypatch.setattr(syntax, "parses", lambda text: calls.append(text) or real(text))
+    (tmp_path / "fine.py").write_text("x = 1\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    tasks = [(str(tmp_path / name), Settings.default()) for name in ("fine.py", "broken.py")]
+    options = engine.RunOptions(jobs=1, cache_dir=str(tmp_path / "cache"))
+    for run in range(2):
+        calls.clear()
+        results = engine.check_files(tasks, options)
+        assert [bool(r.errors) for r in results] == [False, True]
+        assert len(calls) == (2 if run == 0 else 1)  # the second run parses only the broken file
