@@ -94,7 +94,8 @@ def run_gradlint(command: list[str], folder: Path, timeout: float) -> list[dict]
         capture_output=True, text=True, timeout=timeout,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"gradlint failed ({done.returncode}): {done.stderr.strip()[:500]}")
+        raise RuntimeError(f"gradlint failed ({done.returncode}): "
+                           f"{(done.stderr.strip() or done.stdout.strip())[-500:]}")
     report = json.loads(done.stdout)
     findings, seen = [], set()
     for finding in report.get("findings", []):
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         args.src = Path(temporary.name)
 
     per_repo: dict[str, Counter] = {}
+    crashes: list[str] = []
     all_verdicts = []
     for name, commit in repos:
         git_dir = git_dir_of(args.mirror, name)
@@ -175,7 +177,13 @@ def main(argv: list[str] | None = None) -> int:
         if not folder.is_dir():
             check_out(git_dir, commit, folder)
         mine = [label for label in labels if label.repo == name]
-        findings = run_gradlint(command, folder, args.timeout)
+        try:
+            findings = run_gradlint(command, folder, args.timeout)
+        except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+            # A run that fails finds nothing: its positives count as misses, and it is named.
+            print(f"CRASH    {name}: {str(exc)[:300]}")
+            crashes.append(name)
+            findings = []
         verdicts = classify(findings, mine)
         counts = Counter(kind for kind, _, _ in verdicts)
         counts["positives"] = sum(1 for label in mine if label.kind == "positive")
@@ -211,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"repositories {len(per_repo)}, labelled loops/steps {total['loops']}, positives {positives}, "
           f"TP {tp}, FP {fp}, misses {total['MISS']}, optional {total['OPTIONAL']}, "
-          f"excluded {total['EXCLUDED']}, unjudged {total['UNJUDGED']}")
+          f"excluded {total['EXCLUDED']}, unjudged {total['UNJUDGED']}, crashed runs {len(crashes)}")
     print(f"precision {precision:.2f}  recall {recall:.2f}")
     if args.json:
         args.json.write_text(json.dumps({"per_repository": per_repo, "verdicts": all_verdicts},
