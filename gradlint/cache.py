@@ -188,6 +188,44 @@ class Cache:
         except OSError:
             self.writable = False  # read-only or full disk: run on without a cache
 
+    # Files the prefilter passes over need only CPython's parse (gradlint/syntax.py); the digests
+    # of the bytes that parsed are one set in one file per gradlint code and Python version (a
+    # newer Python parses more), read once per run and written once if it grew: a warm run of a
+    # tree of such files reads one file instead of parsing them all.
+    def _parsed_path(self) -> str:
+        import sys
+
+        return os.path.join(self.root, f"parsed-{sys.version_info[0]}.{sys.version_info[1]}-{self.code[:16]}.txt")
+
+    def _parsed_set(self) -> set:
+        if getattr(self, "_parsed", None) is None:
+            self._parsed, self._parsed_new = set(), False
+            try:
+                with open(self._parsed_path(), encoding="ascii") as handle:
+                    self._parsed = set(handle.read().split())
+            except (OSError, ValueError):
+                pass
+        return self._parsed
+
+    def known_to_parse(self, digest: str) -> bool:
+        return digest in self._parsed_set()
+
+    def parsed(self, digest: str) -> None:
+        known = self._parsed_set()
+        if digest not in known:
+            known.add(digest)
+            self._parsed_new = True
+
+    def save_parsed(self) -> None:
+        if not getattr(self, "_parsed_new", False) or not self.writable:
+            return
+        self._parsed_new = False
+        try:
+            self._prepare()
+            write_atomically(self._parsed_path(), "\n".join(sorted(self._parsed)) + "\n")
+        except OSError:
+            self.writable = False
+
     def _prepare(self) -> None:
         """Create the directory and tell git and backup tools to leave it alone."""
         os.makedirs(self.root, exist_ok=True)
