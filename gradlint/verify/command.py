@@ -93,6 +93,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-writes", action="store_true",
                    help="let the script write, rename and delete your files for real (default: its writes go "
                         "to a copy-on-write overlay, listed in the report)")
+    p.add_argument("--containment", choices=("auto", "namespace", "python"), default="auto",
+                   help="how the script's writes and processes are contained: namespace (Linux: its own user, "
+                        "mount and pid namespaces over a kernel overlay: everything it starts is contained), "
+                        "python (a copy-on-write overlay in the script's Python file functions; the report lists "
+                        "what it could not contain), auto (default: namespace where the system allows it)")
     p.add_argument("--keep-writes", metavar="DIR",
                    help="keep what the script wrote in DIR (a new or empty folder), each file under its "
                         "absolute path: DIR/home/me/proj/ckpt.pt for /home/me/proj/ckpt.pt (default: removed)")
@@ -180,7 +185,7 @@ def main(argv) -> int:
     from gradlint.verify.runner import Child, Interrupted
 
     child = Child(args.target, script_args, steps=args.steps, timeout=args.timeout, allow_writes=args.allow_writes,
-                  trace=args.trace, keep_writes=args.keep_writes)
+                  trace=args.trace, keep_writes=args.keep_writes, containment=args.containment)
     try:
         with child.stopped_on_signals():
             early = None
