@@ -90,15 +90,28 @@ def test_writes_outside_the_project_go_to_the_overlay_too(project, tmp_path):
                        str(outside / "out" / "metrics.txt"): len("loss 1.0\n")}
 
 
-def test_a_write_that_goes_around_the_overlay_is_still_refused(project):
+def test_a_write_that_goes_around_the_python_overlay_is_still_refused(project):
     before = tree_digest(project)
-    result = verify("--format", "json", os.path.join(SCRIPTS, "writes_around_overlay.py"), cwd=project)
+    result = verify("--containment", "python", "--format", "json", os.path.join(SCRIPTS, "writes_around_overlay.py"),
+                    cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert tree_digest(project) == before
     report = json.loads(result.stdout)
     assert report["run"]["steps"] == 5
     refused = [(w["action"], os.path.basename(w["path"])) for w in report["run"]["writes"] if w["refused"]]
     assert refused == [("write", "around.txt")]
+
+
+def test_in_the_namespace_a_write_around_python_lands_in_the_kernel_overlay(project):
+    before = tree_digest(project)
+    result = verify("--format", "json", os.path.join(SCRIPTS, "writes_around_overlay.py"), cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert tree_digest(project) == before
+    report = json.loads(result.stdout)
+    if report["run"]["containment"]["mode"] != "namespace":
+        pytest.skip("this system does not allow user namespaces with overlayfs")
+    assert [(w["action"], w["path"], w["refused"]) for w in report["run"]["writes"]] == [
+        ("write", "around.txt", False)]
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -276,6 +276,8 @@ def build_report(target: str, run, early=None) -> dict:
             "subprocesses": [dict(s, sites=sites(s.get("sites"))) for s in run.subprocesses],
             "writes": [dict(w, path=_display(w.get("path"))) if w.get("redirected") else w for w in run.writes],
             "overlay": getattr(run, "overlay", None),
+            "containment": getattr(run, "containment", None) or {"mode": "none"},
+            "uncontained": [dict(u, sites=sites(u.get("sites"))) for u in getattr(run, "uncontained", ())],
             "end": {k: (_display(v) if k == "file" else v) for k, v in run.end.items() if k != "type"},
             "output_tail": run.output,
         },
@@ -329,7 +331,8 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.append(f"    evidence: {evidence}")
     if not entries and not report["run"]["unverified"]:
         out.append("No static findings, and the run saw no gradient bug.")
-    _render_writes(report["run"]["writes"], out, report["run"].get("overlay"))
+    _render_writes(report["run"]["writes"], out, report["run"].get("overlay"), report["run"].get("containment"))
+    _render_uncontained(report["run"].get("uncontained") or (), report["run"].get("containment") or {}, out)
     unverified = report["run"]["unverified"]
     if unverified:
         out.append("")
@@ -348,8 +351,9 @@ def render_text(report: dict, run, trace: bool) -> str:
     return "\n".join(out)
 
 
-def _render_writes(writes: list, out: list, overlay=None) -> None:
+def _render_writes(writes: list, out: list, overlay=None, containment=None) -> None:
     overlay = overlay or {}
+    mode = (containment or {}).get("mode")
     refused = [w for w in writes if w.get("refused")]
     redirected = [w for w in writes if w.get("redirected")]
     allowed = [w for w in writes if not w.get("refused") and not w.get("redirected")]
@@ -357,7 +361,12 @@ def _render_writes(writes: list, out: list, overlay=None) -> None:
         where = (f"kept in {overlay.get('path')}" if overlay.get("kept")
                  else f"{overlay.get('path')}, removed after the run: --keep-writes DIR keeps it")
         out.append("")
-        out.append(f"the script's writes went to a copy-on-write overlay ({where}), not to your files:")
+        if mode == "namespace":
+            out.append(f"the script ran in its own namespaces: its writes, and those of every process it started, "
+                       f"went to a kernel overlay ({where}), not to your files:")
+        else:
+            out.append(f"the script's writes through Python's file functions went to a copy-on-write overlay "
+                       f"({where}):")
         out.extend(f"    {w['action']} {w['path']}" + (f" ({_size(w['size'])})" if "size" in w else "")
                    + (f" -> {w['target']}" if "target" in w else "") for w in redirected[:20])
         if len(redirected) > 20:
@@ -373,6 +382,30 @@ def _render_writes(writes: list, out: list, overlay=None) -> None:
         out.append("")
         out.append(f"the script wrote {len(allowed)} file{'s' if len(allowed) != 1 else ''} (--allow-writes):")
         out.extend(f"    {w['action']} {w['path']}" for w in allowed[:20])
+
+
+_ROUTES = {
+    "subprocess": "started a process", "os.system": "ran a shell command", "os.exec": "replaced itself with",
+    "os.posix_spawn": "started a process", "os.spawn": "started a process",
+    "multiprocessing": "started a fresh interpreter (multiprocessing)", "ctypes": "called the C function",
+    "new session": "left verify's process group:",
+}
+
+
+def _render_uncontained(uncontained, containment: dict, out: list) -> None:
+    """What the Python-level overlay could not contain: listed, never called "not your files"."""
+    if not uncontained:
+        return
+    out.append("")
+    why = containment.get("namespace_unavailable")
+    out.append("verify could not contain these (they ran outside its Python-level overlay and may have changed "
+               "your files" + (f"; namespaces unavailable: {why}" if why else "") + "):")
+    for entry in uncontained[:20]:
+        sites = entry.get("sites") or []
+        where = f" (line {sites[0][1]} of {sites[0][0]})" if sites else ""
+        out.append(f"    {_ROUTES.get(entry.get('route'), entry.get('route'))} {entry.get('what')}{where}")
+    if len(uncontained) > 20:
+        out.append(f"    ... and {len(uncontained) - 20} more (--format json lists them all)")
 
 
 def _size(n: int) -> str:

@@ -658,6 +658,8 @@ def written(root: str, removed=()) -> list[dict]:
                 target = os.readlink(entry.path)
                 entries.append({"action": "link", "path": p, "target": target[len(root):]
                                 if target.startswith(root + os.sep) else target})
+            elif stat.S_ISFIFO(entry.stat(follow_symlinks=False).st_mode):
+                entries.append({"action": "create FIFO", "path": p})
             else:
                 entries.append({"action": "write", "path": p, "size": entry.stat(follow_symlinks=False).st_size})
 

@@ -35,7 +35,8 @@ def install(overlay):
     saved = []
 
     def put(owner, name, value):
-        old = vars(owner).get(name) if hasattr(owner, "__dict__") else getattr(owner, name)
+        own = getattr(owner, "__dict__", None)
+        old = own[name] if own is not None and name in own else getattr(owner, name, None)
         saved.append((setattr, owner, name, old))  # a class's staticmethod itself, not its function
         setattr(owner, name, value)
 

@@ -122,7 +122,7 @@ class Child:
         self._handle = open(self.out, "wb")
         if allow_writes:
             self.mode = "none"
-            self._start([])
+            self._start(["--allow-writes"])
         elif containment in ("auto", "namespace") and sandbox_possible():
             self.mode = "namespace"
             self._start_sandboxed()
@@ -290,6 +290,7 @@ class Child:
         run.writes.extend(self._redirected(records))
         run.overlay = self._keep_overlay()
         run.containment = self.containment_report()
+        run.uncontained = [{k: v for k, v in r.items() if k != "type"} for r in records if r.get("type") == "uncontained"]
         self._tmp.cleanup()
         if killed:
             run.end = {"reason": "timeout", "seconds": self.timeout, "killed": True, "steps": run.steps}

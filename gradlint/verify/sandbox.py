@@ -344,8 +344,9 @@ def _exit_like(status: int) -> None:
     os._exit(code)
 
 
-def _init(layout: Layout, status: str, cwd: str, command: list) -> None:
-    """pid 1 of the new namespace: build the root, start the command, reap until it ends."""
+def _init(layout: Layout, status: str, cwd: str, command: list, report: int) -> None:
+    """pid 1 of the new namespace: build the root, start the command, reap until it ends.
+    The command's wait status goes to `report` (a pipe): pid 1 cannot end by its own signal."""
     try:
         _die_with_parent(signal.SIGKILL)
         _check(_c().unshare(CLONE_NEWNS), "unshare the mount namespace")
@@ -372,7 +373,21 @@ def _init(layout: Layout, status: str, cwd: str, command: list) -> None:
         except InterruptedError:
             continue
         if done == pid:
-            _exit_like(state)
+            os.write(report, str(state).encode())
+            os._exit(0)
+
+
+def _remove_temporary(base: str) -> None:
+    import shutil
+
+    temporary = os.path.dirname(os.path.abspath(base))
+    if os.path.basename(temporary).startswith("gradlint-verify-"):
+        def writable(function, path, info):  # overlayfs leaves its work folder without permissions
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+
+        shutil.rmtree(temporary, onerror=writable)
 
 
 def main(argv=None) -> None:
@@ -400,11 +415,16 @@ def main(argv=None) -> None:
     except OSError as exc:
         _write_status(status, {"ok": False, "error": exc.strerror or str(exc)})
         os._exit(SETUP_FAILED)
-    # Our parent's death (verify killed) takes the namespace with it; a SIGTERM from verify too.
-    _die_with_parent(signal.SIGKILL)
+    # Our parent's death (verify killed, even by SIGKILL) ends the namespace and removes verify's
+    # temporary folder; a SIGTERM or SIGINT ends the namespace.
+    parent = os.getppid()
+    _die_with_parent(signal.SIGTERM)
+    reading, writing = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _init(layout, status, cwd, command)
+        os.close(reading)
+        _init(layout, status, cwd, command, writing)
+    os.close(writing)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda s, f: os.kill(pid, signal.SIGKILL))
     while True:
@@ -413,7 +433,10 @@ def main(argv=None) -> None:
             break
         except InterruptedError:
             continue
-    _exit_like(state)
+    told = os.read(reading, 64)
+    if os.getppid() != parent:
+        _remove_temporary(base)
+    _exit_like(int(told) if told.strip().isdigit() else state)
 
 
 if __name__ == "__main__":
