@@ -236,9 +236,12 @@ def static_findings(path: str):
 
 
 def build_report(target: str, run, early=None) -> dict:
+    from gradlint.verify import verdicts as verdicts_module
     from gradlint.verify.verdicts import end_reason, judge, unverified_reason
 
     home = run.target_file or os.path.realpath(target)
+    if os.path.isfile(target):  # the script's folder is spelled as the user spelled the script
+        verdicts_module.SCRIPT_DIR = os.path.dirname(os.path.abspath(target))
     if early is not None and early[0] == home:
         findings, errors = early[1]
     else:
