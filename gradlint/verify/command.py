@@ -240,8 +240,9 @@ def build_report(target: str, run, early=None) -> dict:
     from gradlint.verify.verdicts import end_reason, judge, unverified_reason
 
     home = run.target_file or os.path.realpath(target)
-    if os.path.isfile(target):  # the script's folder is spelled as the user spelled the script
-        verdicts_module.SCRIPT_DIR = os.path.dirname(os.path.abspath(target))
+    # the script given as `../proj/train.py`: its folder is spelled relative, as the user spelled it
+    relative = os.path.isfile(target) and not os.path.isabs(target)
+    verdicts_module.SCRIPT_DIR = os.path.dirname(os.path.abspath(target)) if relative else None
     if early is not None and early[0] == home:
         findings, errors = early[1]
     else:

@@ -59,8 +59,12 @@ def _check(result: int, what: str) -> None:
         raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
+def _enc(value):
+    return None if value is None else os.fsencode(value)
+
+
 def _mount(source, target, fstype, flags, data=None) -> None:
-    enc = (lambda s: None if s is None else os.fsencode(s))
+    enc = _enc
     _check(_c().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {fstype or 'bind'} on {target}")
 
