@@ -30,8 +30,8 @@ commands:
   check PATH...    check files and directories, `-` reads standard input
                    (the default command: `gradlint src/` is `gradlint check src/`)
   rules            list every rule: code, name, on or off by default, summary
-  explain CODE     what a code in the output means; for a rule, why it is a bug
-                   with a wrong and a right example
+  explain CODE     what a code in the output means; for a rule (its code or its
+                   name), why it is a bug with a wrong and a right example
   verify SCRIPT    run a training script under probes and confirm or refute
                    each finding (needs torch)
   lsp              the language server for editors (needs the `lsp` extra)
@@ -99,7 +99,8 @@ def _codes(value: str) -> list[str]:
 CHECK_DESCRIPTION = """\
 Check Python files and directories for gradient bugs in training loops.
 Prints one line per finding (path:line:col: CODE message) and a summary;
-a clean run prints nothing. The command name is optional: `gradlint src/`
+a clean run prints `All checks passed!` and the number of files checked
+(-q: only the findings). The command name is optional: `gradlint src/`
 is `gradlint check src/`.
 
 Settings come from the nearest [tool.gradlint] table in a pyproject.toml
@@ -167,8 +168,8 @@ def check_parser() -> argparse.ArgumentParser:
     config.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     out = p.add_argument_group("output")
     out.add_argument(
-        "--output-format", default="text", metavar="FORMAT",
-        help=f"one of {', '.join(FORMATS)} (default: text)",
+        "--output-format", "--format", dest="output_format", default="text", metavar="FORMAT",
+        help=f"one of {', '.join(FORMATS)} (default: text); --format is the same (verify's spelling)",
     )
     out.add_argument(
         "--output-file", "-o", metavar="PATH",
@@ -190,6 +191,10 @@ def check_parser() -> argparse.ArgumentParser:
         "--add-noqa", action="store_true",
         help="write `# noqa: GLxxx` on each line that has a finding today, so that only new"
         " findings fail from now on (for adopting gradlint in an existing codebase)",
+    )
+    out.add_argument(
+        "--quiet", "-q", action="store_true",
+        help="print the findings and errors only: no summary, no `All checks passed!`, no warnings",
     )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
@@ -311,9 +316,9 @@ def _metadata_version(path: str) -> Optional[str]:
 def _clean_without_analysis(args: list[str]) -> bool:
     """A run that surely finds nothing, answered before anything heavy is imported (quick.py)."""
     try:
-        from gradlint.quick import clean_run
+        from gradlint.quick import answer
 
-        return clean_run(args)
+        return answer(args)
     except Exception:  # never let the shortcut fail a run: the full path decides
         return False
 
@@ -365,18 +370,23 @@ def run_check(argv: list[str]) -> int:
         if args.report_unused_noqa:
             raise UsageError("--report-unused-noqa does not combine with --fix or --diff on standard input")
         return _fix_stdin(args, resolver)
+    stdin = None
     if args.paths == ["-"]:
-        run, sources = _check_stdin(args, resolver)
+        stdin = sys.stdin.buffer.read()
+        run, sources = _checked_stdin(args, resolver, stdin)
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
         run, sources = _check_paths(args, resolver)
+        _warn_about_an_empty_run(args, run, resolver)
         if args.diff:
             return _diff(run, resolver, args)
         if args.fix:
             run = _fix(run, resolver, args)
         if args.add_noqa:
-            run = _add_noqa(run, resolver)
+            run = _add_noqa(run, resolver, args.quiet)
+    if _marks_fixes(args) and not args.fix:
+        _offer_fixes(run, resolver, stdin)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     if args.output_format in ("json", "sarif") and not args.statistics:
@@ -387,13 +397,27 @@ def run_check(argv: list[str]) -> int:
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
 
 
+def _warn(args, message: str) -> None:
+    if not args.quiet:
+        print(f"gradlint: warning: {message}", file=sys.stderr)
+
+
+def _warn_about_an_empty_run(args, run, resolver) -> None:
+    """A run that checked nothing says why, as ruff does, rather than passing in silence."""
+    if not run.results and not run.discovery_errors:
+        _warn(args, "no Python files found under the given paths")
+    selected = [resolver.settings_for(r.path).select for r in run.results]
+    if (selected and not any(selected)) or (not selected and args.select == [] and not args.extend_select):
+        _warn(args, "no rule is selected: nothing was checked (see --select, --ignore and `gradlint rules`)")
+
+
 def _warn_about_idle_options(args) -> None:
     """Options that only mean something with --fix or --diff say so rather than doing nothing."""
     if args.fix or args.diff:
         return
     for given, option in ((args.unsafe_fixes, "--unsafe-fixes"), (args.show_fixes, "--show-fixes")):
         if given:
-            print(f"gradlint: warning: {option} has no effect without --fix or --diff", file=sys.stderr)
+            _warn(args, f"{option} has no effect without --fix or --diff")
 
 
 def _fix(run, resolver, args, write=True):
@@ -402,8 +426,11 @@ def _fix(run, resolver, args, write=True):
 
     results, fixings = [], []
     for result in run.results:
-        fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
-        results.append(_without_tried_fixes(fixed, args.unsafe_fixes))
+        fixed, fixing = fix_file(
+            result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write,
+            count_unsafe=write and _marks_fixes(args),  # --diff prints no report to mark
+        )
+        results.append(_left_to_fix(fixed, fixing, args))
         if fixing is not None:
             fixings.append((result.path, fixing))
     _tell_fixes(fixings, args, write)
@@ -414,7 +441,7 @@ def _fix(run, resolver, args, write=True):
 def _tell_fixes(fixings, args, write: bool) -> None:
     """`Fixed 2 problems.` (`Would fix` for --diff) and, with --show-fixes, each one and each not fixed."""
     total = sum(len(fixing.outcome.fixed) for _, fixing in fixings)
-    if total:
+    if total and not args.quiet:
         print(f"{'Fixed' if write else 'Would fix'} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
     if args.show_fixes:
         done, not_done = ("fixed", "not fixed") if write else ("would fix", "would not fix")
@@ -425,20 +452,26 @@ def _tell_fixes(fixings, args, write: bool) -> None:
                 print(f"{path}: {not_done}: {line}", file=sys.stderr)
 
 
-def _without_tried_fixes(result, unsafe: bool):
-    """After --fix, a finding whose fix was tried and dropped is no longer offered as fixable
-    (the text output's `[*]`); one whose fixes are all unsafe, without --unsafe-fixes, still is."""
-    from dataclasses import replace
+def _marks_fixes(args) -> bool:
+    """The text report marks what --fix would repair (`[*]`, the fixable count); nothing else does."""
+    return args.output_format == "text" and not args.statistics
 
-    from gradlint.findings import SAFE
-    from gradlint.report.text import fix_kind
 
-    def untried(finding):
-        kind = fix_kind(finding)
-        return finding if kind is None or (kind != SAFE and not unsafe) else replace(finding, fix=None)
+def _left_to_fix(result, fixing, args):
+    """After --fix: the text report marks only what --unsafe-fixes would still repair
+    (fix/session.py learnt it while fixing); other formats offer what fix/session.py proves."""
+    if not _marks_fixes(args):
+        return result
+    from gradlint.fix.files import marked
 
-    result.findings = [untried(f) for f in result.findings]
-    return result
+    return marked(result, fixing.outcome.left if fixing is not None else {})
+
+
+def _offer_fixes(run, resolver, stdin: Optional[bytes]) -> None:
+    """Mark each finding with what `--fix` would really do to it (fix/files.py `offered`)."""
+    from gradlint.fix.files import offered
+
+    run.results = [offered(r, resolver.settings_for(r.path), stdin) for r in run.results]
 
 
 def _fix_stdin(args, resolver) -> int:
@@ -450,7 +483,9 @@ def _fix_stdin(args, resolver) -> int:
     data = sys.stdin.buffer.read()
     run, _ = _checked_stdin(args, resolver, data)
     result = run.results[0] if run.results else None  # None: --force-exclude excluded it
-    fixing = None if result is None else fix_data(data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes)
+    fixing = None if result is None else fix_data(
+        data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes, count_unsafe=True
+    )
     fixings = [(name, fixing)] if fixing is not None else []
     _tell_fixes(fixings, args, write=not args.diff)
     if args.diff:
@@ -462,7 +497,7 @@ def _fix_stdin(args, resolver) -> int:
     sys.stdout.flush()
     if fixed:
         run.results = [fixing.outcome.result]
-    run.results = [_without_tried_fixes(r, args.unsafe_fixes) for r in run.results]
+    run.results = [_left_to_fix(r, fixing, args) for r in run.results]
     text = _render(args, run)
     if args.output_file is None:
         sys.stderr.write(text)  # standard output holds the fixed text
@@ -496,7 +531,7 @@ def _print_diffs(fixings) -> int:
     return EXIT_FINDINGS if changed else EXIT_CLEAN
 
 
-def _add_noqa(run, resolver):
+def _add_noqa(run, resolver, quiet: bool = False):
     """Mark today's findings in the files; what could not be marked stays reported."""
     from gradlint.add_noqa import add_noqa_to_file
 
@@ -505,17 +540,13 @@ def _add_noqa(run, resolver):
         marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path))
         results.append(marked_result)
         total, files = total + marked, files + (marked > 0)
-    if total:
+    if total and not quiet:
         print(
             f"Added {total} noqa directive{'s' if total != 1 else ''} to {files} file{'s' if files != 1 else ''}.",
             file=sys.stderr,
         )
     run.results = results
     return run
-
-
-def _check_stdin(args, resolver):
-    return _checked_stdin(args, resolver, sys.stdin.buffer.read())
 
 
 def _checked_stdin(args, resolver, data: bytes):
@@ -647,7 +678,7 @@ def _render(args, run) -> str:
         return statistics(run, args.output_format)
     from gradlint.report import render
 
-    return render(args.output_format, run, show_suppressed=args.show_suppressed)
+    return render(args.output_format, run, show_suppressed=args.show_suppressed, quiet=args.quiet)
 
 
 def _write(text: str, output_file: Optional[str]) -> None:
@@ -681,7 +712,7 @@ def run_rules(argv: list[str]) -> int:
 
 
 def run_explain(argv: list[str]) -> int:
-    from gradlint.explain import explainable_codes
+    from gradlint.explain import lookup, near
 
     parser = _parser(
         "gradlint explain",
@@ -690,11 +721,16 @@ def run_explain(argv: list[str]) -> int:
         "files that could not be checked (syntax-error, read-error, internal-error,\n"
         "timeout, not-python).",
     )
-    parser.add_argument("code", metavar="CODE", help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error")
+    parser.add_argument(
+        "code", metavar="CODE",
+        help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error, or a rule's name (missing-zero-grad)",
+    )
     args = parser.parse_args(argv)
-    entry = explainable_codes().get(args.code.strip().upper())
+    entry = lookup(args.code)
     if entry is None:
-        raise UsageError(f"unknown code: {args.code!r} (see `gradlint rules`)")
+        close = near(args.code)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UsageError(f"unknown code: {args.code!r} ({hint}see `gradlint rules`)")
     print(entry.explanation(), end="")
     return EXIT_CLEAN
 

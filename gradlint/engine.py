@@ -278,10 +278,19 @@ def read_source(path: str) -> tuple[bytes | None, FileError | None]:
         try:
             if info.st_size > MAX_FILE_BYTES:
                 size = info.st_size
-                return None, FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")
+                return None, FileError(path, READ_ERROR, _too_large(path, size))
             return handle.read(), None
         except OSError as exc:
             return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+
+
+def _too_large(path: str, size: int) -> str:
+    """The error of a file over MAX_FILE_BYTES, with the way to stop seeing it."""
+    name = os.path.basename(path)
+    return (
+        f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB): skip it with"
+        f" --extend-exclude {name} or extend-exclude = [\"{name}\"] in [tool.gradlint]"
+    )
 
 
 def _file_kind(mode: int) -> str:

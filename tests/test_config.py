@@ -26,7 +26,7 @@ def test_config_ignore_applies(project, capsys):
     assert run_cli(capsys, "train.py")[0] == 1
     pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
     code, out, err = run_cli(capsys, "train.py")
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, err) == (0, "All checks passed! (1 file checked)\n", "")
 
 
 def test_nested_pyproject_wins_entirely(project, capsys):

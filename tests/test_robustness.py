@@ -163,7 +163,7 @@ def test_the_quick_path_steps_aside_for_a_fifo_without_reading_it(tmp_path):
     from gradlint import quick
 
     os.mkfifo(tmp_path / "pipe.py")
-    assert quick.clean_run([str(tmp_path / "pipe.py")]) is False  # would block forever on a read
+    assert not quick.clean_run([str(tmp_path / "pipe.py")])  # would block forever on a read
 
 
 def test_a_socket_named_explicitly_is_a_one_line_error(tmp_path):

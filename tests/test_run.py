@@ -179,8 +179,17 @@ def test_startup_no_libcst_when_prefiltered_or_cached(tmp_path):
     assert out.stdout.split("\n")[-2] == "0 []", out.stderr
     out = child(probe.format(argv=["--cache-dir", cache_dir, buggy]), tmp_path)
     assert out.stdout.split("\n")[-2] == "1 ['libcst']", out.stderr  # a real buggy file: never torch
-    out = child(probe.format(argv=["--cache-dir", cache_dir, buggy]), tmp_path)
-    assert out.stdout.split("\n")[-2] == "1 []", out.stderr  # the cache hit
+    # The cache hit: no analysis, unless a finding has a fix to prove (its `[*]` mark is what
+    # --fix really does: fix/session.py checks the fixed text), which BUGGY's GL001 has.
+    unfixable = write(  # a GL002 with no repair (the clear is in another block than the step)
+        tmp_path,
+        "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    if ready:\n        opt.zero_grad()\n    opt.step()\n",
+        "unfixable.py",
+    )
+    out = child(probe.format(argv=["--cache-dir", cache_dir, unfixable]), tmp_path)
+    assert out.stdout.split("\n")[-2] == "1 ['libcst']", out.stderr
+    out = child(probe.format(argv=["--cache-dir", cache_dir, unfixable]), tmp_path)
+    assert out.stdout.split("\n")[-2] == "1 []", out.stderr
 
 
 TWO_OPTIMIZERS = """\
