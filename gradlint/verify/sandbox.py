@@ -391,7 +391,10 @@ def _remove_temporary(base: str) -> None:
             os.chmod(path, 0o700)
             function(path)
 
-        shutil.rmtree(temporary, onerror=writable)
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(temporary, onexc=lambda f, p, e: writable(f, p, None))
+        else:
+            shutil.rmtree(temporary, onerror=writable)
 
 
 def main(argv=None) -> None:
