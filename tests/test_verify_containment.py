@@ -159,3 +159,15 @@ def test_each_route_is_contained_or_listed(places, mode, route):
 def test_routes_the_python_overlay_contains_leave_the_folders_unchanged(places):
     report, before, after, left = run_routes(places, "python", sorted(PYTHON_CONTAINS))
     assert after == before and report["run"]["uncontained"] == []
+
+
+def test_a_ctypes_lookup_is_listed_unless_it_is_pythons_own_c_api(monkeypatch):
+    from gradlint.verify import routes
+
+    seen = []
+    monkeypatch.setattr(routes, "_state", {"report": seen.append, "seen": set(), "busy": False})
+    routes._audit("ctypes.dlsym", (object(), "PyBytes_FromStringAndSize"))  # tensorboard, via ctypes.pythonapi
+    routes._audit("ctypes.dlsym", (object(), "open"))
+    routes._audit("ctypes.dlsym", (object(), "open"))  # once per name
+    routes._audit("os.system", (b"echo hi",))
+    assert [(r["route"], r["what"]) for r in seen] == [("ctypes", "open"), ("os.system", "echo hi")]

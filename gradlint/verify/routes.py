@@ -10,7 +10,8 @@ can list it instead of promising "not to your files":
 - processes: subprocess.Popen (subprocess.run, check_output, Popen(["setsid", ...])),
   os.system, os.exec*, os.posix_spawn*, os.spawn*, multiprocessing's spawn and
   forkserver start methods (a fresh interpreter without the overlay);
-- C functions looked up through ctypes (a libc `open`/`write` writes for real);
+- C functions looked up through ctypes (a libc `open`/`write` writes for real), except those of
+  Python's own C API;
 - os.setsid / os.setpgid in a forked process: it leaves verify's process group.
 
 On Linux this process becomes a child subreaper, so a daemon the script
@@ -77,7 +78,10 @@ def _audit(event: str, args) -> None:
     if route is not None:
         record(route, _describe(event, args))
     elif event == "ctypes.dlsym" and len(args) > 1 and isinstance(args[1], str):
-        record("ctypes", args[1])
+        # Python's own C API (ctypes.pythonapi: tensorboard's PyBytes_FromStringAndSize) works on
+        # objects of this interpreter, whose file functions the overlay holds: not a route around it
+        if not args[1].startswith(("Py", "_Py")):
+            record("ctypes", args[1])
 
 
 def install(report, contained: bool) -> None:
