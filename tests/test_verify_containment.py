@@ -33,26 +33,6 @@ LISTED_AS = {"ctypes": "ctypes", "subprocess": "subprocess", "system": "os.syste
              "fork_setsid": "new session", "setsid": "subprocess"}
 
 
-def _namespaces_work() -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    from gradlint.verify.runner import Child
-
-    child = Child(SCRIPT, containment="namespace", timeout=60)
-    run = child.wait()
-    return run.started is not False and (run.containment or {}).get("mode") == "namespace"
-
-
-_NAMESPACES = None
-
-
-def namespaces_work() -> bool:
-    global _NAMESPACES
-    if _NAMESPACES is None:
-        _NAMESPACES = _namespaces_work()
-    return _NAMESPACES
-
-
 @pytest.fixture
 def places(tmp_path):
     project, sibling, home = tmp_path / "project", tmp_path / "sibling", tmp_path / "home"
@@ -83,8 +63,6 @@ def _sleepers(tag: str) -> list:
 
 def run_routes(places, mode, routes):
     project, sibling, home = places
-    if mode == "namespace" and not namespaces_work():
-        pytest.skip("this system does not allow user namespaces with overlayfs")
     tag = f"{random.randint(10000, 99999)}.5"
     before = [tree_digest(p) for p in places]
     env = dict(os.environ, HOME=str(home), ROUTES_TAG=tag)
@@ -95,6 +73,8 @@ def run_routes(places, mode, routes):
     left = _sleepers(tag)
     for pid in left:
         os.kill(pid, 9)
+    if mode == "namespace" and "cannot contain the script in a namespace" in result.stderr:
+        pytest.skip("this system does not allow user namespaces with overlayfs: " + result.stderr)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
     report = json.loads(result.stdout)
     assert report["run"]["steps"] == 5, report["run"]
@@ -171,3 +151,24 @@ def test_a_ctypes_lookup_is_listed_unless_it_is_pythons_own_c_api(monkeypatch):
     routes._audit("ctypes.dlsym", (object(), "open"))  # once per name
     routes._audit("os.system", (b"echo hi",))
     assert [(r["route"], r["what"]) for r in seen] == [("ctypes", "open"), ("os.system", "echo hi")]
+
+
+def test_where_the_namespace_cannot_be_built_the_python_overlay_runs_and_says_why(tmp_path, monkeypatch):
+    from gradlint.verify import runner
+
+    failing = tmp_path / "sandbox.py"  # stands for a system that refuses user namespaces
+    failing.write_text("import json, sys\nstatus = sys.argv[sys.argv.index('--status') + 1]\n"
+                       "json.dump({'ok': False, 'error': 'unshare: Operation not permitted'}, open(status, 'w'))\n"
+                       "sys.exit(111)\n")
+    monkeypatch.setattr(runner, "_SANDBOX", str(failing))
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    run = runner.Child(SCRIPT, ["mkfifo"], containment="auto", timeout=120).wait()
+    assert run.containment == {"mode": "python", "namespace_unavailable": "unshare: Operation not permitted"}
+    assert run.steps == 5 and not os.path.exists(tmp_path / "pipe") and os.listdir(tmp_path / "home") == []
+    assert sorted((w["action"], w["path"]) for w in run.writes) == [
+        ("create FIFO", str(tmp_path / "home" / "pipe")), ("create FIFO", str(tmp_path / "pipe"))]
+    refused = runner.Child(SCRIPT, containment="namespace", timeout=120).wait()
+    assert refused.started is False
+    assert refused.start_error == "cannot contain the script in a namespace: unshare: Operation not permitted"
