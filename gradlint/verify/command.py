@@ -48,15 +48,16 @@ arguments for the script go after `--`:
   gradlint verify train.py -- --epochs 1 --data data/small.csv
   gradlint verify mypkg.train:main -- --lr 0.1   (imports mypkg.train, calls main())
 
-the script's files: the script sees your folders as they are, and everything
-it writes (open() for writing or appending, torch.save, numpy.save, os.remove,
-os.rename, os.makedirs, shutil, pathlib, in your project, /tmp or your home
-folder) goes to a copy-on-write overlay instead: it reads back what it wrote,
-your files never change.  The report lists what it wrote (path and size) and
-where the overlay was; the overlay is removed at the end unless --keep-writes
-DIR keeps it.  A write that goes around the overlay (C code writing on its
-own) is refused with PermissionError.  --allow-writes lets the script write
-your files for real.
+verify runs the script's code: treat it as `python SCRIPT`.  The script's files: it
+sees your folders as they are, and what it writes goes to an overlay that is
+removed at the end (--keep-writes DIR keeps it); the report lists what it
+wrote (path and size).  On Linux, where the system allows it, the script and
+every process it starts run in their own user, mount and pid namespaces over
+a kernel overlay: nothing they do reaches your files, and no process outlives
+the run.  Elsewhere (or --containment python) the overlay lives in the
+script's Python file functions, and the report lists what it could not
+contain (processes started, C functions called through ctypes).
+--allow-writes lets the script write your files for real.
 
 exit codes:
   0  the script ran and no bug was confirmed or seen at run time
