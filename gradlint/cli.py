@@ -44,7 +44,8 @@ options:
 
 exit codes: 0 no findings, 1 findings (or a file that does not parse or read),
 2 usage error, bad configuration, internal error, a file that is not Python
-or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
+143 stopped by SIGTERM (timeout, a cancelled CI job).
 """
 
 
@@ -83,12 +84,15 @@ class _HelpShown(Exception):
 def _seconds(value: str) -> float:
     import argparse
 
+    from gradlint.settings import FILE_TIMEOUT_RANGE, valid_file_timeout
+
     try:
         seconds = float(value)
     except ValueError:
         seconds = 0.0
-    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    if not valid_file_timeout(seconds):
+        low, high = FILE_TIMEOUT_RANGE
+        raise argparse.ArgumentTypeError(f"expected a number of seconds from {low:g} to {high:g}, got {value!r}")
     return seconds
 
 
@@ -110,7 +114,8 @@ Settings come from the nearest [tool.gradlint] table in a pyproject.toml
 CHECK_EPILOG = """\
 exit codes: 0 no findings, 1 findings or a file that does not parse or read,
 2 usage error, bad configuration, internal error, a file that is not Python
-or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
+143 stopped by SIGTERM (timeout, a cancelled CI job).
 
 examples:
   gradlint check src/ train.py
@@ -215,12 +220,61 @@ def check_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     run.add_argument(
         "--cache-dir", metavar="DIR",
-        help="where the result cache lives (default: .gradlint_cache in the project root)",
+        help="where the result cache lives (default: .gradlint_cache in the project root; outside any"
+        " project, gradlint in the user's cache directory: $XDG_CACHE_HOME or ~/.cache)",
     )
     return p
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM: timeout(1), a cancelled CI job, a wrapper that gives up
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the run is, so that it unwinds as for Ctrl-C: workers stopped,
+    a write in progress finished or its temporary file removed."""
+
+
+_terminating: dict = {}  # set at the first SIGTERM: {"returned": main() has returned}
+
+
+def _stop_on_sigterm():
+    """Make SIGTERM raise Terminated; returns the handler to restore, None if it could not."""
+    import signal
+
+    def stop(signum, frame):
+        if _terminating.get("returned"):
+            return  # main() is returning 143 already
+        if not _terminating:
+            _terminating["returned"] = False
+            _watch_the_stop()
+        raise Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except (ValueError, AttributeError):  # not the main thread (an embedding program), or no SIGTERM
+        return None
+
+
+def _watch_the_stop() -> None:
+    """Python ignores an exception raised where it cannot propagate (a __del__, an at-fork hook),
+    so the Terminated of a SIGTERM can be lost and the run go on.  A daemon thread raises it
+    again each second until main() returns, and ends a process whose shutdown then hangs."""
+    import _thread
+    import os
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if _terminating.get("returned"):
+                time.sleep(1.0)
+                os._exit(EXIT_TERMINATED)
+            _thread.interrupt_main(signal.SIGTERM)
+
+    threading.Thread(target=watch, name="gradlint-sigterm", daemon=True).start()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -228,6 +282,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C anywhere, even before a command started
         return EXIT_INTERRUPTED
+    except Terminated:
+        _terminating["returned"] = True
+        return EXIT_TERMINATED
 
 
 def _main(argv: Optional[Sequence[str]]) -> int:
@@ -346,6 +403,17 @@ def _overrides(args):
 
 
 def run_check(argv: list[str]) -> int:
+    previous = _stop_on_sigterm()
+    try:
+        return _run_check(argv)
+    finally:
+        if previous is not None:  # a program that called main() keeps its own SIGTERM handling
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_check(argv: list[str]) -> int:
     from gradlint.config import Resolver
     from gradlint.report import FORMATS
 
@@ -372,8 +440,8 @@ def run_check(argv: list[str]) -> int:
         return _fix_stdin(args, resolver)
     stdin = None
     if args.paths == ["-"]:
-        stdin = sys.stdin.buffer.read()
-        run, sources = _checked_stdin(args, resolver, stdin)
+        stdin, size = _read_stdin()
+        run, sources = _checked_stdin(args, resolver, stdin, size)
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
@@ -389,8 +457,8 @@ def run_check(argv: list[str]) -> int:
         _offer_fixes(run, resolver, stdin)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
-    if args.output_format in ("json", "sarif") and not args.statistics:
-        _prove_fixes(run, sources, resolver)
+    if _offers_fixes(args) and (args.paths == ["-"] or args.fix or args.add_noqa):
+        _prove_fixes(run, sources, resolver)  # else check_files proved them (cached, in the workers)
     text = _render(args, run)
     _write(text, args.output_file)
     code = run.exit_code()
@@ -480,8 +548,8 @@ def _fix_stdin(args, resolver) -> int:
     from gradlint.fix.files import fix_data
 
     name = args.stdin_filename or "-"
-    data = sys.stdin.buffer.read()
-    run, _ = _checked_stdin(args, resolver, data)
+    data, size = _read_stdin(keep_all=True)
+    run, _ = _checked_stdin(args, resolver, data, size)
     result = run.results[0] if run.results else None  # None: --force-exclude excluded it
     fixing = None if result is None else fix_data(
         data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes, count_unsafe=True
@@ -549,52 +617,77 @@ def _add_noqa(run, resolver, quiet: bool = False):
     return run
 
 
-def _checked_stdin(args, resolver, data: bytes):
+def _read_stdin(keep_all: bool = False) -> tuple[bytes, int]:
+    """Standard input, bounded by the size limit of files: (what was kept, its whole size).
+    Past the limit the rest is read without keeping it (the writer must not block), unless
+    `keep_all`: `--fix -` echoes an input it cannot check byte for byte."""
+    from gradlint.engine import MAX_FILE_BYTES
+
+    if keep_all:
+        data = sys.stdin.buffer.read()
+        return data, len(data)
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    total = len(data)
+    if total > MAX_FILE_BYTES:
+        while True:
+            chunk = sys.stdin.buffer.read(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+    return data, total
+
+
+def _too_large_stdin(args, resolver, size: int):
     from gradlint import engine
+    from gradlint.findings import FileResult
 
     name = args.stdin_filename or "-"
     if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
         return engine.RunResult([]), {}
-    settings = resolver.settings_for(name)
-    if name.lower().endswith(".ipynb"):
-        from gradlint.notebook import check_notebook_data
+    error = engine.too_large("-", size)
+    return engine.RunResult([FileResult(name, errors=[engine.FileError(name, error.kind, error.message)])]), {}
 
-        result, source = check_notebook_data(data, name, settings)  # as a notebook on disk: cells named
-        return engine.RunResult([result]), {} if source is None else {name: source}
-    source, error = engine.decode(data, name)
-    if error is not None:
-        from gradlint.findings import FileResult
 
-        return engine.RunResult([FileResult(name, errors=[error])]), {}
-    result = engine.check_source(source, name, settings)
-    return engine.RunResult([result]), {name: source}
+def _checked_stdin(args, resolver, data: bytes, size: Optional[int] = None):
+    """Standard input as a file on disk is checked: the same size and time limits, the same guard."""
+    from gradlint import engine
+
+    name = args.stdin_filename or "-"
+    if len(data) > engine.MAX_FILE_BYTES:
+        return _too_large_stdin(args, resolver, size or len(data))
+    if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
+        return engine.RunResult([]), {}
+    from gradlint.notebook import check_notebook_data, is_notebook
+    from gradlint.pool import guarded
+
+    check = check_notebook_data if is_notebook(name) else engine.check_data  # a notebook's cells are named
+    result, source = guarded(lambda path, settings: check(data, path, settings), name, resolver.settings_for(name))
+    return engine.RunResult([result]), {} if source is None else {name: source}
 
 
 def _check_paths(args, resolver):
     """discover -> (path, Settings) per file -> engine.check_files -> RunResult."""
     from gradlint import engine
     from gradlint.discover import discover
-    from gradlint.notebook import check_notebook, is_notebook
+    from gradlint.notebook import check_notebook_data
 
     excluded = resolver.is_excluded
     if args.force_exclude:
         excluded = _force_excluder(resolver, args.paths)
     found = discover(args.paths, excluded=excluded, force_exclude=args.force_exclude)
-    tasks, notebooks = [], []
-    for path in found.files:
+    tasks = []
+    for path in found.files:  # notebooks too: each file behind the same guard, in a worker when there are many
         path = _display_path(path)
-        (notebooks if is_notebook(path) else tasks).append((path, resolver.settings_for(path)))
+        tasks.append((path, resolver.settings_for(path)))
     from gradlint.cache import default_cache_dir  # .gradlint_cache/ in the project root unless told otherwise
 
-    options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths))
+    options = engine.RunOptions(
+        jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
+        prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
+        notebooks=check_notebook_data,
+    )
     results = engine.check_files(tasks, options) if tasks else []
-    sources: dict[str, str] = {}
-    for path, settings in notebooks:  # few, and not worth a worker: checked here
-        result, source = check_notebook(path, settings)
-        results.append(result)
-        if source is not None:
-            sources[path] = source
-    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}
 
 
 def _force_excluder(resolver, paths):
@@ -637,8 +730,13 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             data, error = engine.read_source(result.path)
             if error is not None:
                 continue
-            source, error = engine.decode(data, result.path)
-            if error is not None:
+            from gradlint.notebook import is_notebook, notebook_source
+
+            if is_notebook(result.path):  # the joined cells that were checked
+                source, _, error = notebook_source(data, result.path)
+            else:
+                source, error = engine.decode(data, result.path)
+            if error is not None or source is None:
                 continue
         enabled = resolver.settings_for(result.path).select
         extra = unused_directives(source, result.path, result.suppressed, enabled)
@@ -646,6 +744,11 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             from gradlint.findings import Finding
 
             result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _offers_fixes(args) -> bool:
+    """JSON and SARIF carry fixes that tools apply without re-checking: only proven ones."""
+    return args.output_format in ("json", "sarif") and not args.statistics
 
 
 def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
