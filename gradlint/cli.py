@@ -480,12 +480,14 @@ def _diff(run, resolver, args) -> int:
 def _print_diffs(fixings) -> int:
     import difflib
 
+    from gradlint import source_lines
+
     changed = False
     for path, fixing in fixings:
         if fixing.before == fixing.after:
             continue
         changed = True
-        before, after = fixing.before.splitlines(keepends=True), fixing.after.splitlines(keepends=True)
+        before, after = source_lines.lines(fixing.before, keepends=True), source_lines.lines(fixing.after, keepends=True)
         import os
 
         old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")  # git's labels when relative
@@ -529,7 +531,7 @@ def _checked_stdin(args, resolver, data: bytes):
         from gradlint.notebook import check_notebook_data
 
         result, source = check_notebook_data(data, name, settings)  # as a notebook on disk: cells named
-        return engine.RunResult([result]), {} if source is None else {name: source}
+        return engine.RunResult([result]), {name: data}  # a notebook's bytes: its cells are placed from them
     source, error = engine.decode(data, name)
     if error is not None:
         from gradlint.findings import FileResult
@@ -557,13 +559,10 @@ def _check_paths(args, resolver):
 
     options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths))
     results = engine.check_files(tasks, options) if tasks else []
-    sources: dict[str, str] = {}
     for path, settings in notebooks:  # few, and not worth a worker: checked here
-        result, source = check_notebook(path, settings)
-        results.append(result)
-        if source is not None:
-            sources[path] = source
-    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+        results.append(check_notebook(path, settings)[0])
+    # No text kept: a notebook is read again where needed (--fix may have changed it meanwhile).
+    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}
 
 
 def _force_excluder(resolver, paths):
@@ -598,10 +597,15 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
     from gradlint import engine
     from gradlint.suppress import unused_directives
 
+    from gradlint.notebook import is_notebook
+
     for result in run.results:
         if result.errors:
             continue  # not analysed: every suppression would look unused
         source = sources.get(result.path)
+        if is_notebook(result.path):
+            _add_unused_noqa_in_cells(result, source, resolver)
+            continue
         if source is None:
             data, error = engine.read_source(result.path)
             if error is not None:
@@ -615,6 +619,21 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             from gradlint.findings import Finding
 
             result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _add_unused_noqa_in_cells(result, data: "bytes | None", resolver) -> None:
+    """GL900 in a notebook's cells (`data`: its bytes when read from standard input)."""
+    from gradlint import engine
+    from gradlint.findings import Finding
+    from gradlint.notebook import unused_noqa
+
+    if data is None:
+        data, error = engine.read_source(result.path)
+        if error is not None:
+            return
+    extra = unused_noqa(data, result.path, result.suppressed, resolver.settings_for(result.path).select)
+    if extra:
+        result.findings = sorted(result.findings + extra, key=Finding.sort_key)
 
 
 def _prove_fixes(run, sources: dict[str, str], resolver) -> None:

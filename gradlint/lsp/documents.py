@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
+from gradlint import source_lines
 from gradlint.findings import INTERNAL_ERROR, SYNTAX_ERROR, FileError, Finding
 from gradlint.settings import Settings
 
@@ -74,7 +75,7 @@ def _locate(error: FileError, text: str) -> FileError:
 
 def error_diagnostic(error: FileError, text: str) -> dict:
     """A diagnostic at the place where the buffer stopped parsing (one character wide)."""
-    lines = text.splitlines()
+    lines = source_lines.lines(text)
     line = min(max(error.line, 1), max(len(lines), 1)) - 1
     length = len(lines[line]) if line < len(lines) else 0
     start = min(max(error.col - 1, 0), length)

@@ -1,0 +1,35 @@
+"""A source's lines as Python counts them: only `\\n`, `\\r\\n` and `\\r` end a line.
+
+`str.splitlines` also ends a line at a form feed (`^L`, a page break in old
+code), `\\v`, `\\x1c`-`\\x1e`, `\\x85` and the Unicode line and paragraph
+separators, which CPython's parser, libcst, tokenize, the LSP and every editor
+treat as ordinary characters of a line.  A position (line, column) given by the
+parser must be read in lines split this way, or a form feed in a comment above
+a finding makes every later line one off (the text a message quotes, the
+statement a fix moves, the line a `# noqa` goes on).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+# What str.splitlines splits at besides \n and \r.  When a text holds none of these (nearly
+# always), str.splitlines gives Python's lines, at C speed.
+_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def lines(text: str, keepends: bool = False) -> list[str]:
+    """`text.splitlines(keepends)`, with a line ending only at `\\n`, `\\r\\n` or `\\r`."""
+    if _OTHER_BREAKS.search(text) is None:
+        return text.splitlines(keepends)
+    found = io.StringIO(text, newline="").readlines()  # newline="": split at \n, \r\n, \r only, ends kept
+    if keepends:
+        return found
+    return [line.rstrip("\r\n") for line in found]
+
+
+def reader(text: str):
+    """A readline over `text` for tokenize whose lines are Python's (a lone `\\r` ends one too,
+    which `io.StringIO(text).readline` misses)."""
+    return io.StringIO(text, newline="").readline
