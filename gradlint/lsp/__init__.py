@@ -59,9 +59,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     server = make_server()
     _settle_imports()
     _ctrl_c_ends_the_server()
+    _read_messages_robustly()
     if args.tcp is not None:
         _quiet_exit_in_tcp_mode()
-        _disconnect_ends_the_session()
         server.start_tcp(*args.tcp)
     else:
         server.start_io()
@@ -113,22 +113,16 @@ def _quiet_exit_in_tcp_mode() -> None:
     logging.getLogger("asyncio").addFilter(not_a_clean_exit)
 
 
-def _disconnect_ends_the_session() -> None:
-    """A TCP client that goes away mid-message (a reset, a half-sent request) ends the
-    session as the end of its input does: pygls would let the read error escape into
-    asyncio, which prints a traceback and keeps a server with no client running."""
-    import asyncio
-
+def _read_messages_robustly() -> None:
+    """pygls's message loop with gradlint's (gradlint/lsp/stream.py): a malformed message is
+    skipped and logged and the next well-formed one answered, where pygls's lost every later
+    message; and a TCP client that goes away mid-message (a reset, a half-sent request) ends the
+    session as the end of its input does, where pygls let the read error escape into asyncio,
+    which printed a traceback and kept a server with no client running."""
     import pygls.server
 
-    read_messages = getattr(pygls.server, "run_async", None)
-    if read_messages is None:  # another pygls layout: keep its own behaviour
+    from gradlint.lsp import stream
+
+    if getattr(pygls.server, "run_async", None) is None:  # another pygls layout: keep its own loop
         return
-
-    async def until_disconnect(*args, **kwargs):
-        try:
-            return await read_messages(*args, **kwargs)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            logging.getLogger(__name__).info("the client disconnected")
-
-    pygls.server.run_async = until_disconnect
+    pygls.server.run_async = stream.run_async
