@@ -58,8 +58,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     server = make_server()
     _settle_imports()
-    _ctrl_c_ends_the_server()
-    _read_messages_robustly()
+    leave = _ctrl_c_ends_the_server()
+    _read_messages_robustly(leave)
     if args.tcp is not None:
         _quiet_exit_in_tcp_mode()
         server.start_tcp(*args.tcp)
@@ -82,12 +82,13 @@ def _settle_imports() -> None:
     gc.freeze()
 
 
-def _ctrl_c_ends_the_server() -> None:
+def _ctrl_c_ends_the_server():
     """A server started by hand stops at the first Ctrl-C, exit 130.  pygls would catch the
     KeyboardInterrupt and then wait for its reader thread, which is blocked reading stdin
     for good: the first Ctrl-C seemed ignored and the second killed the interpreter while
     that thread held stdin's lock (`Fatal Python error: _enter_buffered_busy`).  The server
-    writes no file and each message is flushed as it is sent: nothing is lost by leaving now."""
+    writes no file and each message is flushed as it is sent: nothing is lost by leaving now.
+    Returns the handler, which the event loop takes over once it runs (_read_messages_robustly)."""
     import os
     import signal
 
@@ -100,6 +101,25 @@ def _ctrl_c_ends_the_server() -> None:
     try:
         signal.signal(signal.SIGINT, leave)
     except ValueError:  # not the main thread (an embedding program): its own Ctrl-C handling stands
+        return None
+    return leave
+
+
+def _ctrl_c_wakes_the_loop(leave) -> None:
+    """Hand the Ctrl-C handler to the running event loop.  A signal sent to the process may be
+    delivered to any of its threads; Python runs a handler in the main thread only, when that
+    thread next wakes, and the main thread sleeps in the event loop's poll while the client is
+    quiet.  A Ctrl-C that landed on the thread reading stdin was thus lost until the next
+    message (the test of the first Ctrl-C once waited 10 s for it).  The loop's signal handler
+    writes to a pipe the loop watches, from whatever thread receives the signal."""
+    import asyncio
+    import signal
+
+    if leave is None:
+        return
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, leave, signal.SIGINT, None)
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
         pass
 
 
@@ -113,16 +133,21 @@ def _quiet_exit_in_tcp_mode() -> None:
     logging.getLogger("asyncio").addFilter(not_a_clean_exit)
 
 
-def _read_messages_robustly() -> None:
+def _read_messages_robustly(leave=None) -> None:
     """pygls's message loop with gradlint's (gradlint/lsp/stream.py): a malformed message is
     skipped and logged and the next well-formed one answered, where pygls's lost every later
     message; and a TCP client that goes away mid-message (a reset, a half-sent request) ends the
     session as the end of its input does, where pygls let the read error escape into asyncio,
-    which printed a traceback and kept a server with no client running."""
+    which printed a traceback and kept a server with no client running.  The loop, once running,
+    also takes over the Ctrl-C handler `leave` (_ctrl_c_wakes_the_loop)."""
     import pygls.server
 
     from gradlint.lsp import stream
 
     if getattr(pygls.server, "run_async", None) is None:  # another pygls layout: keep its own loop
         return
-    pygls.server.run_async = stream.run_async
+    async def run_async(*args, **kwargs):
+        _ctrl_c_wakes_the_loop(leave)
+        return await stream.run_async(*args, **kwargs)
+
+    pygls.server.run_async = run_async
