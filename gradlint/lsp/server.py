@@ -39,6 +39,7 @@ from gradlint import __version__
 from gradlint.incremental import DocumentMemo
 from gradlint.lsp import actions
 from gradlint.lsp.config_source import SettingsCache, is_config_file
+from gradlint.lsp.protocol import GradlintProtocol, use_python_lines
 from gradlint.lsp.documents import (
     DocumentCheck,
     check_document,
@@ -90,7 +91,12 @@ def guarded(handler: Callable) -> Callable:
 
 class GradlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gradlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "gradlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=GradlintProtocol,  # no future kept per notification (gradlint/lsp/protocol.py)
+        )
         self.debounce = DEFAULT_DEBOUNCE
         self.settings = SettingsCache()
         self.push = True
@@ -282,6 +288,7 @@ def make_server() -> GradlintServer:
     @server.feature(types.INITIALIZE)
     @guarded
     def initialize(ls: GradlintServer, params: types.InitializeParams):
+        use_python_lines(ls.workspace)  # lines end where LSP ends them (gradlint/lsp/protocol.py)
         ls.push = _get(params.capabilities, "text_document", "diagnostic") is None
         options = params.initialization_options
         if isinstance(options, dict) and isinstance(options.get("debounce_ms"), (int, float)):
