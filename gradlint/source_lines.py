@@ -29,6 +29,20 @@ def lines(text: str, keepends: bool = False) -> list[str]:
     return [line.rstrip("\r\n") for line in found]
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def line_at(text: str, number: int) -> tuple[int, str]:
+    """(0-based index, text without its end) of 1-based line `number`, or of the last line when
+    the text has fewer; read up to that line only (a huge buffer is not split whole)."""
+    start, index = 0, 0
+    for match in _LINE_END.finditer(text):
+        if index == number - 1 or match.end() == len(text):
+            return index, text[start : match.start()]
+        start, index = match.end(), index + 1
+    return index, text[start:]
+
+
 def reader(text: str):
     """A readline over `text` for tokenize whose lines are Python's (a lone `\\r` ends one too,
     which `io.StringIO(text).readline` misses)."""

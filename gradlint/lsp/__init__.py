@@ -66,7 +66,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         server.start_io()
     # `exit` after `shutdown` is a clean stop; `exit` without it is 1 (the LSP rule).
-    return 0 if server.shutdown_requested else 1
+    code = 0 if server.shutdown_requested else 1
+    _leave_now_if_threads_remain(code)
+    return code
+
+
+def _leave_now_if_threads_remain(code: int) -> None:
+    """The session is over.  Python would wait for every thread before exiting: a check stuck in
+    native code, or pygls's reader waiting for input the client never sends or closes.  Each
+    message was flushed as it was sent and the server writes no file, so leave without them."""
+    import os
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def _settle_imports() -> None:

@@ -4,6 +4,10 @@ All analysis is ``gradlint.engine.check_source`` (through
 ``documents.check_document``); this module only schedules checks and
 speaks the protocol.
 
+Limits: a check stops at the file's time limit (file-timeout, as on the
+command line; gradlint/lsp/limits.py) and at ``shutdown``; a buffer over the
+size limit is not analysed (documents.py).  Each says so in one diagnostic.
+
 Scheduling: ``didOpen`` and ``didSave`` check at once; ``didChange``
 waits ``debounce`` seconds (0.25 by default, ``initializationOptions``
 ``{"debounce_ms": N}`` changes it) and each change cancels the check still
@@ -45,7 +49,9 @@ from gradlint.lsp.documents import (
     check_document,
     finding_at,
     findings_on_lines,
+    stopped_check,
 )
+from gradlint.lsp.limits import SHUT_DOWN, Analyses
 
 DEFAULT_DEBOUNCE = 0.25  # seconds: longer than the gap between keystrokes, short enough to feel live
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -108,12 +114,18 @@ class GradlintServer(LanguageServer):
         # only the statements it touched.  Used on the check thread only.
         self.memos: dict[str, DocumentMemo] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-check")
+        self.analyses = Analyses()  # the running check, stoppable at its time limit or at shutdown
         self._config_problems_shown: set[str] = set()
         self._internal_logged: dict[str, set[str]] = {}
 
     def shutdown(self) -> None:
         # a check still running on the worker must not hold up the process's exit
+        self.analyses.stop(SHUT_DOWN)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        # nor the thread reading the client's input, which may wait for bytes that never come
+        readers, self._thread_pool = getattr(self, "_thread_pool", None), None
+        if readers is not None:
+            readers.shutdown(wait=False, cancel_futures=True)
         super().shutdown()
 
     # --- messages to the client ---------------------------------------------------
@@ -172,7 +184,13 @@ class GradlintServer(LanguageServer):
         def run() -> Optional[DocumentCheck]:
             if not self.is_current(uri, key):
                 return None  # superseded while waiting for the worker: do not spend a check on it
-            return check_document(text, path, uri, settings, memo)
+            checked, stopped = self.analyses.run(
+                lambda: check_document(text, path, uri, settings, memo), settings.file_timeout
+            )
+            if stopped is not None:
+                self.memos.pop(uri, None)  # the memo may be half updated
+                return None if stopped == SHUT_DOWN else stopped_check(text, path, settings.file_timeout)
+            return checked
 
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(self._pool, run)
@@ -311,6 +329,7 @@ def make_server() -> GradlintServer:
     @guarded
     def shutdown(ls: GradlintServer, params: None):
         ls.shutdown_requested = True
+        ls.analyses.stop(SHUT_DOWN)  # no check outlives the session's end
         for uri in list(ls.pending):
             ls.forget(uri)
 
