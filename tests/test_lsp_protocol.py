@@ -17,7 +17,6 @@ import pytest
 
 pytest.importorskip("pygls")
 
-
 from gradlint.lsp.server import make_server
 from gradlint.settings import Settings
 
