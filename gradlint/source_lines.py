@@ -15,13 +15,21 @@ import io
 import re
 
 # What str.splitlines splits at besides \n and \r.  When a text holds none of these (nearly
-# always), str.splitlines gives Python's lines, at C speed.
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# always), str.splitlines gives Python's lines, at C speed (and `in` finds none at memchr's
+# speed: a regular expression's search took twice as long as the split).
+_OTHER_BREAKS = ("\x0c", "\x0b", "\x1c", "\x1d", "\x1e")
+_OTHER_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _splitlines_is_pythons(text: str) -> bool:
+    if any(char in text for char in _OTHER_BREAKS):
+        return False
+    return text.isascii() or not any(char in text for char in _OTHER_UNICODE_BREAKS)
 
 
 def lines(text: str, keepends: bool = False) -> list[str]:
     """`text.splitlines(keepends)`, with a line ending only at `\\n`, `\\r\\n` or `\\r`."""
-    if _OTHER_BREAKS.search(text) is None:
+    if _splitlines_is_pythons(text):
         return text.splitlines(keepends)
     found = io.StringIO(text, newline="").readlines()  # newline="": split at \n, \r\n, \r only, ends kept
     if keepends:

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 MARK = b"content-length:"  # header names are matched without regard to case, as in HTTP
 _LENGTH = re.compile(rb"content-length:[ \t]*(\d{1,12})[ \t]*\r?\n", re.I)
-_HEADER = re.compile(rb"[A-Za-z0-9-]+:[^\r\n]*\r?\n")  # `Content-Type: ...`
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
 MAX_LINE_BYTES = 64 * 1024
 # The largest body read whole: a didOpen of a file at the size limit (8 MB), every character
 # written as a \\uXXXX escape, fits.
@@ -114,7 +114,7 @@ async def next_body(stream: _Stream, skipped: Callable[[str], None]) -> Optional
                 keep = len(MARK) - 1  # a header may start at the end of this piece
                 stream.put_back(line[-keep:])
                 line = line[:-keep]
-            if _HEADER.fullmatch(line):
+            if _is_header(line):
                 headers = True  # legal before Content-Length; judged at the blank line
             elif line in (b"\r\n", b"\n") and headers:
                 skipped("a message whose header has no Content-Length")
@@ -168,9 +168,17 @@ async def _rest_of_header_block(stream: _Stream) -> Optional[bool]:
             return None
         if line in (b"\r\n", b"\n"):
             return True
-        if MARK in line.lower() or not _HEADER.fullmatch(line):
+        if MARK in line.lower() or not _is_header(line):
             stream.put_back(line)
             return False
+
+
+def _is_header(line: bytes) -> bool:
+    """`Name: value` ending the line (`Content-Type: ...`).  No regular expression: a name
+    pattern searched along a long run of letters would retry at every one of them."""
+    name, colon, value = line.partition(b":")
+    return (bool(colon) and bool(name) and _NAME_BYTES.issuperset(name) and line.endswith(b"\n")
+            and b"\n" not in value[:-1] and b"\r" not in value.rstrip(b"\r\n"))
 
 
 async def _drop(stream: _Stream, size: int) -> None:
