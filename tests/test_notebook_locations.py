@@ -44,7 +44,7 @@ def test_text(nb, capsys):
     assert code == 1, err
     assert out.splitlines()[:2] == [
         "nb.ipynb:cell 5:1:8: error: syntax error: invalid syntax; the other cells were checked",
-        "nb.ipynb:cell 4:4:5: GL002 opt.zero_grad() discards the gradients of loss.backward() (line 3) "
+        "nb.ipynb:cell 4:4:5: GL002 [*] opt.zero_grad() discards the gradients of loss.backward() (line 3) "
         "before opt.step() (line 5)",
     ]
 
@@ -135,7 +135,7 @@ def test_suppressed_statistics_and_unused_noqa(tmp_path, monkeypatch, capsys):
     stale = "y = 1  # noqa: GL004\n"
     write(tmp_path, "nb.ipynb", notebook(("markdown", "x\n"), ("code", HEADER), ("code", silenced), ("code", stale)))
     code, out, err = run_cli(capsys, "--no-cache", "--show-suppressed", "nb.ipynb")
-    assert out.startswith("nb.ipynb:cell 3:4:5: GL002 opt.zero_grad() discards"), out
+    assert out.startswith("nb.ipynb:cell 3:4:5: GL002 opt.zero_grad() discards"), out  # no mark when suppressed
     assert "(suppressed)" in out.splitlines()[0]
     code, out, err = run_cli(capsys, "--no-cache", "--report-unused-noqa", "nb.ipynb")
     assert out.startswith("nb.ipynb:cell 4:1:8: GL900 unused suppression of GL004"), out
@@ -160,7 +160,7 @@ def test_stdin_notebook(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     code, out, err = run_cli(capsys, "-", "--stdin-filename", "nb.ipynb", "--report-unused-noqa")
     assert out.splitlines()[:2] == [
-        "nb.ipynb:cell 3:4:5: GL002 opt.zero_grad() discards the gradients of loss.backward() (line 3) "
+        "nb.ipynb:cell 3:4:5: GL002 [*] opt.zero_grad() discards the gradients of loss.backward() (line 3) "
         "before opt.step() (line 5)",
         "nb.ipynb:cell 3:6:8: GL900 unused suppression of GL001 (nothing on this line is reported for it) "
         "in `# noqa: GL001`",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from gradlint.report.meta import info
+from gradlint.report.meta import brief
 
 FORMAT_VERSION = 1
 
@@ -37,7 +37,7 @@ def _place(item) -> dict:
 
 
 def finding_dict(finding) -> dict:
-    meta = info(finding.code)
+    meta = brief(finding.code)
     out = {
         "path": finding.path,
         **_place(finding),
