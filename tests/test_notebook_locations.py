@@ -165,3 +165,14 @@ def test_stdin_notebook(tmp_path, monkeypatch, capsys):
         "nb.ipynb:cell 3:6:8: GL900 unused suppression of GL001 (nothing on this line is reported for it) "
         "in `# noqa: GL001`",
     ], out + err
+
+
+def test_a_cached_notebook_result_keeps_its_cells(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "nb.ipynb", indented_notebook(*CELLS[:4]))
+    first = run_cli(capsys, "--cache-dir", "cache", "--output-format", "json", "nb.ipynb")
+    assert list((tmp_path / "cache").rglob("*.json")), "the notebook's result was cached"
+    second = run_cli(capsys, "--cache-dir", "cache", "--output-format", "json", "nb.ipynb")
+    assert second == first
+    (finding,) = json.loads(second[1])["findings"]
+    assert (finding["cell"], finding["line"]) == (4, 4)
