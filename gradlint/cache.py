@@ -284,10 +284,13 @@ def _well_typed(result: FileResult) -> bool:
     def span_ok(span) -> bool:
         return all(type(v) is int for v in (span.line, span.col, span.end_line, span.end_col))
 
+    def cell_ok(cell) -> bool:  # a notebook's place in a cell (findings.CellSpan), or None
+        return cell is None or (type(cell.cell) is int and type(cell.file_line) is int and span_ok(cell.span))
+
     def finding_ok(f) -> bool:
         if not (isinstance(f.path, str) and isinstance(f.code, str) and isinstance(f.message, str) and span_ok(f.span)):
             return False
-        if not all(span_ok(r.span) and isinstance(r.message, str) for r in f.related):
+        if not cell_ok(f.cell) or not all(span_ok(r.span) and isinstance(r.message, str) and cell_ok(r.cell) for r in f.related):
             return False
         return f.fix is None or all(span_ok(e.span) and isinstance(e.new_text, str) for e in f.fix.edits)
 
@@ -295,5 +298,5 @@ def _well_typed(result: FileResult) -> bool:
         all(finding_ok(f) for f in result.findings)
         and all(finding_ok(f) for f in result.suppressed)
         and all(isinstance(e.kind, str) and isinstance(e.message, str) and type(e.line) is int and type(e.col) is int
-                for e in result.errors)
+                and cell_ok(e.cell) for e in result.errors)
     )

@@ -173,6 +173,8 @@ class _Piece:
     counts_before: dict
     log: Log
     slots: range  # its entries in the file's outline
+    # its tree, kept only when a memo keeps it anyway (the second pass models the same nodes)
+    module: Optional[cst.Module] = None
 
 
 class _Disagrees(Exception):
@@ -268,7 +270,8 @@ class _Build:
                 models.append(self.slots[-1] if entry[0] == "loop" else None)
             if self.models is not None:
                 self.models.put(module, (first, self.model_key), (log, models))
-        self.pieces.append(_Piece(first, last, before, log, range(start, len(self.slots))))
+        kept = module if self.models is not None else None
+        self.pieces.append(_Piece(first, last, before, log, range(start, len(self.slots)), kept))
         bindings.end_piece()
         self.builder.use_piece(self.config, bindings)  # drops the piece's tree
 
@@ -296,7 +299,7 @@ class _Build:
     def second_pass(self, piece: _Piece) -> None:
         """Model a piece again with the complete bindings (its first answers have changed)."""
         self.second_passes += 1
-        module = self.parse(self.piece_text(piece.first, piece.last))
+        module = piece.module or self.parse(self.piece_text(piece.first, piece.last))
         again = Bindings(self.names)  # numbers, outline and loop facts of the new nodes only
         again.counts = dict(piece.counts_before)
         walk(module, again)
