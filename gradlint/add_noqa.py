@@ -13,13 +13,17 @@ notebook the comment goes on the finding's line of its cell, and nothing
 else in the JSON changes.  A line that cannot take a comment (it ends in a backslash continuation or inside
 a multi-line string) is left alone and its finding stays reported.
 Running it twice changes nothing: the second run has no finding to mark.
+The file is written as --fix writes it (gradlint/rewrite.py): only when it
+still holds the bytes that were checked, through symbolic links, keeping its
+owner, mode, attributes and links; a file that cannot be written is one
+error for that file, and the other files are still marked.
 """
 
 from __future__ import annotations
 
-import io
 import tokenize
 
+from gradlint import source_lines
 from gradlint.findings import FileResult, Finding
 
 
@@ -27,7 +31,7 @@ def lines_that_cannot_take_a_comment(source: str) -> set[int]:
     """1-based lines whose end lies inside a string token (a multi-line string)."""
     inside: set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(source_lines.reader(source)):
             if token.type == tokenize.STRING and token.end[0] > token.start[0]:
                 inside.update(range(token.start[0], token.end[0]))
     except (tokenize.TokenError, SyntaxError):
@@ -39,7 +43,7 @@ def with_noqa(source: str, findings: list[Finding]) -> tuple[str, list[Finding]]
     """The source with a directive for each finding, and the findings that got one."""
     from gradlint.lsp.actions import suppression_edit  # pure text edits, no pygls
 
-    lines = source.splitlines(keepends=True)
+    lines = source_lines.lines(source, keepends=True)
     blocked = lines_that_cannot_take_a_comment(source)
     marked = []
     done: set[tuple[int, str]] = set()
@@ -63,25 +67,23 @@ def with_noqa(source: str, findings: list[Finding]) -> tuple[str, list[Finding]]
     return "".join(lines), marked
 
 
-def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
+def add_noqa_to_file(result: FileResult, settings, staging=None) -> tuple[FileResult, int]:
     """Write the directives into the file; the result re-checked and how many findings were marked.
 
     Only plain UTF-8 files are edited (a file in another declared encoding is
     left as it is), and the file is re-checked before it is written: it must
     still parse and the marked findings must be gone.
     """
-    import os
-
-    from gradlint.atomic import write_atomically
-    from gradlint.engine import check_source, read_source
+    from gradlint.engine import check_source
+    from gradlint.rewrite import read_analysed, write_edit
 
     if not result.findings or result.errors:
         return result, 0
-    data, error = read_source(result.path)
-    if error is not None:
-        return result, 0
+    data, refused = read_analysed(result)  # the directives go on the lines that were checked
+    if refused is not None:
+        return refused, 0
     if result.path.lower().endswith(".ipynb"):
-        return _add_noqa_to_notebook(result, settings, data)
+        return _add_noqa_to_notebook(result, settings, data, staging)
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -97,18 +99,18 @@ def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
     left = {(f.span.line, f.code) for f in after.findings}
     if any((f.span.line, f.code) in left for f in marked):
         return result, 0  # a directive that does not silence: write nothing rather than a half-truth
-    write_atomically(result.path, edited, mode=os.stat(result.path).st_mode & 0o7777)
+    failed = write_edit(result, edited.encode("utf-8"), data, "the noqa directives", staging)
+    if failed is not None:
+        return failed, 0
     return after, len(marked)
 
 
-def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[FileResult, int]:
+def _add_noqa_to_notebook(result: FileResult, settings, data: bytes, staging=None) -> tuple[FileResult, int]:
     """The directives in a notebook's code cells: each goes on its finding's line of the cell;
     the JSON keeps every other byte (gradlint/notebook_edit.py).  A finding on a line that is
     not the cell's own text (a blanked IPython line) stays reported."""
     import json
-    import os
 
-    from gradlint.atomic import write_atomically
     from gradlint.notebook import check_notebook_data, notebook_source
     from gradlint.notebook_edit import code_cells, replace_cell_sources, source_spans
 
@@ -121,7 +123,7 @@ def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[Fi
     old_lines = joined.split("\n")
     edited, marked = with_noqa(joined, result.findings)
     new_lines = edited.split("\n")
-    cell_lines = {number: source.splitlines(keepends=True) for number, (_, source) in enumerate(cells, start=1)}
+    cell_lines = {number: source_lines.lines(source, keepends=True) for number, (_, source) in enumerate(cells, start=1)}
     kept, changed = [], set()
     for finding in marked:
         number, line = where[finding.span.line - 1]
@@ -143,5 +145,9 @@ def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[Fi
     left = {(f.span.line, f.code) for f in fresh.findings}
     if any((f.span.line, f.code) in left for f in kept):
         return result, 0  # as for a .py file: no half-truth
-    write_atomically(result.path, after, mode=os.stat(result.path).st_mode & 0o7777)
+    from gradlint.rewrite import write_edit
+
+    failed = write_edit(result, after.encode("utf-8"), data, "the noqa directives", staging)
+    if failed is not None:
+        return failed, 0
     return fresh, len(kept)

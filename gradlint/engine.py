@@ -16,6 +16,7 @@ from gradlint.findings import (
     INTERNAL_ERROR,
     READ_ERROR,
     SYNTAX_ERROR,
+    WRITE_ERROR,
     FileError,
     FileResult,
     Finding,
@@ -24,6 +25,8 @@ from gradlint.findings import (
 from gradlint.settings import Settings
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from gradlint.incremental import DocumentMemo
 
 
@@ -36,10 +39,17 @@ def decode(data: bytes, path: str) -> tuple[str | None, FileError | None]:
         import tokenize
 
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding), None
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
         return None, FileError(path, READ_ERROR, f"not valid UTF-8 or declared encoding: {reason}")
+    try:
+        return data.decode(encoding), None
+    except UnicodeDecodeError as exc:
+        if encoding in ("utf-8", "utf-8-sig"):
+            return None, FileError(path, READ_ERROR, f"not valid UTF-8 or declared encoding: {exc.reason}")
+        return None, FileError(path, READ_ERROR, f"not valid text in its declared encoding {encoding!r}: {exc.reason}")
+    except Exception as exc:  # a codec may fail in any way (punycode: UnicodeError; a codec not for text)
+        return None, FileError(path, READ_ERROR, f"cannot decode as the declared encoding {encoding!r}: {exc}")
 
 
 def check_source(
@@ -59,6 +69,10 @@ def check_source(
         return FileResult(path, errors=[failure.error])
     except RecursionError:
         return FileResult(path, errors=[FileError(path, SYNTAX_ERROR, "too deeply nested to analyse")])
+    except MemoryError:  # the per-file memory limit (gradlint/pool.py) or the machine's
+        from gradlint.findings import TIMEOUT
+
+        return FileResult(path, errors=[FileError(path, TIMEOUT, "analysis stopped: out of memory")])
     except Exception as exc:  # a bug in gradlint: name the file and the crash, keep going
         where = traceback.extract_tb(exc.__traceback__)[-1]
         message = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
@@ -109,12 +123,20 @@ def _screen(source: str, settings: Settings, memo=None):
 
 def _guard(source: str, path: str, memo=None) -> None:
     """gradlint/parse_guard.py: input that would crash or stall libcst's native parser (deep
-    nesting) becomes a one-line error here, before libcst sees it."""
-    from gradlint import parse_guard
+    nesting) becomes a one-line error here, before libcst sees it.  So does a text CPython does
+    not parse: every checked file is judged by CPython's parser, whether the analysis needs
+    libcst or not (gradlint/syntax.py), with CPython's words."""
+    from gradlint import parse_guard, python_ast
 
-    refused = parse_guard.check(source, path, memo.nodes if memo is not None else None)
+    refused = parse_guard.long_line(source, path) or parse_guard.check(source, path, memo.nodes if memo is not None else None)
     if refused is not None:
         raise _ParseFailure(refused)
+    try:
+        python_ast.parse(source)  # the guard's tree: parsed once
+    except SyntaxError as exc:
+        raise _ParseFailure(FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        pass  # the guard judged these
 
 
 def _parse_screened(text: str, source: str, path: str):
@@ -161,9 +183,9 @@ def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
         tree = python_ast.parse(text)  # the guard's tree when the screen blanked nothing
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the whole parse says what is wrong
-    spans = piecewise.cut(tree)
-    if len(spans) < 2:
-        return None
+    spans = piecewise.grouped(tree)
+    if not spans or (len(spans) < 2 and 2 * (spans[0][1] - spans[0][0] + 1) > text.count("\n") + 1):
+        return None  # one piece of most of the text: a whole parse costs the same
     table = AstTable(tree)
     del tree
     python_ast.forget()  # tens of megabytes; the table holds what positions need
@@ -207,6 +229,11 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> li
     text = _screen(source, settings, memo)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
+    from gradlint.parse_guard import oversized_statement
+
+    refused = oversized_statement(text, path)  # in what libcst would parse: its memory grows with it
+    if refused is not None:
+        raise _ParseFailure(refused)
     from gradlint.rules.registry import all_rules
 
     if memo is not None:
@@ -277,11 +304,26 @@ def read_source(path: str) -> tuple[bytes | None, FileError | None]:
     with os.fdopen(fd, "rb") as handle:
         try:
             if info.st_size > MAX_FILE_BYTES:
-                size = info.st_size
-                return None, FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")
-            return handle.read(), None
+                return None, too_large(path, info.st_size)
+            data = handle.read(MAX_FILE_BYTES + 1)  # bounded: the file may grow after fstat
+            if len(data) > MAX_FILE_BYTES:
+                return None, too_large(path, len(data))
+            return data, None
         except OSError as exc:
             return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+
+
+def too_large(path: str, size: int) -> FileError:
+    """The size limit's error (a file, or standard input), with how to leave such a file out."""
+    if path == "-":
+        how = "leave it out with --force-exclude and an exclude matching --stdin-filename"
+    else:
+        name = os.path.basename(path)
+        how = f"skip it with --extend-exclude {name} or extend-exclude = [\"{name}\"] in [tool.gradlint]"
+    return FileError(
+        path, READ_ERROR,
+        f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB); {how}",
+    )
 
 
 def _file_kind(mode: int) -> str:
@@ -299,19 +341,81 @@ def check_file(path: str, settings: Settings) -> FileResult:
     return _check_file(path, settings)[0]
 
 
-def _check_file(path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+def _check_file(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
     """The result and the digest of the bytes it describes (None: not cacheable input)."""
+    result, digest, _ = _read_and_check(path, settings, notebooks)
+    return result, digest
+
+
+# gradlint/notebook.py's suffix.  The engine does not import notebook.py (which imports the
+# engine): a run that checks notebooks is handed their check (RunOptions.notebooks).
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def _is_notebook(path: str, notebooks) -> bool:
+    return notebooks is not None and path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
+def _read_and_check(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None", "str | None"]:
+    """_check_file's result and digest, and the text analysed (None: no text a fix applies to).
+    `notebooks`: notebook.check_notebook_data, for the .ipynb files of the run."""
     from gradlint.cache import content_digest
 
     data, error = read_source(path)
     if error is not None:
-        return FileResult(path, errors=[error]), None
+        return FileResult(path, errors=[error]), None, None
+    digest = content_digest(data)
+    text = None
+    if _is_notebook(path, notebooks):  # JSON, cells, dedenting: the same worker and guard as a .py file
+        result = notebooks(data, path, settings)[0]
+    else:
+        text, error = decode(data, path)
+        if error is not None:
+            result = FileResult(path, errors=[error])  # (text is None)
+        elif not _passes_prefilter(text, settings):
+            result, text = syntax_checked(text, path), None  # no gradient event can be written here
+        else:
+            result = check_source(text, path, settings)
+    result.source_digest = digest  # what an edit of the file must find there (gradlint/rewrite.py)
+    return result, digest, text
+
+
+def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
+    """_check_file, with each fix replaced by the first of its choices that provably helps
+    (fix/session.py's proven_fixes: what JSON and SARIF offer).  Done here, in the worker and
+    cached, rather than once more per file in the main process: a warm JSON run of 20,000
+    files took 18 times as long as a text one.  Proving a fix re-checks the file; when the
+    file's time runs out meanwhile, its findings are given without fixes (not cached)."""
+    result, digest, text = _read_and_check(path, settings, notebooks)
+    if text is None or not any(f.fix for f in result.findings):
+        return result, digest
+    from gradlint.fix.session import proven_fixes
+    from gradlint.pool import TimeUp
+
+    try:
+        return proven_fixes(text, result, lambda fixed: check_source(fixed, path, settings)), digest
+    except TimeUp:
+        from dataclasses import replace
+
+        return FileResult(path, [replace(f, fix=None) for f in result.findings], result.errors, result.suppressed), None
+
+
+def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+    """Python source bytes that are not read from `path` (standard input): the result and the
+    text analysed, None when there is none.  The caller applies the limits."""
+    stall_for_tests(path)
     text, error = decode(data, path)
     if error is not None:
-        return FileResult(path, errors=[error]), content_digest(data)
-    if not _passes_prefilter(text, settings):
-        return FileResult(path), content_digest(data)  # no gradient event can be written here
-    return check_source(text, path, settings), content_digest(data)
+        return FileResult(path, errors=[error]), None
+    return check_source(text, path, settings), text
+
+
+def syntax_checked(text: str, path: str) -> FileResult:
+    """The result of a file the prefilter passes over: clean, unless CPython cannot parse it."""
+    from gradlint.syntax import syntax_error
+
+    error = syntax_error(text, path)
+    return FileResult(path, errors=[error]) if error is not None else FileResult(path)
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -359,9 +463,12 @@ class RunResult:
         )
         if self.files_not_checked:
             text += f", {self.files_not_checked} could not be checked"
-        cells = sum(1 for e in errors if not e.whole_file)
+        cells = sum(1 for e in errors if not e.whole_file and e.kind != WRITE_ERROR)
         if cells:
             text += f", {cells} notebook cell{'s' if cells != 1 else ''} skipped for a syntax error"
+        unwritten = len({e.path for e in errors if e.kind == WRITE_ERROR})  # checked, then --fix could not write
+        if unwritten:
+            text += f", {unwritten} could not be written"
         return text + ")."
 
     def exit_code(self) -> int:
@@ -384,6 +491,9 @@ MIN_BYTES_FOR_POOL = 64 * 1024
 class RunOptions:
     jobs: int | None = None  # None: the core count, when the work is large enough (see above)
     cache_dir: str | None = None  # None: no cache (the CLI passes cache.default_cache_dir() by default)
+    prove_fixes: bool = False  # JSON and SARIF: only fixes that provably help (_check_file_proving)
+    # notebook.check_notebook_data: .ipynb files are checked as notebooks (None: as Python)
+    notebooks: "Callable | None" = None
 
 
 def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOptions()) -> list[FileResult]:
@@ -394,35 +504,28 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     rest are served from the cache when their key matches, and the others
     are analysed, in worker processes when there are enough of them.
     """
-    from gradlint.cache import Cache, content_digest
+    from gradlint.cache import Cache
 
     cache = Cache(options.cache_dir) if options.cache_dir else None
     results: list = [None] * len(tasks)
     pending: list[int] = []
     pending_bytes = 0
     for i, (path, settings) in enumerate(tasks):
-        data, error = read_source(path)
-        if error is not None:
-            results[i] = FileResult(path, errors=[error])
+        try:
+            known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks)
+        except Exception as exc:  # one file's trouble is that file's error: the run goes on
+            from gradlint.pool import crashed
+
+            known = crashed(path, f"{type(exc).__name__}: {exc}")
+        if isinstance(known, FileResult):
+            results[i] = known
             continue
-        text, error = decode(data, path)
-        if error is not None:
-            results[i] = FileResult(path, errors=[error])
-            continue
-        if not _passes_prefilter(text, settings):
-            results[i] = FileResult(path)
-            continue
-        if cache is not None:
-            hit = cache.get(cache.key(path, content_digest(data), settings), path)
-            if hit is not None:
-                results[i] = hit
-                continue
         pending.append(i)
-        pending_bytes += len(data)
+        pending_bytes += known
 
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
-    analyse = _slowed_check_file if os.environ.get(SLOW_FOR_TESTS) else _check_file
+    analyse = _Analysis(options.prove_fixes, bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
     if jobs > 1:
         from gradlint.pool import run_parallel
 
@@ -436,8 +539,40 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         results[i] = result
         if cache is not None and digest is not None:
             path, settings = tasks[i]
-            cache.put(cache.key(path, digest, settings), result)
+            cache.put(cache.key(path, digest, settings, proven=options.prove_fixes), result)
+    if cache is not None:
+        cache.save_parsed()
     return results
+
+
+def _without_analysis(path: str, settings: Settings, cache, proven: bool = False, notebooks=None) -> "FileResult | int":
+    """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
+    in it, in the cache), else its size in bytes."""
+    from gradlint.cache import content_digest
+
+    data, error = read_source(path)
+    if error is not None:
+        return FileResult(path, errors=[error])
+    if not _is_notebook(path, notebooks):  # a notebook's text is JSON: its worker reads the cells
+        text, error = decode(data, path)
+        if error is not None:
+            return FileResult(path, errors=[error])
+        if not _passes_prefilter(text, settings):
+            # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
+            digest = content_digest(data) if cache is not None else None
+            if digest is not None and cache.known_to_parse(digest):
+                return FileResult(path)
+            result = syntax_checked(text, path)
+            if digest is not None and not result.errors:
+                cache.parsed(digest)
+            return result
+    if cache is not None:
+        digest = content_digest(data)
+        hit = cache.get(cache.key(path, digest, settings, proven=proven), path)
+        if hit is not None:
+            hit.source_digest = digest  # what an edit of the file must find there (gradlint/rewrite.py)
+            return hit
+    return len(data)
 
 
 def _workers(asked: int | None, files: int, size: int) -> int:
@@ -467,12 +602,26 @@ def load_analysis() -> None:
 SLOW_FOR_TESTS = "GRADLINT_TEST_STALL_ON"
 
 
-def _slowed_check_file(path: str, settings: Settings):
+@dataclass(frozen=True)
+class _Analysis:
+    """What a worker runs per file (a picklable callable): _check_file or _check_file_proving,
+    and in the tests, the stall of SLOW_FOR_TESTS first."""
+
+    prove_fixes: bool = False
+    stall: bool = False
+    notebooks: "Callable | None" = None  # RunOptions.notebooks (a module-level function: picklable)
+
+    def __call__(self, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+        if self.stall:
+            stall_for_tests(path)
+        return (_check_file_proving if self.prove_fixes else _check_file)(path, settings, self.notebooks)
+
+
+def stall_for_tests(path: str) -> None:
     if os.path.basename(path) == os.environ.get(SLOW_FOR_TESTS):
         import time
 
         time.sleep(24 * 3600)
-    return _check_file(path, settings)
 
 
 def check_paths(paths: list[str], settings: Settings, options: RunOptions = RunOptions()) -> RunResult:

@@ -1,15 +1,15 @@
 """`gradlint explain CODE`: the text for every code gradlint can print.
 
 The rules come from the registry; GL900 (an unused suppression) and the
-kinds of files that could not be checked (`syntax-error`, `read-error`,
-`internal-error`, `timeout`, `not-python`: the `code` of those diagnostics in the json, sarif,
+kinds of files that could not be checked or written (`syntax-error`, `read-error`,
+`internal-error`, `timeout`, `not-python`, `write-error`: the `code` of those diagnostics in the json, sarif,
 github and lsp formats) are not rules, and are explained here so that
 every code a user meets in output has an answer.
 """
 
 from __future__ import annotations
 
-from gradlint.findings import INTERNAL_ERROR, NOT_PYTHON, READ_ERROR, SYNTAX_ERROR, TIMEOUT
+from gradlint.findings import INTERNAL_ERROR, NOT_PYTHON, READ_ERROR, SYNTAX_ERROR, TIMEOUT, WRITE_ERROR
 from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
 
 _NOT_RULES = {
@@ -61,6 +61,10 @@ other files. No file should take that long: it is gradlint's failure, and
 the run exits 2 as for an internal error. Please report it with the file.
 Meanwhile, a larger limit (`--file-timeout SECONDS`, or `file-timeout` in
 [tool.gradlint]) lets the file finish, and `exclude` skips it.
+
+`PATH: analysis stopped: out of memory`: the analysis of one file may use
+at most 4 GB more than the process held when it started (where the system
+allows such a limit); past it the file is stopped the same way.
 """,
     NOT_PYTHON: f"""\
 {NOT_PYTHON} (a file named on the command line that is not Python)
@@ -70,6 +74,16 @@ whose first line is a `#!` naming python. A file named on the command line
 that is none of these (`gradlint data.csv`) is not checked; the run exits
 2, as for a usage error. Files found by walking a directory are chosen by
 their extension and never give this error.
+""",
+    WRITE_ERROR: f"""\
+{WRITE_ERROR} (a file that was checked but could not be written)
+
+`--fix` or `--add-noqa` could not write its edit into this file, which was
+left exactly as it was: the user may not write it (`Permission denied`: a
+read-only file, a read-only file system), or it changed on disk after it
+was checked (an editor saved it meanwhile: run again). Its findings are
+still reported and it counts as checked; the other files were edited. The
+run exits 1.
 """,
 }
 
@@ -109,3 +123,28 @@ def explainable_codes() -> dict:
     codes = {rule.code: _RuleText(rule) for rule in all_rules()}
     codes.update({code.upper(): _Text(text) for code, text in _NOT_RULES.items()})
     return codes
+
+
+def lookup(word: str):
+    """The explanation of a code (`GL002`, `syntax-error`) or a rule's name
+    (`missing-zero-grad`), any case; None when there is none."""
+    from gradlint.rules.registry import all_rules
+
+    key = word.strip().upper()
+    codes = explainable_codes()
+    if key in codes:
+        return codes[key]
+    by_name = {rule.name.upper(): rule.code for rule in all_rules()}
+    return codes[by_name[key]] if key in by_name else None
+
+
+def near(word: str) -> list[str]:
+    """Codes and rule names close to a word that is neither (for the error message)."""
+    import difflib
+
+    from gradlint.rules.registry import all_rules
+
+    names = {rule.name: rule.code for rule in all_rules()}
+    candidates = [*names, *(code.lower() for code in _NOT_RULES)]
+    found = difflib.get_close_matches(word.strip().lower(), candidates, n=3, cutoff=0.75)
+    return [f"{name} ({names[name]})" if name in names else name for name in found]

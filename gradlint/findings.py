@@ -22,11 +22,43 @@ class Span:
 
 
 @dataclass(frozen=True)
+class CellSpan:
+    """Where a notebook's finding is for its reader (the Span stays the line in the joined code
+    cells, which suppressions and fixes work on): the cell, counted from 1 over every cell,
+    markdown included (as Jupyter shows them and ruff names them); the line and column in that
+    cell's own source; and the line of the .ipynb file that holds the span's first line, for the
+    formats that can only point at a line of the file (GitHub annotations, SARIF, JUnit)."""
+
+    cell: int
+    span: Span
+    file_line: int
+
+    def label(self) -> str:
+        return f"cell {self.cell}, line {self.span.line}"
+
+    @staticmethod
+    def from_dict(data: "dict | None") -> "CellSpan | None":
+        if data is None:
+            return None
+        return CellSpan(data["cell"], Span(**data["span"]), data["file_line"])
+
+
+@dataclass(frozen=True)
 class Related:
     """Another event that makes a finding a bug (the backward, the step)."""
 
     span: Span
     message: str
+    cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader
+
+    def label(self, finding_cell: "CellSpan | None" = None) -> str:
+        """How a message names this event's line: `line 14` (in a notebook, the line in the
+        cell, with the cell named when it is not the finding's own)."""
+        if self.cell is None:
+            return f"line {self.span.line}"
+        if finding_cell is not None and finding_cell.cell == self.cell.cell:
+            return f"line {self.cell.span.line}"
+        return self.cell.label()
 
 
 @dataclass(frozen=True)
@@ -72,6 +104,7 @@ class Finding:
     span: Span
     related: tuple[Related, ...] = ()
     fix: Optional[Fix] = None
+    cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader (see CellSpan)
 
     @property
     def line(self) -> int:
@@ -96,9 +129,11 @@ class Finding:
             message=data["message"],
             span=Span(**data["span"]),
             related=tuple(
-                Related(Span(**r["span"]), r["message"]) for r in data.get("related", ())
+                Related(Span(**r["span"]), r["message"], CellSpan.from_dict(r.get("cell")))
+                for r in data.get("related", ())
             ),
             fix=None if fix is None else Fix.from_dict(fix),
+            cell=CellSpan.from_dict(data.get("cell")),
         )
 
 
@@ -112,10 +147,13 @@ INTERNAL_ERROR = "internal-error"
 TIMEOUT = "timeout"
 # A file named on the command line that is not Python: a usage error for that file (exit 2).
 NOT_PYTHON = "not-python"
+# A file that was checked but whose edit (--fix, --add-noqa) could not be written: its findings
+# stay reported, it counts as checked (whole_file False), and the run exits 1 (gradlint/rewrite.py).
+WRITE_ERROR = "write-error"
 # Kinds that make the run exit 2 (and SARIF's executionSuccessful false for gradlint's own).
 TOOL_FAILURES = (INTERNAL_ERROR, TIMEOUT)
 EXIT_ERROR_KINDS = TOOL_FAILURES + (NOT_PYTHON,)
-FILE_ERROR_KINDS = (SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR, TIMEOUT, NOT_PYTHON)  # `gradlint explain` knows each
+FILE_ERROR_KINDS = (SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR, TIMEOUT, NOT_PYTHON, WRITE_ERROR)  # `gradlint explain` knows each
 
 
 @dataclass(frozen=True)
@@ -129,9 +167,14 @@ class FileError:
     col: int = 1
     # False when only a part (a notebook cell) could not be checked and the rest was.
     whole_file: bool = True
+    cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader (see CellSpan)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict) -> "FileError":
+        return FileError(**{**data, "cell": CellSpan.from_dict(data.get("cell"))})
 
 
 @dataclass
@@ -141,6 +184,9 @@ class FileResult:
     errors: list[FileError] = field(default_factory=list)
     # Findings a `# noqa` comment silenced; kept so --show-suppressed can list them.
     suppressed: list[Finding] = field(default_factory=list)
+    # The digest (gradlint/digest.py) of the bytes this result describes, when they came from a
+    # file: an edit (--fix, --add-noqa) refuses a file that no longer holds them.  Not reported.
+    source_digest: Optional[str] = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {
@@ -155,6 +201,6 @@ class FileResult:
         return FileResult(
             path=data["path"],
             findings=[Finding.from_dict(f) for f in data["findings"]],
-            errors=[FileError(**e) for e in data["errors"]],
+            errors=[FileError.from_dict(e) for e in data["errors"]],
             suppressed=[Finding.from_dict(f) for f in data.get("suppressed", [])],
         )

@@ -1,9 +1,10 @@
 """gradlint/quick.py answers a clean run early: only where the full CLI would print
-nothing and exit 0, and without importing the full CLI."""
+`All checks passed!` and exit 0 (and it prints the same), without importing the full CLI."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -47,6 +48,7 @@ def files(tmp_path):
         "wrapped, configured": make("wrapped/proj/train.py", WRAPPED),
         "under invalid toml": make("invalid/proj/plain.py", PLAIN),
         "under a table-less pyproject": make("tableless/proj/plain.py", PLAIN),
+        "under build": make("build/plain.py", PLAIN),
     }
     make("wrapped/proj/pyproject.toml", WRAPPER_CONFIG)
     make("invalid/pyproject.toml", "[project\nname = 'x'\n")
@@ -83,6 +85,10 @@ ARGVS = [
     ["{under invalid toml}", "--isolated"],
     ["{under a table-less pyproject}"],
     ["{directory}"],
+    ["{plain}", "-q"],
+    ["{plain}", "{plain}", "{empty}"],
+    ["{under build}"],
+    ["{under build}", "--force-exclude"],
     ["{missing}"],
     [],
 ]
@@ -96,15 +102,20 @@ def test_the_shortcut_answers_only_what_the_full_run_answers(template, tmp_path,
     shortcut = quick.clean_run(argv)
     code, out, err = full_run(argv, capsys, monkeypatch)
     if shortcut:
-        assert (code, out, err) == (0, "", "")
-    assert not (tmp_path / "cache").exists() or not shortcut  # a clean answer writes no cache
+        assert (code, out, err) == (0, "" if "-q" in argv else quick.clean_summary(shortcut) + "\n", "")
+        # The full run may remember that the files parsed (the cache's parsed digests); the
+        # early answer writes no cache at all, and says the same.
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+        assert (cli.main(argv), *capsys.readouterr()) == (code, out, err)
+        assert not (tmp_path / "cache").exists()
 
 
 def test_the_shortcut_is_taken_for_plain_files(tmp_path):
     names = files(tmp_path)
     assert quick.clean_run([names["plain"], names["empty"], names["under a table-less pyproject"]])
     assert quick.clean_run([names["wrapped, configured"], "--isolated"])  # no wrappers: no event spelled
-    assert quick.clean_run([names["syntax error, no event"]])  # the full run never parses it either
+    # CPython parses every checked file: a syntax error is the full run's to report (issue 30)
+    assert not quick.clean_run([names["syntax error, no event"]])
     assert not quick.clean_run([names["wrapped, configured"]])  # its pyproject.toml names gradlint
     assert not quick.clean_run([names["training"]])
 
@@ -121,7 +132,7 @@ def test_a_clean_run_imports_neither_the_cli_nor_the_analysis(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(cli.__file__))})
-    assert proc.stdout.split(None, 1) == ["0", "[]\n"], proc.stderr
+    assert proc.stdout.splitlines() == ["All checks passed! (1 file checked)", "0 []"], proc.stderr
 
 
 def test_the_size_limit_is_the_engines():
