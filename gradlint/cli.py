@@ -555,7 +555,11 @@ def _check_paths(args, resolver):
         (notebooks if is_notebook(path) else tasks).append((path, resolver.settings_for(path)))
     from gradlint.cache import default_cache_dir  # .gradlint_cache/ in the project root unless told otherwise
 
-    options = engine.RunOptions(jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths))
+    options = engine.RunOptions(
+        jobs=args.jobs,
+        cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
+        roots=tuple(p for p in args.paths if p != "-"),
+    )
     results = engine.check_files(tasks, options) if tasks else []
     sources: dict[str, str] = {}
     for path, settings in notebooks:  # few, and not worth a worker: checked here

@@ -43,10 +43,16 @@ def decode(data: bytes, path: str) -> tuple[str | None, FileError | None]:
 
 
 def check_source(
-    source: str | bytes, path: str, settings: Settings | None = None, memo: "DocumentMemo | None" = None
+    source: str | bytes,
+    path: str,
+    settings: Settings | None = None,
+    memo: "DocumentMemo | None" = None,
+    project=None,
 ) -> FileResult:
     """`memo`: what earlier checks of the same buffer parsed (the language server keeps one per
-    open document, gradlint/incremental): the result is the same, only the parsing is shared."""
+    open document, gradlint/incremental): the result is the same, only the parsing is shared.
+    `project`: the file's place in the project index (gradlint/project: a loop that calls a
+    function of another module is modelled through it); None: the file alone."""
     settings = settings or Settings.default()
     if isinstance(source, bytes):
         text, error = decode(source, path)
@@ -54,7 +60,7 @@ def check_source(
             return FileResult(path, errors=[error])
         source = text
     try:
-        findings = _analyse(source, path, settings, memo)
+        findings = _analyse(source, path, settings, memo, project)
     except _ParseFailure as failure:
         return FileResult(path, errors=[failure.error])
     except RecursionError:
@@ -100,11 +106,12 @@ def _syntax_error(source: str, path: str, exc) -> FileError:
     return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
 
 
-def _screen(source: str, settings: Settings, memo=None):
+def _screen(source: str, settings: Settings, memo=None, project=None):
     """What libcst should parse (gradlint/screen.py), None when nothing can be found."""
     from gradlint.screen import screen
 
-    return screen(source, settings.wrappers, memo.nodes if memo is not None else None)
+    words = tuple(sorted(project.words)) if project is not None else ()
+    return screen(source, settings.wrappers, memo.nodes if memo is not None else None, words)
 
 
 def _guard(source: str, path: str, memo=None) -> None:
@@ -129,7 +136,7 @@ def _parse_screened(text: str, source: str, path: str):
         return _parse(source, path), source
 
 
-def _model_of_statements(text: str, source: str, path: str, settings: Settings, memo):
+def _model_of_statements(text: str, source: str, path: str, settings: Settings, memo, project=None):
     """The model built from one piece per top-level statement, each piece's libcst tree reused
     from the memo when its text is unchanged; None when only a whole parse can give it."""
     from gradlint import python_ast
@@ -144,11 +151,12 @@ def _model_of_statements(text: str, source: str, path: str, settings: Settings, 
     if not spans:
         return None
     return piecewise.build_in_pieces(
-        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse, models=memo.models
+        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse, models=memo.models,
+        project=project,
     )
 
 
-def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
+def _model_in_pieces(text: str, source: str, path: str, settings: Settings, project=None):
     """A huge file's model built piece by piece (gradlint/model/piecewise.py), else None."""
     from gradlint.model import piecewise
 
@@ -167,10 +175,10 @@ def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
     table = AstTable(tree)
     del tree
     python_ast.forget()  # tens of megabytes; the table holds what positions need
-    return piecewise.build_in_pieces(text, path, source, settings.wrappers, table, spans)
+    return piecewise.build_in_pieces(text, path, source, settings.wrappers, table, spans, project=project)
 
 
-def _analyse(source: str, path: str, settings: Settings, memo=None) -> list[Finding]:
+def _analyse(source: str, path: str, settings: Settings, memo=None, project=None) -> list[Finding]:
     if not source.strip():
         return []
     import gc
@@ -184,10 +192,10 @@ def _analyse(source: str, path: str, settings: Settings, memo=None) -> list[Find
     gc.disable()
     try:
         if memo is None:
-            return _analyse_parsed(source, path, settings)
+            return _analyse_parsed(source, path, settings, project=project)
         memo.next_check()
         with python_ast.reusing(memo.ast):
-            return _analyse_parsed(source, path, settings, memo)
+            return _analyse_parsed(source, path, settings, memo, project)
     finally:
         python_ast.forget()  # the guard's ast (shared with the screen and positions) dies with the check
         fix = sys.modules.get("gradlint.fix")
@@ -197,27 +205,27 @@ def _analyse(source: str, path: str, settings: Settings, memo=None) -> list[Find
             gc.enable()
 
 
-def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> list[Finding]:
+def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, project=None) -> list[Finding]:
     from gradlint.data_literals import without_data
 
     # From here on the source has its big numeric data literals emptied (gradlint/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     source = without_data(source)
     _guard(source, path, memo)
-    text = _screen(source, settings, memo)
+    text = _screen(source, settings, memo, project)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.rules.registry import all_rules
 
     if memo is not None:
-        model = _model_of_statements(text, source, path, settings, memo)
+        model = _model_of_statements(text, source, path, settings, memo, project)
     else:
-        model = _model_in_pieces(text, source, path, settings)
+        model = _model_in_pieces(text, source, path, settings, project)
     if model is None:
         from gradlint.model.loops import build
 
         module, parsed = _parse_screened(text, source, path)
-        model = build(module, path, source, settings.wrappers, parsed_text=parsed)
+        model = build(module, path, source, settings.wrappers, parsed_text=parsed, project=project)
         del module
     if not model.loops and not model.lightning_clips:
         return []
@@ -230,16 +238,29 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> li
         for raw in rule.check(model):
             if raw.loop is not None and raw.event.key in raw.loop.foreign:
                 continue  # an inner loop reports its own events
-            finding = Finding(
-                path=path,
-                code=raw.code,
-                message=raw.message,
-                span=raw.event.span,
-                related=tuple(Related(e.span, why) for e, why in raw.related),
-                fix=plan(raw, model),
-            )
+            finding = _finding(raw, path, model, plan)
+            if finding is None:
+                continue
             found.setdefault((finding.code, finding.span), finding)
     return sorted(found.values(), key=Finding.sort_key)
+
+
+def _finding(raw, path: str, model, plan) -> Finding | None:
+    """The finding of a rule's raw finding.  An event of a function of another module is
+    reported on the call in this file that leads there, with the event itself as the first
+    related location (in its file); such a finding has no fix (it would edit another file)."""
+    event = raw.event
+    related = tuple(Related(e.span, why, e.path) for e, why in raw.related)
+    if event.path is None and not any(e.path is not None for e, _ in raw.related):
+        return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related, fix=plan(raw, model))
+    if event.path is None:
+        return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related)
+    if event.anchor is None:
+        return None
+    span, label = event.anchor
+    message = f"in {label}: {raw.message}"
+    related = (Related(event.span, f"{event.text}, in {label}", event.path),) + related
+    return Finding(path=path, code=raw.code, message=message, span=span, related=related)
 
 
 # --- many files ------------------------------------------------------------------
@@ -303,15 +324,18 @@ def _check_file(path: str, settings: Settings) -> tuple[FileResult, "str | None"
     """The result and the digest of the bytes it describes (None: not cacheable input)."""
     from gradlint.cache import content_digest
 
+    from gradlint.project.run import project_for
+
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error]), None
     text, error = decode(data, path)
     if error is not None:
         return FileResult(path, errors=[error]), content_digest(data)
-    if not _passes_prefilter(text, settings):
+    project = project_for(path)
+    if project is None and not _passes_prefilter(text, settings):
         return FileResult(path), content_digest(data)  # no gradient event can be written here
-    return check_source(text, path, settings), content_digest(data)
+    return check_source(text, path, settings, project=project), content_digest(data)
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -384,6 +408,9 @@ MIN_BYTES_FOR_POOL = 64 * 1024
 class RunOptions:
     jobs: int | None = None  # None: the core count, when the work is large enough (see above)
     cache_dir: str | None = None  # None: no cache (the CLI passes cache.default_cache_dir() by default)
+    # The paths the run was given: absolute imports of the project resolve up to these
+    # (gradlint/project); () means the folders of the checked files.
+    roots: tuple = ()
 
 
 def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOptions()) -> list[FileResult]:
@@ -396,10 +423,13 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     """
     from gradlint.cache import Cache, content_digest
 
+    from gradlint.project import run as project_run
+
     cache = Cache(options.cache_dir) if options.cache_dir else None
     results: list = [None] * len(tasks)
     pending: list[int] = []
     pending_bytes = 0
+    read: list = [None] * len(tasks)
     for i, (path, settings) in enumerate(tasks):
         data, error = read_source(path)
         if error is not None:
@@ -409,11 +439,23 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         if error is not None:
             results[i] = FileResult(path, errors=[error])
             continue
-        if not _passes_prefilter(text, settings):
+        read[i] = (data, text)
+    # The project index (gradlint/project): what each function of the checked modules does to
+    # gradients, so that a loop calling into another module is modelled through it.
+    files = [(tasks[i][0], r[1], content_digest(r[0]), tasks[i][1].wrappers) for i, r in enumerate(read) if r is not None]
+    index, views = project_run.index_files(files, options.roots)
+    project_run.install(index, views)
+    for i, (path, settings) in enumerate(tasks):
+        if read[i] is None:
+            continue
+        data, text = read[i]
+        read[i] = None
+        view = views.get(path)
+        if view is None and not _passes_prefilter(text, settings):
             results[i] = FileResult(path)
             continue
         if cache is not None:
-            hit = cache.get(cache.key(path, content_digest(data), settings), path)
+            hit = cache.get(cache.key(path, _with_view(content_digest(data), view), settings), path)
             if hit is not None:
                 results[i] = hit
                 continue
@@ -427,7 +469,12 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         from gradlint.pool import run_parallel
 
         load_analysis()  # here, before the fork: the workers inherit the imports instead of repeating them
-        outcomes = run_parallel(analyse, work, jobs, load_analysis)
+        prepare = load_analysis
+        if views:
+            from functools import partial
+
+            prepare = partial(project_run.install_and_load, index, views, load_analysis)
+        outcomes = run_parallel(analyse, work, jobs, prepare)
     else:
         from gradlint.pool import guarded
 
@@ -436,8 +483,14 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         results[i] = result
         if cache is not None and digest is not None:
             path, settings = tasks[i]
-            cache.put(cache.key(path, digest, settings), result)
+            cache.put(cache.key(path, _with_view(digest, views.get(path)), settings), result)
     return results
+
+
+def _with_view(digest: str, view) -> str:
+    """A file's part of its cache key: its bytes' digest, and the digest of the other modules
+    its result depends on (none: the key is the one it always had)."""
+    return digest if view is None else f"{digest}+{view.digest}"
 
 
 def _workers(asked: int | None, files: int, size: int) -> int:

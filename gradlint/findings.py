@@ -27,6 +27,13 @@ class Related:
 
     span: Span
     message: str
+    # The file it is in when that is not the finding's own (project-wide analysis: the clip
+    # inside a trainer method that a loop of this file calls); None: the finding's file.
+    path: Optional[str] = None
+
+    def where(self, finding_path: str) -> str:
+        """`line 12`, or `trainer.py line 12` for a location in another file."""
+        return f"line {self.span.line}" if self.path in (None, finding_path) else f"{self.path} line {self.span.line}"
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ class Finding:
             message=data["message"],
             span=Span(**data["span"]),
             related=tuple(
-                Related(Span(**r["span"]), r["message"]) for r in data.get("related", ())
+                Related(Span(**r["span"]), r["message"], r.get("path")) for r in data.get("related", ())
             ),
             fix=None if fix is None else Fix.from_dict(fix),
         )

@@ -223,8 +223,11 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
     return i < len(marks) and marks[i] <= end
 
 
-def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None) -> Optional[str]:
-    """The text libcst should parse; None when no loop in `source` can hold a gradient event."""
+def screen(
+    source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None, project_words: tuple = ()
+) -> Optional[str]:
+    """The text libcst should parse; None when no loop in `source` can hold a gradient event.
+    `project_words`: names of functions of other modules that touch gradients (gradlint/project)."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
     try:
@@ -232,7 +235,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return source
     walk = _Walk(tree, memo)
-    prefilter = for_wrappers(wrappers)
+    prefilter = for_wrappers(wrappers, project_words)
     token_lines = set(prefilter.event_lines(source))
     marks = set(token_lines)
     lines = source.split("\n")

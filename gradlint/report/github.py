@@ -40,7 +40,7 @@ def render(run, show_suppressed: bool = False) -> str:
         level = "error" if meta.default else "warning"
         span = finding.span
         end = (span.end_line, span.end_col) if span.end_line >= span.line else None
-        related = "".join(f"\n  line {r.span.line}: {r.message}" for r in finding.related)
+        related = "".join(f"\n  {r.where(finding.path)}: {r.message}" for r in finding.related)
         lines.append(
             _command(level, finding.path, span.line, span.col, finding.code,
                      finding.message + related, end)

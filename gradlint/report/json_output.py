@@ -2,14 +2,15 @@
 
     {"version": 1, "files_checked": N,
      "findings": [{path, line, column, end_line, end_column, code, name, message,
-                   severity, url, related: [{line, column, end_line, end_column, message}],
+                   severity, url, related: [{path, line, column, end_line, end_column, message}],
                    fix: null | {description, applicability: "safe"|"unsafe",
                                 edits: [{line, column, end_line, end_column, new_text}]}}],
      "errors": [{path, kind, message, line, column}],
      "suppressed": [...]}          (only with --show-suppressed)
 
 Lines and columns are 1-based (as in the text format); end_column is the
-column just after the last character.  A notebook's findings carry no fix
+column just after the last character.  A related location's `path` is the
+finding's own, or another file of the project whose function the loop calls.  A notebook's findings carry no fix
 (`fix: null`): their lines count in the joined code cells, which no tool
 could apply to the .ipynb JSON; `gradlint --fix nb.ipynb` edits the cells.
 """
@@ -37,7 +38,7 @@ def finding_dict(finding) -> dict:
         "message": finding.message,
         "severity": meta.severity,
         "url": meta.docs_url,
-        "related": [{**_span(r.span), "message": r.message} for r in finding.related],
+        "related": [{"path": r.path or finding.path, **_span(r.span), "message": r.message} for r in finding.related],
         "fix": None,
     }
     if finding.fix is not None:

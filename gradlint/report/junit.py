@@ -37,7 +37,7 @@ def render(run, show_suppressed: bool = False) -> str:
             )
             failure = ET.SubElement(case, "failure", message=finding.message, type=finding.code)
             failure.text = f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}" + "".join(
-                f"\n  line {r.span.line}: {r.message}" for r in finding.related
+                f"\n  {r.where(finding.path)}: {r.message}" for r in finding.related
             )
             cases += 1
         for error in items["errors"]:

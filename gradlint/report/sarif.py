@@ -87,18 +87,19 @@ def _linked_message(finding) -> str:
     `([line N](id))`; the events the message does not name are linked at its end."""
     text, unnamed = finding.message, []
     for number, related in enumerate(finding.related, start=1):
-        named = f"(line {related.span.line})"
+        where = related.where(finding.path)
+        named = f"({where})"
         if named in text:
-            text = text.replace(named, f"([line {related.span.line}]({number}))", 1)
+            text = text.replace(named, f"([{where}]({number}))", 1)
         else:
-            unnamed.append(f"[line {related.span.line}]({number})")
+            unnamed.append(f"[{where}]({number})")
     return f"{text} ({'; '.join(unnamed)})" if unnamed else text
 
 
 def _result(finding, index: dict[str, int], suppressed: bool = False) -> dict:
     meta = info(finding.code)
     related = [
-        _location(finding.path, r.span, id=number, message={"text": r.message})
+        _location(r.path or finding.path, r.span, id=number, message={"text": r.message})
         for number, r in enumerate(finding.related, start=1)
     ]
     result = {
