@@ -201,6 +201,9 @@ def _analyse(source: str, path: str, settings: Settings, memo=None, project=None
         fix = sys.modules.get("gradlint.fix")
         if fix is not None:
             fix.forget()  # and the fixes' statements, which hold the same tree
+        foreign = sys.modules.get("gradlint.project.foreign")
+        if foreign is not None:
+            foreign.forget()  # and the other modules' definitions a loop called
         if collecting:
             gc.enable()
 
@@ -212,7 +215,8 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, proje
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     source = without_data(source)
     _guard(source, path, memo)
-    text = _screen(source, settings, memo, project)
+    # (tests replace _screen with a function of three arguments: a run without a project calls it so)
+    text = _screen(source, settings, memo) if project is None else _screen(source, settings, memo, project)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.rules.registry import all_rules

@@ -56,7 +56,10 @@ def fix_data(data: bytes, result: FileResult, settings, unsafe: bool = False) ->
     source, error = decode(data, result.path)
     if error is not None or source is None:
         return None
-    outcome = fix_source(source, lambda text: check_source(text, result.path, settings), unsafe, initial=result)
+    from gradlint.project.run import project_for
+
+    project = project_for(result.path)  # the run's index: its cross-file findings must stay comparable
+    outcome = fix_source(source, lambda text: check_source(text, result.path, settings, project=project), unsafe, initial=result)
     return FileFix(source, outcome.text, outcome)
 
 

@@ -82,9 +82,13 @@ class Parsed:
         return self.positions.call_source(node, local)
 
 
-# Per process: parsed definitions by (path, digest, qualname).  A worker checks many files
-# that call the same trainer method; each parses it once.
+# Parsed definitions by (path, digest, qualname), for one check (several loops of a file often
+# call the same trainer method); forgotten when the check ends, with the file's own trees.
 _PARSED: dict[tuple, Optional[Parsed]] = {}
+
+
+def forget() -> None:
+    _PARSED.clear()
 
 
 def parsed(key: str, module: Module, function: Function) -> Optional[Parsed]:

@@ -211,6 +211,25 @@ def summarize(path: str, text: str, digest: str, wrappers=None, tree: Optional[a
     return module
 
 
+def import_targets(text: str) -> list[str]:
+    """The qualified names (as Imports writes them) that the file's import lines name, read
+    without a parse: `from .a import b, c` gives `.a`, `.a.b`, `.a.c`."""
+    out: list[str] = []
+    for match in _IMPORT_LINE.finditer(text):
+        base, names, plain = match.groups()
+        if base is not None:
+            out.append(base)
+            for name in _WORD.findall(names or ""):
+                if name != "import":
+                    out.append(f"{base}{name}" if base.endswith(".") else f"{base}.{name}")
+        elif plain:
+            for part in plain.split(","):
+                words = part.split()
+                if words:
+                    out.append(words[0])
+    return out
+
+
 def import_words(text: str) -> set[str]:
     """The words of the file's import lines (modules and names), read without a parse."""
     words: set[str] = set()
@@ -229,7 +248,7 @@ class Index:
         self.roots = sorted({os.path.abspath(r) if os.path.isdir(r) else os.path.dirname(os.path.abspath(r)) for r in roots})
         self.relevant: set[tuple[str, str]] = set()  # (absolute path, qualname) of functions that touch gradients
         self.reachable_words: frozenset = frozenset()
-        self._exists: dict[str, bool] = {}
+        self._exists: dict[str, frozenset] = {}  # folder -> the names in it
 
     # --- building (the parent process) ---------------------------------------------------
 
@@ -261,9 +280,16 @@ class Index:
             return self.modules[path] is not None
         if not on_disk:
             return False
-        if path not in self._exists:
-            self._exists[path] = os.path.isfile(path)
-        return self._exists[path] and self.read(path) is not None
+        folder, name = os.path.split(path)
+        listing = self._exists.get(folder)
+        if listing is None:  # one listing per folder, not a stat per candidate
+            try:
+                listing = self._exists[folder] = frozenset(os.listdir(folder))
+            except OSError:
+                listing = self._exists[folder] = frozenset()
+        if name == "__init__.py":
+            return name in listing and self.read(path) is not None
+        return name in listing and os.path.isfile(path) and self.read(path) is not None
 
     def close_imports(self) -> None:
         """Read the modules the summarized ones import (by path), until none is new."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from gradlint.project.index import Index, has_gradient_words
+from gradlint.project.index import Index, has_gradient_words, import_targets, import_words
 from gradlint.project.view import View, view_of
 
 # What this process knows of the run's project: the index and each checked file's view.
@@ -18,18 +18,33 @@ def index_files(files, roots=()) -> tuple[Index, dict]:
     """`files`: (path, text, digest, wrappers) of every file the run checks.  Returns the
     index and the views (path -> View) of the files whose loops may call into another module."""
     index = Index(roots or [os.path.dirname(os.path.abspath(path)) or "." for path, *_ in files])
-    texts = []
+    others = []
     for path, text, digest, wrappers in files:
         if has_gradient_words(text, wrappers):
             index.add(path, text, digest, wrappers)
-        texts.append((path, text))
+        else:
+            others.append((path, text, digest))
+    # What a file with no gradient word imports from the project but the run does not check
+    # (`gradlint train.py`, a pre-commit run of the changed files) is read too.
+    for path, text, digest in others:
+        key = os.path.abspath(path)
+        for target in import_targets(text):
+            index.resolve(target, key, on_disk=True)
     index.close_imports()
+    if not index.relevant:
+        return index, {}
+    # A file with no gradient word may still loop over calls of the project's functions: its
+    # imports are read when a word of them can reach one (then what they import, re-exports).
+    callers = [(path, text) for path, text, digest in others if not import_words(text).isdisjoint(index.reachable_words)]
+    for path, text in callers:
+        index.add(path, text, "", None)
+    if callers:
+        index.close_imports()
     views: dict = {}
-    if index.relevant:
-        for path, text in texts:
-            view = view_of(index, path, text)
-            if view is not None:
-                views[path] = view
+    for path, *_ in files:
+        view = view_of(index, path)
+        if view is not None:
+            views[path] = view
     return index, views
 
 

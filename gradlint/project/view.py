@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gradlint.digest import hex_digest
-from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_words
+from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module
 
 
 @dataclass(frozen=True)
@@ -79,19 +79,13 @@ def _method_names(index: Index, key: str, cls, depth: int = 0) -> set[str]:
     return names
 
 
-def view_of(index: Index, path: str, text: str) -> Optional[View]:
+def view_of(index: Index, path: str) -> Optional[View]:
     """The file's view, or None when nothing it imports reaches a function that touches
     gradients (its result then depends on no other file)."""
     key = os.path.abspath(path)
     module = index.modules.get(key)
     if module is None:
-        if not import_words(text) & index.reachable_words:
-            return None  # no import line names a module, package or name that could reach one
-        from gradlint.project.index import summarize
-
-        module = summarize(path, text, "", tree=None)
-        if module is None:
-            return None
+        return None
     words, keys = _reachable(index, key, module)
     if not words:
         return None
