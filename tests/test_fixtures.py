@@ -112,7 +112,7 @@ def test_every_project_fixture_is_a_folder_with_a_wrong_or_right_script():
     for folder in folders:
         scripts = [p.name for p in folder.glob("*.py") if p.name.startswith(("wrong_", "right_"))]
         assert scripts, f"{rel(folder)} has no wrong_ or right_ script"
-        assert len(list(folder.glob("*.py"))) >= 2, f"{rel(folder)} is one file: put it with the others"
+        assert len(list(folder.rglob("*.py"))) >= 2, f"{rel(folder)} is one file: put it with the others"
 
 
 @pytest.mark.parametrize("code", DEFAULT_RULES)

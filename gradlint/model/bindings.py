@@ -538,6 +538,12 @@ class Bindings(Numbering):
             return kind == OPTIMIZER
         return api.named_like_optimizer(name)
 
+    def used_like_scheduler(self, name: Optional[str]) -> bool:
+        """A name nothing in the file resolves (a parameter: `def train(model, optimizer,
+        scheduler, loader)`) that is stepped without arguments and named like a scheduler.
+        Whether it runs beside an optimizer whose step it precedes is GL008's question."""
+        return name is not None and self.kind(name) is None and api.named_like_scheduler(name)
+
     def is_scaler(self, name: Optional[str]) -> bool:
         if name is None:
             return False

@@ -162,7 +162,7 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
     if bindings.is_engine(receiver):
         return ctx.event(S, call, optimizer=receiver, clears=True)
     kind = bindings.kind(receiver)
-    if kind == "scheduler":
+    if kind == "scheduler" or bindings.used_like_scheduler(receiver):
         # A prepared scheduler inside `accelerator.accumulate` also steps only with its optimizer.
         return ctx.event(
             L,

@@ -63,6 +63,9 @@ def other_framework(packages: set) -> bool:
 
 _OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|^opt[A-Z0-9]", re.I)
 _SCALER_NAME = re.compile(r"scaler", re.I)
+# `scheduler`, `lr_sched`, `warmup_scheduler`: what a training function calls the parameter it
+# is handed a scheduler through (`def train(model, optimizer, scheduler, loader)`).
+_SCHEDULER_NAME = re.compile(r"sched", re.I)
 
 
 def named_like_optimizer(name: str) -> bool:
@@ -71,6 +74,11 @@ def named_like_optimizer(name: str) -> bool:
 
 def named_like_scaler(name: str) -> bool:
     return bool(_SCALER_NAME.search(name.rsplit(".", 1)[-1]))
+
+
+def named_like_scheduler(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return bool(_SCHEDULER_NAME.search(last)) and not named_like_optimizer(name) and not named_like_scaler(name)
 
 
 # --- calls --------------------------------------------------------------------
