@@ -45,6 +45,7 @@ from gradlint.model.events import (
     GLOBAL_STEP_HOOK_FUNCTIONS,
     ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
+    STEP_FUNCTIONS,
     STEP_HOOK_METHODS,
     TRAINING_STEP,
     WRAPPER_METHODS,
@@ -423,6 +424,8 @@ def _receiver_calls(statement: ast.stmt) -> list[tuple[str, str, int]]:
             if node.func.attr == "backward" and node.args:
                 out.append((".".join(parts), "backward", node.lineno))
             elif node.func.attr == "step" and not node.args:
+                out.append((".".join(parts), "step", node.lineno))
+            elif node.func.attr in STEP_FUNCTIONS and node.args:
                 out.append((".".join(parts), "step", node.lineno))
     return out
 

@@ -209,6 +209,9 @@ class Bindings(Numbering):
                 self._backward_receivers.add(receiver)
             elif node.func.attr.value == "step" and not node.args:
                 self._step_receivers.add(receiver)
+            elif node.func.attr.value in api.STEP_FUNCTIONS and node.args:
+                # `strategy.optimizer_step(optimizer, model)`: the receiver runs the optimizer
+                self._step_receivers.add(receiver)
 
     def _built_by_runner(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and api.iteration_runner(self.imports.qualify(dotted(value.func)))
@@ -256,7 +259,9 @@ class Bindings(Numbering):
             for target, hook in self._step_hooks
             if _clears(hook if isinstance(hook, cst.Lambda) else self._function_named(hook))
         }
-        # DeepSpeed's idiom: engine.backward(loss); engine.step() on one receiver.
+        # DeepSpeed's idiom: engine.backward(loss); engine.step() on one receiver; and a training
+        # strategy wrapping such an engine: strategy.backward(loss, model, optimizer), then
+        # strategy.optimizer_step(optimizer, model): it owns the optimizer and clears for it.
         self.engines = {
             r for r in self._backward_receivers & self._step_receivers if self.kind(r) in (None, ENGINE, MODULE)
         }

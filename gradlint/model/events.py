@@ -87,7 +87,8 @@ ZERO_GRAD_METHODS = frozenset({"zero_grad"})
 # The last names of every call that can be a backward or a step: a loop needs one
 # (or a call of a helper that has one) to be a training loop at all.
 LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_step"})
-CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad"})
+# `clip_grads_with_norm_(params, max_norm, total_norm)`: the clip half of clip_grad_norm_ (torch 2.6)
+CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad", "clip_grads_with_norm_"})
 # `p.grad.clamp_(-c, c)`, `p.grad.data.clip_(...)`: a clip by value, by hand
 GRAD_CLIP_METHODS = frozenset({"clamp_", "clip_"})
 # clip methods of objects that unscale AMP gradients themselves before clipping
