@@ -36,13 +36,14 @@ class DocumentCheck:
     internal_errors: list[str] = field(default_factory=list)
 
 
-def check_document(text: str, path: str, uri: str, settings: Settings, memo=None) -> DocumentCheck:
+def check_document(text: str, path: str, uri: str, settings: Settings, memo=None, project=None) -> DocumentCheck:
     """`memo` (a gradlint.incremental.DocumentMemo kept per open buffer): what the last checks
-    of this buffer parsed, so that an edit re-parses only what it touched; the same result."""
+    of this buffer parsed, so that an edit re-parses only what it touched; the same result.
+    `project`: the workspace's index as it is now (gradlint/project/workspace.py), or None."""
     from gradlint.engine import check_source
     from gradlint.report.lsp import to_diagnostic
 
-    result = check_source(text, path, settings, memo)
+    result = check_source(text, path, settings, memo, project)
     check = DocumentCheck(findings=list(result.findings))
     check.diagnostics = [to_diagnostic(finding, uri) for finding in result.findings]
     for error in result.errors:

@@ -86,6 +86,11 @@ def view_of(index: Index, path: str) -> Optional[View]:
     module = index.modules.get(key)
     if module is None:
         return None
+    return reachable_view(index, key, module)
+
+
+def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
+    """The view of the module at `key` as `module` reads (the language server: an unsaved buffer)."""
     words, keys = _reachable(index, key, module)
     if not words:
         return None
