@@ -257,11 +257,10 @@ class Project:
                 return scope.key, scope.cls
             if receiver.startswith("self.") and receiver.count(".") == 1 and scope.cls is not None:
                 callees = scope.cls.members.get(receiver[len("self.") :], ())
-                classes = {self.index.class_named(c, scope.key, scope.module) for c in callees}
-                classes.discard(None)
-                if len(classes) == 1 and len(callees) >= 1:
-                    hit = classes.pop()
-                    return hit[0], hit[1]
+                hits = [self.index.class_named(c, scope.key, scope.module) for c in callees]
+                classes = {(hit[0], hit[1].name): hit for hit in hits if hit is not None}
+                if len(classes) == 1 and None not in hits:
+                    return next(iter(classes.values()))
             return None
         bindings = ctx.bindings
         if receiver == "self":

@@ -180,10 +180,13 @@ def _members(node: ast.ClassDef) -> dict:
     return {attr: tuple(callees) for attr, callees in out.items()}
 
 
-def summarize(path: str, text: str, digest: str, wrappers=None, tree: Optional[ast.Module] = None) -> Optional[Module]:
+def summarize(
+    path: str, text: str, digest: str, wrappers=None, tree: Optional[ast.Module] = None, summarize_all: bool = False
+) -> Optional[Module]:
     """The module's entry: every top-level function and every method of a top-level class
-    when its text holds a gradient word, else only its imports; None when it does not parse."""
-    gradient = has_gradient_words(text, wrappers)
+    when its text holds a gradient word (or `summarize_all`), else only its imports; None
+    when it does not parse."""
+    gradient = summarize_all or has_gradient_words(text, wrappers)
     tree = tree if tree is not None else _parse(text)
     if tree is None:
         return None
@@ -252,10 +255,12 @@ class Index:
 
     # --- building (the parent process) ---------------------------------------------------
 
-    def add(self, path: str, text: str, digest: str, wrappers=None) -> Optional[Module]:
+    def add(self, path: str, text: str, digest: str, wrappers=None, summarize_all: bool = False) -> Optional[Module]:
+        """`summarize_all`: its functions too, though it has no gradient word (it calls ones that do)."""
         key = os.path.abspath(path)
-        if key not in self.modules:
-            self.modules[key] = summarize(path, text, digest, wrappers)
+        known = self.modules.get(key)
+        if known is None or (summarize_all and not known.summarized):
+            self.modules[key] = summarize(path, text, digest, wrappers, summarize_all=summarize_all)
         return self.modules[key]
 
     def read(self, key: str) -> Optional[Module]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from gradlint.project.index import Index, has_gradient_words, import_targets, import_words
+from gradlint.project.index import MAX_IMPORT_DEPTH, Index, has_gradient_words, import_targets, import_words
 from gradlint.project.view import View, view_of
 
 # What this process knows of the run's project: the index and each checked file's view.
@@ -33,12 +33,16 @@ def index_files(files, roots=()) -> tuple[Index, dict]:
     index.close_imports()
     if not index.relevant:
         return index, {}
-    # A file with no gradient word may still loop over calls of the project's functions: its
-    # imports are read when a word of them can reach one (then what they import, re-exports).
-    callers = [(path, text) for path, text, digest in others if not import_words(text).isdisjoint(index.reachable_words)]
-    for path, text in callers:
-        index.add(path, text, "", None)
-    if callers:
+    # A file with no gradient word may still loop over calls of the project's functions, or wrap
+    # them (`Trainer.train_step` calling `self.stepper.run(loss)`): it is read when a word of its
+    # imports can reach one, and then what reaches it may reach further, a few rounds deep.
+    for _ in range(MAX_IMPORT_DEPTH):
+        callers = [f for f in others if not import_words(f[1]).isdisjoint(index.reachable_words)]
+        if not callers:
+            break
+        others = [f for f in others if f not in callers]
+        for path, text, digest in callers:
+            index.add(path, text, digest, None, summarize_all=True)
         index.close_imports()
     views: dict = {}
     for path, *_ in files:
