@@ -261,6 +261,7 @@ class Index:
         known = self.modules.get(key)
         if known is None or (summarize_all and not known.summarized):
             self.modules[key] = summarize(path, text, digest, wrappers, summarize_all=summarize_all)
+            self.__dict__.pop("_resolved", None)  # a name that resolved to nothing may now
         return self.modules[key]
 
     def read(self, key: str) -> Optional[Module]:
@@ -268,6 +269,7 @@ class Index:
         if key in self.modules:
             return self.modules[key]
         self.modules[key] = None
+        self.__dict__.pop("_resolved", None)
         try:
             if os.path.getsize(key) > _MAX_BYTES:
                 return None
@@ -337,12 +339,25 @@ class Index:
                 reach.add(os.path.splitext(os.path.basename(key))[0])
         self.reachable_words = frozenset(reach)
 
+    def copy(self) -> "Index":
+        """A new index with the same modules (the language server changes the copy, then swaps)."""
+        new = Index()
+        new.roots = list(self.roots)
+        new.modules = dict(self.modules)
+        return new
+
     # --- resolution (any process) -------------------------------------------------------
 
     def _bases(self, key: str) -> list[str]:
         """Where an absolute import from this file may be found: its folder, its package
         root, and the folders above it up to the root of the run that holds it."""
         folder = os.path.dirname(key)
+        memo = self.__dict__.setdefault("_bases_memo", {})
+        if folder not in memo:
+            memo[folder] = self._bases_of(folder, key)
+        return memo[folder]
+
+    def _bases_of(self, folder: str, key: str) -> list[str]:
         out = [folder]
         top = folder
         while os.path.isfile(os.path.join(top, "__init__.py")) or os.path.join(top, "__init__.py") in self.modules:
@@ -371,7 +386,16 @@ class Index:
 
     def resolve(self, qualified: str, key: str, on_disk: bool = False) -> Optional[tuple[str, list[str]]]:
         """The module a qualified name (as Imports gives it) lands in from the file `key`, and
-        the attribute path left inside it: (`/p/trainer.py`, ["Trainer", "step"])."""
+        the attribute path left inside it: (`/p/trainer.py`, ["Trainer", "step"]).  Memoised:
+        what is on disk does not change during a run; what is in the index only by add/read."""
+        memo = self.__dict__.setdefault("_resolved_on_disk" if on_disk else "_resolved", {})
+        if (qualified, key) not in memo:
+            found = self._resolve(qualified, key, on_disk)
+            memo[(qualified, key)] = (found[0], tuple(found[1])) if found is not None else None
+        found = memo[(qualified, key)]
+        return (found[0], list(found[1])) if found is not None else None
+
+    def _resolve(self, qualified: str, key: str, on_disk: bool) -> Optional[tuple[str, list[str]]]:
         level = len(qualified) - len(qualified.lstrip("."))
         rest = qualified[level:]
         parts = rest.split(".") if rest else []

@@ -14,13 +14,20 @@ _INDEX: Optional[Index] = None
 _VIEWS: dict = {}
 
 
-def index_files(files, roots=()) -> tuple[Index, dict]:
+def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dict]:
     """`files`: (path, text, digest, wrappers) of every file the run checks.  Returns the
-    index and the views (path -> View) of the files whose loops may call into another module."""
+    index and the views (path -> View) of the files whose loops may call into another module.
+    `every_module`: summarize modules no file of the run imports too (the language server: an
+    open buffer that imports one may not be saved yet)."""
     index = Index(roots or [os.path.dirname(os.path.abspath(path)) or "." for path, *_ in files])
+    # A module's functions matter to another file only if some import line of the run names it
+    # (its file name, or its package's folder for an __init__.py): a training script nobody
+    # imports is not summarized (most files with gradient words are such scripts).
+    words = {path: import_words(text) for path, text, *_ in files}
+    imported = set().union(*words.values()) if words else set()
     others = []
     for path, text, digest, wrappers in files:
-        if has_gradient_words(text, wrappers):
+        if has_gradient_words(text, wrappers) and (every_module or _module_word(path) in imported):
             index.add(path, text, digest, wrappers)
         else:
             others.append((path, text, digest))
@@ -37,7 +44,7 @@ def index_files(files, roots=()) -> tuple[Index, dict]:
     # them (`Trainer.train_step` calling `self.stepper.run(loss)`): it is read when a word of its
     # imports can reach one, and then what reaches it may reach further, a few rounds deep.
     for _ in range(MAX_IMPORT_DEPTH):
-        callers = [f for f in others if not import_words(f[1]).isdisjoint(index.reachable_words)]
+        callers = [f for f in others if not words[f[0]].isdisjoint(index.reachable_words)]
         if not callers:
             break
         others = [f for f in others if f not in callers]
@@ -50,6 +57,13 @@ def index_files(files, roots=()) -> tuple[Index, dict]:
         if view is not None:
             views[path] = view
     return index, views
+
+
+def _module_word(path: str) -> str:
+    """The word an import of this file holds: `trainer` of trainer.py, `engine` of engine/__init__.py."""
+    folder, name = os.path.split(os.path.abspath(path))
+    stem = os.path.splitext(name)[0]
+    return os.path.basename(folder) if stem == "__init__" else stem
 
 
 def install(index: Optional[Index], views: dict) -> None:

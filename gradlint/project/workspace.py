@@ -11,7 +11,6 @@ in one assignment, so a check on another thread always reads a whole index.
 
 from __future__ import annotations
 
-import copy
 import os
 import threading
 from typing import Callable, Optional
@@ -72,7 +71,7 @@ class WorkspaceIndex:
             text, error = decode(data, path)
             if error is None:
                 files.append((path, text, content_digest(data), None))
-        index, _ = index_files(files, self.roots)
+        index, _ = index_files(files, self.roots, every_module=True)
         self._publish(index)
 
     def _update(self, path: str) -> None:
@@ -82,8 +81,7 @@ class WorkspaceIndex:
             text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return
-        index = copy.copy(self.index)
-        index.modules = dict(index.modules)
+        index = self.index.copy()
         index.modules[os.path.abspath(path)] = summarize(path, text, content_digest(data))
         index.close_imports()
         self._publish(index)
