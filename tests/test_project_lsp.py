@@ -13,7 +13,6 @@ pytest.importorskip("pygls")
 pytest.importorskip("pytest_lsp")
 
 import pytest_lsp
-from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from test_lsp import diagnostics_for, initialize_params, make_client, open_doc, replace_all

@@ -15,12 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from gradlint.digest import hex_digest
-from gradlint.model.events import CLIP_FUNCTIONS, SELF_UNSCALING_CLIPS, ZERO_GRAD_METHODS
 
-# Besides the prefilter's spellings of a backward, a step or a `.grad` write (without one a
-# file holds no loop worth modelling), a function that only clears or clips is a helper a
-# loop may call: its words make a file worth summarizing too.
-_HELPER_WORDS = tuple(sorted(ZERO_GRAD_METHODS | {"clip_grad", "unscale_", ".grad"} | SELF_UNSCALING_CLIPS))
 # How far a name is followed through re-exports (`from .trainer import Trainer` in a
 # package's __init__.py) and how deep modules are read through each other's imports.
 MAX_REEXPORTS = 4
@@ -28,8 +23,7 @@ MAX_IMPORT_DEPTH = 4
 # A file of the project bigger than this is not read for the index (the engine refuses
 # to analyse bigger ones too).
 _MAX_BYTES = 8 * 1024 * 1024
-# The modules an import statement names, read from the text before any parse: a file with
-# no gradient word is parsed only when one of its imports can reach a summarized module.
+# The modules an import statement names, read from the text before any parse.
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
 
@@ -47,7 +41,10 @@ class Function:
     line: int
     indent: str
     calls: frozenset  # the last names of what it calls: `f`, `m` of `x.m(...)`
-    gradient: bool  # its own text holds a gradient word
+    gradient: bool  # its own text holds a gradient spelling (scan.py's)
+    bare: frozenset = frozenset()  # names it calls bare: `f(...)`
+    methods: frozenset = frozenset()  # names it calls after a dot on no module alias: `x.m(...)`
+    through_modules: frozenset = frozenset()  # names it calls on a module alias: `utils.clip(...)`
 
 
 @dataclass(frozen=True)
@@ -67,12 +64,6 @@ class Module:
     functions: dict = field(default_factory=dict)
     classes: dict = field(default_factory=dict)
     summarized: bool = False  # False: only its imports were read (no gradient word in it)
-
-
-def has_gradient_words(text: str, wrappers=None) -> bool:
-    from gradlint.prefilter import for_wrappers
-
-    return any(word in text for word in _HELPER_WORDS) or for_wrappers(wrappers).may_hold_events(text)
 
 
 def _parse(text: str) -> Optional[ast.Module]:
@@ -133,7 +124,7 @@ def _imports_anywhere(tree: ast.Module) -> list[ast.stmt]:
     return found
 
 
-def _function(node, lines: list[str], class_name: Optional[str], words) -> Optional[Function]:
+def _function(node, lines: list[str], class_name: Optional[str], words, aliases=()) -> Optional[Function]:
     args = node.args
     params = tuple(a.arg for a in args.posonlyargs + args.args) + tuple(a.arg for a in args.kwonlyargs)
     first, end = node.lineno, node.end_lineno or node.lineno
@@ -151,17 +142,21 @@ def _function(node, lines: list[str], class_name: Optional[str], words) -> Optio
         else:
             return None  # a line left of the def (inside a string): its columns would not map back
     text = "\n".join(body) + "\n"
-    calls = set()
+    bare, methods, through = set(), set(), set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
             func = sub.func
             if isinstance(func, ast.Name):
-                calls.add(func.id)
+                bare.add(func.id)
             elif isinstance(func, ast.Attribute):
-                calls.add(func.attr)
+                owner = func.value
+                (through if isinstance(owner, ast.Name) and owner.id in aliases else methods).add(func.attr)
     qualname = f"{class_name}.{node.name}" if class_name else node.name
-    gradient = any(word in text for word in words[0]) or words[1](text)
-    return Function(node.name, qualname, params, text, first, indent, frozenset(calls), gradient)
+    gradient = words(text)
+    return Function(
+        node.name, qualname, params, text, first, indent, frozenset(bare | methods | through), gradient,
+        frozenset(bare), frozenset(methods), frozenset(through),
+    )
 
 
 def _members(node: ast.ClassDef) -> dict:
@@ -186,27 +181,31 @@ def summarize(
     """The module's entry: every top-level function and every method of a top-level class
     when its text holds a gradient word (or `summarize_all`), else only its imports; None
     when it does not parse."""
-    gradient = summarize_all or has_gradient_words(text, wrappers)
+    from gradlint.project.scan import has_spelling
+
+    gradient = summarize_all or has_spelling(text, wrappers)
     tree = tree if tree is not None else _parse(text)
     if tree is None:
         return None
     module = Module(path, digest, _aliases(_imports_anywhere(tree)), summarized=gradient)
     if not gradient:
         return module
-    from gradlint.prefilter import for_wrappers
+    from gradlint.project.scan import has_spelling
 
-    words = (_HELPER_WORDS, for_wrappers(wrappers).may_hold_events)
+    def words(body: str) -> bool:
+        return has_spelling(body, wrappers)
+
     lines = text.split("\n")
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            function = _function(node, lines, None, words)
+            function = _function(node, lines, None, words, module.aliases)
             if function is not None:
                 module.functions.setdefault(node.name, function)
         elif isinstance(node, ast.ClassDef):
             methods = {}
             for member in node.body:
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name not in methods:
-                    function = _function(member, lines, node.name, words)
+                    function = _function(member, lines, node.name, words, module.aliases)
                     if function is not None:
                         methods[member.name] = function
             bases = tuple(name for name in map(_dotted, node.bases) if name)
@@ -233,21 +232,20 @@ def import_targets(text: str) -> list[str]:
     return out
 
 
-def import_words(text: str) -> set[str]:
-    """The words of the file's import lines (modules and names), read without a parse."""
-    words: set[str] = set()
-    for match in _IMPORT_LINE.finditer(text):
-        for group in match.groups():
-            if group:
-                words.update(_WORD.findall(group))
-    return words
-
-
 class Index:
-    """The modules of a run by absolute path, and how imports resolve between them."""
+    """The modules of a run by absolute path, and how imports resolve between them.
+
+    A module is *known* (its path exists, its text is at hand) long before it is *parsed*:
+    `module(key)` parses it on first use, in the process that builds the index.  Once the
+    index is `frozen` (handed to the analysis), nothing more is parsed: a module the build
+    did not need stays unknown, and so every process resolves a name the same way.
+    """
 
     def __init__(self, roots: Iterable[str] = ()) -> None:
-        self.modules: dict[str, Optional[Module]] = {}  # absolute path -> entry (None: unreadable)
+        self.modules: dict[str, Optional[Module]] = {}  # absolute path -> entry (None: does not parse)
+        self.pending: dict[str, tuple] = {}  # absolute path -> (path, text, digest, wrappers), not parsed yet
+        self.known: set[str] = set()  # every path that is a module of the project, parsed or not
+        self.frozen = False
         self.roots = sorted({os.path.abspath(r) if os.path.isdir(r) else os.path.dirname(os.path.abspath(r)) for r in roots})
         self.relevant: set[tuple[str, str]] = set()  # (absolute path, qualname) of functions that touch gradients
         self.reachable_words: frozenset = frozenset()
@@ -255,95 +253,89 @@ class Index:
 
     # --- building (the parent process) ---------------------------------------------------
 
-    def add(self, path: str, text: str, digest: str, wrappers=None, summarize_all: bool = False) -> Optional[Module]:
-        """`summarize_all`: its functions too, though it has no gradient word (it calls ones that do)."""
+    def know(self, path: str, text: str, digest: str, wrappers=None) -> str:
         key = os.path.abspath(path)
-        known = self.modules.get(key)
-        if known is None or (summarize_all and not known.summarized):
-            self.modules[key] = summarize(path, text, digest, wrappers, summarize_all=summarize_all)
-            self.__dict__.pop("_resolved", None)  # a name that resolved to nothing may now
-        return self.modules[key]
+        if key not in self.known:
+            self.known.add(key)
+            self.pending[key] = (path, text, digest, wrappers)
+        return key
 
-    def read(self, key: str) -> Optional[Module]:
-        """A module of the project that the run does not check but an indexed one imports."""
+    def module(self, key: str) -> Optional[Module]:
+        """The entry of a known module, parsed now if it was not yet (never once frozen)."""
         if key in self.modules:
             return self.modules[key]
-        self.modules[key] = None
-        self.__dict__.pop("_resolved", None)
+        if self.frozen or key not in self.pending:
+            return None
+        path, text, digest, wrappers = self.pending.pop(key)
+        self.modules[key] = summarize(path, text, digest, wrappers, summarize_all=True)
+        return self.modules[key]
+
+    def freeze(self) -> None:
+        """Done building: the texts of modules never parsed are let go, nothing is parsed later."""
+        self.frozen = True
+        self.pending = {}
+
+    def read(self, key: str) -> bool:
+        """A module of the project that the run does not check but one of its files imports:
+        its text is read (and parsed only if a caller needs it)."""
+        if key in self.known:
+            return True
         try:
             if os.path.getsize(key) > _MAX_BYTES:
-                return None
+                return False
             with open(key, "rb") as handle:
                 data = handle.read()
             text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError):
-            return None
+            return False
         shown = os.path.relpath(key) if not os.path.relpath(key).startswith("..") else key
-        self.modules[key] = summarize(shown, text, hex_digest(data))
-        return self.modules[key]
+        self.know(shown, text, hex_digest(data))
+        self.__dict__.pop("_resolved", None)  # a name that resolved to nothing may now
+        return True
 
     def _is_file(self, path: str, on_disk: bool) -> bool:
-        if path in self.modules:
-            return self.modules[path] is not None
-        if not on_disk:
+        if path in self.known:
+            return True
+        if not on_disk or self.frozen:
             return False
         folder, name = os.path.split(path)
-        listing = self._exists.get(folder)
-        if listing is None:  # one listing per folder, not a stat per candidate
-            try:
-                listing = self._exists[folder] = frozenset(os.listdir(folder))
-            except OSError:
-                listing = self._exists[folder] = frozenset()
-        if name == "__init__.py":
-            return name in listing and self.read(path) is not None
-        return name in listing and os.path.isfile(path) and self.read(path) is not None
+        return name in self._listing(folder) and os.path.isfile(path) and self.read(path)
 
-    def close_imports(self) -> None:
-        """Read the modules the summarized ones import (by path), until none is new."""
-        seen: set[str] = set()
-        for _ in range(MAX_IMPORT_DEPTH):
-            fresh = [k for k, m in self.modules.items() if m is not None and k not in seen]
-            if not fresh:
-                break
-            for key in fresh:
-                seen.add(key)
-                for qualified in self.modules[key].aliases.values():
-                    self.resolve(qualified, key, on_disk=True)
-        self._mark_relevant()
-
-    def _mark_relevant(self) -> None:
-        """Functions that touch gradients: their own text does, or they call (by last name) one
-        that does.  By name only, over every module: it decides what is worth inlining."""
+    def mark_relevant(self, seeds: tuple = ()) -> None:
+        """Functions that touch gradients: their own text does, or they call (by name) one that
+        does (`seeds`: (function names, method names) the text scan found so, in modules not
+        parsed).  By name only: it decides what is worth inlining."""
         functions = [
             (key, f)
             for key, m in self.modules.items()
             if m is not None
             for f in list(m.functions.values()) + [meth for c in m.classes.values() for meth in c.methods.values()]
         ]
-        names = {f.name for _, f in functions if f.gradient}
+        # Functions and methods apart (`model.train()` never calls a script's `def train`): a
+        # function is reached bare or through a module alias, a method after any other dot.
+        plain = set(seeds[0]) if seeds else set()
+        bound = set(seeds[1]) if seeds else set()
+        relevant: set = set()
         changed = True
         while changed:
             changed = False
-            for _, f in functions:
-                if f.name not in names and f.calls & names:
-                    names.add(f.name)
+            for key, f in functions:
+                if (key, f.qualname) in relevant:
+                    continue
+                if f.gradient or f.bare & plain or f.through_modules & plain or f.methods & bound:
+                    relevant.add((key, f.qualname))
+                    (bound if "." in f.qualname else plain).add(f.name)
                     changed = True
-        self.relevant = {(key, f.qualname) for key, f in functions if f.name in names}
-        # The words an import line must hold to reach one of them: its name, its class's, its
-        # module's file name and the folders above (a package that re-exports it).
-        reach: set[str] = set()
-        for key, f in functions:
-            if (key, f.qualname) in self.relevant:
-                reach.update(f.qualname.split("."))
-                reach.update(part for part in key.replace("\\", "/").split("/")[-4:])
-                reach.add(os.path.splitext(os.path.basename(key))[0])
-        self.reachable_words = frozenset(reach)
+        self.relevant = relevant
 
     def copy(self) -> "Index":
         """A new index with the same modules (the language server changes the copy, then swaps)."""
         new = Index()
         new.roots = list(self.roots)
         new.modules = dict(self.modules)
+        new.known = set(self.known)
+        new.pending = dict(self.pending)
+        new.frozen = self.frozen
         return new
 
     # --- resolution (any process) -------------------------------------------------------
@@ -358,24 +350,63 @@ class Index:
         return memo[folder]
 
     def _bases_of(self, folder: str, key: str) -> list[str]:
-        out = [folder]
+        """A script's folder is where Python looks first (sys.path[0]); a module of a package
+        is imported from above its top package, never from its own folder (`import
+        transformers` inside diffusers/models/ is the library, not models/transformers/)."""
+        def package(path: str) -> bool:
+            init = os.path.join(path, "__init__.py")
+            return init in self.known or os.path.isfile(init)
+
+        out = []
         top = folder
-        while os.path.isfile(os.path.join(top, "__init__.py")) or os.path.join(top, "__init__.py") in self.modules:
+        while package(top):
             parent = os.path.dirname(top)
             if parent == top:
                 break
             top = parent
-        if top not in out:
-            out.append(top)
-        root = next((r for r in self.roots if key.startswith(r + os.sep)), None)
-        here = folder
-        while root is not None and here.startswith(root) and here != os.path.dirname(here):
-            if here not in out:
-                out.append(here)
+        out.append(top)  # the folder itself when it is no package
+        root = next((r for r in self.roots if key.startswith(r + os.sep) or key == r), None)
+        here = os.path.dirname(top)
+        while root is not None and (here == root or here.startswith(root + os.sep)):
+            if here not in out and not package(here):
+                out.append(here)  # `sys.path.insert(0, "..")` in a script under tools/
             if here == root:
                 break
             here = os.path.dirname(here)
         return out
+
+    def _has_entry(self, base: str, name: str, on_disk: bool) -> bool:
+        """Is there a module or package `name` in the folder `base` (known, or on disk)?"""
+        stem = os.path.join(base, name)
+        if stem + ".py" in self.known or os.path.join(stem, "__init__.py") in self.known:
+            return True
+        if not on_disk or self.frozen:
+            return self._known_folder(stem)
+        listing = self._listing(base)
+        return name + ".py" in listing or name in listing
+
+    def _known_folder(self, folder: str) -> bool:
+        """Does a known module live under this folder (a namespace package without __init__.py)?"""
+        folders = self.__dict__.get("_known_folders")
+        if folders is None or folders[0] != len(self.known):
+            names = set()
+            for key in self.known:
+                here = os.path.dirname(key)
+                while here and here not in names and here != os.path.dirname(here):
+                    names.add(here)
+                    here = os.path.dirname(here)
+            folders = (len(self.known), names)
+            self.__dict__["_known_folders"] = folders
+        return folder in folders[1]
+
+    def _listing(self, folder: str) -> frozenset:
+        listing = self._exists.get(folder)
+        if listing is None:  # one listing per folder, not a stat per candidate
+            try:
+                listing = self._exists[folder] = frozenset(os.listdir(folder))
+            except OSError:
+                listing = self._exists[folder] = frozenset()
+        return listing
 
     def _module_file(self, base: str, parts: list[str], on_disk: bool) -> Optional[str]:
         stem = os.path.join(base, *parts)
@@ -407,6 +438,8 @@ class Index:
         else:
             bases = self._bases(key)
         for base in bases:
+            if parts and not level and not self._has_entry(base, parts[0], on_disk):
+                continue  # nothing named like the import's first name there (`torch` in a project)
             for cut in range(len(parts), 0, -1):
                 found = self._module_file(base, parts[:cut], on_disk)
                 if found is not None and found != key:
@@ -417,15 +450,18 @@ class Index:
                     return init, parts
         return None
 
-    def lookup(self, qualified: str, key: str, depth: int = 0):
-        """What a qualified name names in the project: ("module", Module), ("function",
-        Module, Function), ("class", Module, Class), ("method", Module, Class, Function);
-        None when it is not the project's (or not a function, class or module of it)."""
+    def lookup(self, qualified: str, key: str, depth: int = 0, trail: Optional[list] = None):
+        """What a qualified name names in the project: ("module", path, Module), ("function",
+        path, Module, Function), ("class", path, Module, Class), ("method", path, Module, Class,
+        Function); None when it is not the project's (or not a function, class or module of
+        it).  `trail` collects the paths of the modules it read (their digests key the cache)."""
         found = self.resolve(qualified, key)
         if found is None or depth > MAX_REEXPORTS:
             return None
         target, rest = found
-        module = self.modules.get(target)
+        if trail is not None:
+            trail.append(target)
+        module = self.module(target)
         if module is None:
             return None
         if not rest:
@@ -442,13 +478,13 @@ class Index:
                 return ("method",) + found if found is not None else None
             return None
         if head in module.aliases:  # re-exported: `from .trainer import Trainer` in __init__.py
-            return self.lookup(".".join([module.aliases[head]] + rest[1:]), target, depth + 1)
+            return self.lookup(".".join([module.aliases[head]] + rest[1:]), target, depth + 1, trail)
         return None
 
     def method(self, key: str, cls: Class, name: str, depth: int = 0):
         """(path, Module, Class, Function) of `name` on `cls` or on its first base of the project
         that has it."""
-        module = self.modules.get(key)
+        module = self.module(key)
         if module is None or depth > MAX_REEXPORTS:
             return None
         if name in cls.methods:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from gradlint.project.index import MAX_IMPORT_DEPTH, Index, has_gradient_words, import_targets, import_words
+from gradlint.model.events import LOOP_EVENT_NAMES, ZERO_GRAD_METHODS
+from gradlint.project.index import MAX_IMPORT_DEPTH, Index, import_targets
+from gradlint.project.scan import calls_of, merge, scan
 from gradlint.project.view import View, view_of
 
 # What this process knows of the run's project: the index and each checked file's view.
@@ -16,47 +18,153 @@ _VIEWS: dict = {}
 
 def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dict]:
     """`files`: (path, text, digest, wrappers) of every file the run checks.  Returns the
-    index and the views (path -> View) of the files whose loops may call into another module.
-    `every_module`: summarize modules no file of the run imports too (the language server: an
-    open buffer that imports one may not be saved yet)."""
+    frozen index and the views (path -> View) of the files whose loops may call a function of
+    another module that touches gradients.
+
+    1. Every file is scanned as text (scan.py): its defs that hold a gradient spelling, the
+       names each def and the file call, the words of its import lines.  A local module a
+       file imports that the run does not check is read (not parsed) and scanned too.
+    2. Names that touch gradients, by text: such defs, and defs that call them, to a fixed point.
+    3. Callers: files that call one of those names and whose import lines name one of them, its
+       class or its module.  Only callers are parsed, and the modules their imports lead to.
+    `every_module` (the language server, whose callers are unsaved buffers): every module
+    holding such a def is parsed, and every package's __init__.py (it may re-export one).
+    """
     index = Index(roots or [os.path.dirname(os.path.abspath(path)) or "." for path, *_ in files])
-    # A module's functions matter to another file only if some import line of the run names it
-    # (its file name, or its package's folder for an __init__.py): a training script nobody
-    # imports is not summarized (most files with gradient words are such scripts).
-    words = {path: import_words(text) for path, text, *_ in files}
-    imported = set().union(*words.values()) if words else set()
-    others = []
+    scans: dict = {}
+    texts: dict = {}
+    run_keys = []
     for path, text, digest, wrappers in files:
-        if has_gradient_words(text, wrappers) and (every_module or _module_word(path) in imported):
-            index.add(path, text, digest, wrappers)
-        else:
-            others.append((path, text, digest))
-    # What a file with no gradient word imports from the project but the run does not check
-    # (`gradlint train.py`, a pre-commit run of the changed files) is read too.
-    for path, text, digest in others:
-        key = os.path.abspath(path)
-        for target in import_targets(text):
-            index.resolve(target, key, on_disk=True)
-    index.close_imports()
-    if not index.relevant:
-        return index, {}
-    # A file with no gradient word may still loop over calls of the project's functions, or wrap
-    # them (`Trainer.train_step` calling `self.stepper.run(loss)`): it is read when a word of its
-    # imports can reach one, and then what reaches it may reach further, a few rounds deep.
+        key = index.know(path, text, digest, wrappers)
+        run_keys.append((path, key))
+        scans[key] = scan(text, wrappers)
+        texts[key] = text
+    # local modules the run does not check, imported by a file named on the command line
+    # (`gradlint train.py`, a pre-commit run: trainer.py next to it); a folder's run has them all
+    named = {os.path.abspath(r) for r in roots if os.path.isfile(r)}
+    fresh = [key for key in scans if key in named]
     for _ in range(MAX_IMPORT_DEPTH):
-        callers = [f for f in others if not words[f[0]].isdisjoint(index.reachable_words)]
-        if not callers:
+        for key in fresh:
+            for target in import_targets(index.pending[key][1]) if key in index.pending else ():
+                index.resolve(target, key, on_disk=True)
+        fresh = [k for k in index.pending if k not in scans]
+        if not fresh:
             break
-        others = [f for f in others if f not in callers]
-        for path, text, digest in callers:
-            index.add(path, text, digest, None, summarize_all=True)
-        index.close_imports()
+        for key in fresh:
+            scans[key] = scan(index.pending[key][1])
+    functions = set().union(*(s.functions for s in scans.values())) - _NOT_HELPERS
+    methods: dict = {}
+    for found in scans.values():
+        merge(methods, found.methods)
+    for name in _NOT_HELPERS:
+        methods.pop(name, None)
+    if not functions and not methods:
+        index.freeze()
+        return index, {}
+    from gradlint.project.view import walk
+
+    # Callers are found round by round: a def around a call of one of them wraps it (Trainer.
+    # train_step calling self.stepper.run(loss)) and joins them, and a file that calls one of
+    # them inside a loop is a caller.  Callers are parsed, and the modules their imports lead to.
+    callers: list = []
+    done: set = set()
+    targets: dict = {}
+    looked: dict = {}
+    present: dict = {}  # per file: the names seen in its text so far, and those checked
+    for _ in range(MAX_IMPORT_DEPTH + 1):
+        holders = _holders(scans, functions | set(methods))
+        more_functions, more_methods = set(functions), {k: set(v) for k, v in methods.items()}
+        size = (len(functions), sum(map(len, methods.values())))
+        names = functions | set(methods)
+        words = _words(scans, names)
+        for path, key in run_keys:
+            found = scans[key]
+            # cheapest first: an import line that may reach one, then the name in the text at all
+            if looked.get(key) == size or found.imports.isdisjoint(words):
+                continue
+            seen, checked = present.setdefault(key, (set(), set()))
+            seen.update(name for name in names - checked if name in texts[key])
+            checked |= names
+            if seen.isdisjoint(names) or not _imports_a_holder(index, key, texts[key], holders, targets):
+                continue
+            looked[key] = size
+            in_loop, wrapping_functions, wrapping_methods = calls_of(texts[key], functions, methods, found.imports)
+            found.functions |= wrapping_functions
+            merge(found.methods, wrapping_methods)
+            more_functions |= wrapping_functions
+            merge(more_methods, wrapping_methods)
+            if in_loop and key not in done:
+                done.add(key)
+                callers.append((path, key))
+        more_functions -= _NOT_HELPERS
+        for name in _NOT_HELPERS:
+            more_methods.pop(name, None)
+        if (len(more_functions), sum(map(len, more_methods.values()))) == size:
+            break
+        functions, methods = more_functions, more_methods
+    names = functions | set(methods)
+    index.reachable_words = frozenset(_words(scans, names))
+    for _, key in callers:
+        module = index.module(key)
+        if module is not None:
+            walk(index, key, module)
+    index.mark_relevant((frozenset(functions), frozenset(methods)))
+    if every_module:
+        for key, found in scans.items():
+            if os.path.basename(key) == "__init__.py" or not (found.functions | set(found.methods)).isdisjoint(names):
+                index.module(key)
+        index.mark_relevant((frozenset(functions), frozenset(methods)))
     views: dict = {}
-    for path, *_ in files:
-        view = view_of(index, path)
+    for path, key in callers:
+        view = view_of(index, key)
         if view is not None:
             views[path] = view
+    index.freeze()
     return index, views
+
+
+def _holders(scans: dict, names: set) -> set[str]:
+    """Modules holding a def of `names`, and the folders above them (an __init__.py there may
+    re-export it)."""
+    out: set[str] = set()
+    for key, found in scans.items():
+        if (found.functions | set(found.methods)).isdisjoint(names):
+            continue
+        out.add(key)
+        folder = os.path.dirname(key)
+        for _ in range(3):
+            out.add(os.path.join(folder, "__init__.py"))
+            folder = os.path.dirname(folder)
+    return out
+
+
+def _imports_a_holder(index: Index, key: str, text: str, holders: set, targets: dict) -> bool:
+    """Does one of the file's import lines resolve (by path) to a module holding such a def?"""
+    if key not in targets:
+        targets[key] = import_targets(text)
+    for target in targets[key]:
+        found = index.resolve(target, key)
+        if found is not None and found[0] in holders:
+            return True
+    return False
+
+
+def _words(scans: dict, names: set) -> set[str]:
+    """The words an import line must hold to reach a def of `names`: the name, its class's,
+    its module's, and its package's folder (an __init__.py may re-export it)."""
+    words = set(names)
+    for key, found in scans.items():
+        if (found.functions | set(found.methods)).isdisjoint(names):
+            continue
+        words.add(_module_word(key))
+        words.add(os.path.basename(os.path.dirname(key)))
+        words.update(cls for method, classes in found.methods.items() if method in names for cls in classes)
+    return words
+
+
+# Names every class has, and the API's own event names (a call of `x.step()` is a step
+# before it is a helper): that one of them touches gradients says nothing about a call of it.
+_NOT_HELPERS = frozenset({"__init__", "__call__", "forward", "main"}) | LOOP_EVENT_NAMES | ZERO_GRAD_METHODS
 
 
 def _module_word(path: str) -> str:

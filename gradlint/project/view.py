@@ -3,7 +3,6 @@ and the digest of everything its result depends on in other files (for the cache
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -17,32 +16,42 @@ class View:
     # Names that, written in this file, may call a function of another module that touches
     # gradients: the prefilter and the screen treat them as they treat a configured wrapper.
     words: tuple[str, ...]
-    digest: str  # of every module reachable through its imports that holds such a function
+    digest: str  # of every module of the project its analysis can read
 
 
-def _reachable(index: Index, key: str, module: Module) -> tuple[set[str], set[str]]:
-    """(words, module keys) reachable from this module's imports, MAX_IMPORT_DEPTH deep."""
+def _worth_following(index: Index, qualified: str) -> bool:
+    """Can this import reach a function that touches gradients?  Its last name must be one
+    such function's, its class's, its module's or a package above it (the text scan's words):
+    the index parses nothing for the others."""
+    last = qualified.rstrip(".").rsplit(".", 1)[-1]
+    return last in index.reachable_words
+
+
+def walk(index: Index, key: str, module: Module) -> tuple[set[str], set[str]]:
+    """(words, module keys) reachable from this module's imports, MAX_IMPORT_DEPTH deep.
+    The keys are every module a lookup from here parsed or read (re-exports included)."""
     words: set[str] = set()
     keys: set[str] = set()
     frontier = [(key, module, 0)]
     seen = {key}
     while frontier:
         here, current, depth = frontier.pop()
-        for local, qualified in current.aliases.items():
-            found = index.lookup(qualified, here)
+        for local, qualified in sorted(current.aliases.items()):
+            if not _worth_following(index, qualified):
+                continue
+            trail: list[str] = []
+            found = index.lookup(qualified, here, trail=trail)
+            keys.update(trail)
             if found is None:
                 continue
-            kind, target, target_module = found[0], found[1], found[2]
+            target, target_module = found[1], found[2]
             hit = _relevant_words(index, found)
-            if hit:
-                keys.add(target)
-                if depth == 0:
-                    words.add(local)
-                    words |= hit
-            if target not in seen and depth + 1 < MAX_IMPORT_DEPTH and target_module.summarized:
+            if hit and depth == 0:
+                words.add(local)
+                words |= hit
+            if target not in seen and depth + 1 < MAX_IMPORT_DEPTH:
                 seen.add(target)
                 frontier.append((target, target_module, depth + 1))
-                keys.add(target)
     return words, keys
 
 
@@ -69,7 +78,7 @@ def _relevant_words(index: Index, found) -> set[str]:
 
 def _method_names(index: Index, key: str, cls, depth: int = 0) -> set[str]:
     names = set(cls.methods)
-    module = index.modules.get(key)
+    module = index.module(key)
     if module is None or depth > 3:
         return names
     for base in cls.bases:
@@ -79,20 +88,28 @@ def _method_names(index: Index, key: str, cls, depth: int = 0) -> set[str]:
     return names
 
 
-def view_of(index: Index, path: str) -> Optional[View]:
-    """The file's view, or None when nothing it imports reaches a function that touches
-    gradients (its result then depends on no other file)."""
-    key = os.path.abspath(path)
-    module = index.modules.get(key)
-    if module is None:
-        return None
-    return reachable_view(index, key, module)
+def view_of(index: Index, key: str) -> Optional[View]:
+    """The view of a parsed module of the index, or None when nothing it imports reaches a
+    function that touches gradients (its result then depends on no other file)."""
+    module = index.module(key)
+    return reachable_view(index, key, module) if module is not None else None
 
 
 def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
     """The view of the module at `key` as `module` reads (the language server: an unsaved buffer)."""
-    words, keys = _reachable(index, key, module)
+    words, _ = walk(index, key, module)
     if not words:
         return None
-    parts = sorted(f"{k}\0{index.modules[k].digest}" for k in keys if index.modules.get(k) is not None)
-    return View(key, tuple(sorted(words)), hex_digest("\n".join(parts).encode("utf-8", "surrogateescape"), size=12))
+    return View(key, tuple(sorted(words)), index_digest(index))
+
+
+def index_digest(index: Index) -> str:
+    """Of every module the index parsed: all that an analysis through it can read (a lookup
+    in a frozen index parses nothing).  Wider than one file's needs, never narrower: a change
+    to any parsed module renews the cache entries of the files that call into the project."""
+    cached = index.__dict__.get("_digest")
+    if cached is None or cached[0] != len(index.modules):
+        parts = sorted(f"{k}\0{m.digest}" for k, m in index.modules.items() if m is not None)
+        cached = (len(index.modules), hex_digest("\n".join(parts).encode("utf-8", "surrogateescape"), size=12))
+        index.__dict__["_digest"] = cached
+    return cached[1]

@@ -16,7 +16,7 @@ import threading
 from typing import Callable, Optional
 
 from gradlint.cache import content_digest
-from gradlint.project.index import Index, Module, summarize
+from gradlint.project.index import Index, Module
 from gradlint.project.run import index_files
 from gradlint.project.view import reachable_view
 
@@ -37,9 +37,10 @@ class WorkspaceIndex:
             self._run(self._build)
 
     def file_saved(self, path: str) -> None:
-        """Summarize a saved file again (a trainer method just fixed changes its callers' findings)."""
+        """Index the workspace again after a save (a trainer method just fixed changes its
+        callers' findings); the old index serves until the new one is ready."""
         if self.index is not None and path.endswith(".py") and any(_under(path, r) for r in self.roots):
-            self._run(lambda: self._update(path))
+            self._run(self._build)
 
     def _run(self, work: Callable[[], None]) -> None:
         def guarded() -> None:
@@ -72,18 +73,6 @@ class WorkspaceIndex:
             if error is None:
                 files.append((path, text, content_digest(data), None))
         index, _ = index_files(files, self.roots, every_module=True)
-        self._publish(index)
-
-    def _update(self, path: str) -> None:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            return
-        index = self.index.copy()
-        index.modules[os.path.abspath(path)] = summarize(path, text, content_digest(data))
-        index.close_imports()
         self._publish(index)
 
     def _publish(self, index: Index) -> None:
