@@ -217,6 +217,10 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, proje
     _guard(source, path, memo)
     # (tests replace _screen with a function of three arguments: a run without a project calls it so)
     text = _screen(source, settings, memo) if project is None else _screen(source, settings, memo, project)
+    if text is not None and project is not None:
+        # Another module's function may call back into any def of this file (a function or an
+        # object handed to it as an argument): the screen cannot see those calls, so keep all.
+        text = source
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.rules.registry import all_rules
@@ -257,13 +261,17 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
     related = tuple(Related(e.span, why, e.path) for e, why in raw.related)
     if event.path is None and not any(e.path is not None for e, _ in raw.related):
         return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related, fix=plan(raw, model))
+    # the calls in this file that lead into the other module, for an editor to show too
+    anchors = tuple(dict.fromkeys(e.anchor for e, _ in raw.related if e.path is not None and e.anchor is not None))
     if event.path is None:
+        related += tuple(Related(s, f"the call of {lab} that runs it") for s, lab in anchors if s != event.span)
         return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related)
     if event.anchor is None:
         return None
     span, label = event.anchor
     message = f"in {label}: {raw.message}"
     related = (Related(event.span, f"{event.text}, in {label}", event.path),) + related
+    related += tuple(Related(s, f"the call of {lab} that runs it") for s, lab in anchors if s != span)
     return Finding(path=path, code=raw.code, message=message, span=span, related=related)
 
 

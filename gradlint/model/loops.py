@@ -26,6 +26,9 @@ from gradlint.model.walk import walk
 from gradlint.settings import Wrappers
 
 MAX_HELPER_DEPTH = 3
+# `scope` of an inlined definition that is the checked file's own, reached from another
+# module's function (Builder.handed_back)
+HOME = "home"
 
 
 # --- the structure --------------------------------------------------------------
@@ -505,11 +508,30 @@ class Builder:
         if len(ctx.helpers) >= MAX_HELPER_DEPTH:
             return None
         if ctx.foreign is not None:  # inside another module's function: its names, not this file's
-            return self.project.helper_for(call, ctx)
+            return self.project.helper_for(call, ctx) or self.handed_back(call, ctx)
         found = self.file_helper(call, ctx)
         if found is None and self.project is not None:
             return self.project.helper_for(call, ctx)
         return found
+
+    def handed_back(self, call: cst.Call, ctx: Context):
+        """Inside another module's function, a call of what this file handed it: a function of
+        this file passed as an argument (`step_fn(batch)`), or a method of the object it passed
+        (`self_.clip()` with `self` passed as `self_`).  Modelled as this file's helper."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = ctx.substitution.get(func.value)
+            local = cst.Name(name) if name and "." not in name else None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            name = ctx.substitution.get(func.value.value)
+            local = cst.Attribute(value=cst.Name(name), attr=func.attr) if name and "." not in name else None
+        else:
+            local = None
+        if local is None:
+            return None
+        home = ctx.child(foreign=None, bindings=self.bindings, substitution={}, class_name=ctx.foreign.home_class)
+        found = self.file_helper(call.with_changes(func=local), home)
+        return None if found is None else (*found, HOME)
 
     def file_helper(self, call: cst.Call, ctx: Context):
         func = call.func
@@ -542,6 +564,13 @@ class Builder:
         if id(definition) in ctx.helpers:
             return []
         changes = {}
+        if scope is HOME:  # back in this file's own code (handed_back)
+            changes.update(foreign=None, bindings=self.bindings)
+            scope = None
+            substitution = {}
+            fresh = True
+        else:
+            fresh = scope is not None
         if scope is not None:
             changes["foreign"] = scope
             if hints:
@@ -552,7 +581,7 @@ class Builder:
             class_name=class_name,
             via=ctx.via + (label,),
             helpers=ctx.helpers + (id(definition),),
-            substitution=dict(substitution or {}) if scope is not None else dict(ctx.substitution),
+            substitution=dict(substitution or {}) if fresh else dict(ctx.substitution),
             **changes,
         )
         if call is not None:

@@ -8,21 +8,27 @@ helper of the same file is (gradlint/model/loops.py inlines it, with its argumen
 
 Where the index is built, and why there:
 
-* **index.py** builds it in the process that starts the run, before any file is analysed,
-  from CPython's `ast` only (no libcst): a file is parsed only when its text holds a
-  gradient word (the prefilter's spellings, `zero_grad`, `clip_grad`, `.grad`), or when
-  it is the module an indexed file imports (its import lines only count).  A file with
-  none costs one substring test.  The analysis of a file needs the summaries of the
-  modules it imports before it starts, and the workers of the pool each see one file:
-  so the index is made once, up front, and handed to every worker (inherited across
-  fork, or sent once per worker).
-* A summary is, per function and per method, its parameters, its definition's text and
-  place, and the names it calls; per class, its bases and what its `self` attributes are
-  built from; per module, its import aliases.  The libcst side (foreign.py) parses only
-  the definitions a modelled loop really calls, once per process.
-* A file's result then depends on other files: the result cache's key holds the digests
-  of every module its view can reach (view.py); a file whose imports reach no indexed
-  function keeps the key it had.
+* **run.py** builds it in the process that starts the run, before any file is analysed:
+  a file's analysis needs the summaries of the modules it calls into before it starts,
+  and each worker of the pool sees one file.  So the index is made once, up front, and
+  handed to every worker (inherited across fork, or sent once per worker); a worker
+  never parses for it (the index is frozen).
+* It costs little because almost nothing is parsed.  **scan.py** reads every file as text
+  (a few regular expressions, the prefilter's order of cost): the defs around a gradient
+  spelling, placed by indentation.  A file that calls one of them (a function bare or
+  through its module, a method when it imports the method's class) inside a loop is a
+  *caller*; a def around such a call outside a loop wraps it and joins them.  Only the
+  callers and the modules their imports lead to are parsed, with CPython's `ast`
+  (**index.py**); most files with gradient words are scripts no other file calls into.
+* A summary is, per function and method, its parameters, its definition's text and place,
+  the names it calls; per class, its bases and what its `self` attributes are built from;
+  per module, its import aliases.  The libcst side (**foreign.py**) parses only the
+  definitions a modelled loop really calls, once per check.
+* A file's result then depends on other files: the result cache's key holds the digest of
+  every module the index parsed (view.py); a file that calls into no other module keeps
+  the key it had.
+* The language server (**workspace.py**) builds the workspace's index on a thread of its
+  own and swaps in a new one after a save; a check reads whichever index is there.
 
 Imports are resolved by path only (relative imports from the file's folder, absolute ones
 from the file's folder, its package root and the folders above it up to the checked

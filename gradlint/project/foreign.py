@@ -104,7 +104,10 @@ def parsed(key: str, module: Module, function: Function) -> Optional[Parsed]:
 class Scope:
     """The other module an inlined definition belongs to, while its body is modelled."""
 
-    def __init__(self, key: str, module: Module, cls: Optional[Class], code: Parsed, anchor: tuple) -> None:
+    def __init__(
+        self, key: str, module: Module, cls: Optional[Class], code: Parsed, anchor: tuple, home_class: Optional[str] = None
+    ) -> None:
+        self.home_class = home_class  # the class of the checked file's code that called out
         self.key = key
         self.module = module
         self.cls = cls
@@ -116,7 +119,7 @@ class Scope:
         self.imports = imports
 
     def with_code(self, key: str, module: Module, cls: Optional[Class], code: Parsed) -> "Scope":
-        return Scope(key, module, cls, code, self.anchor)
+        return Scope(key, module, cls, code, self.anchor, self.home_class)
 
 
 class HintedBindings:
@@ -210,7 +213,7 @@ class Project:
             return None
         label = f"{dotted(func) or function.name}()"
         if scope is None:
-            new_scope = Scope(key, module, cls, code, (ctx.span(call), label))
+            new_scope = Scope(key, module, cls, code, (ctx.span(call), label), ctx.class_name)
         else:
             new_scope = scope.with_code(key, module, cls, code)
         substitution = {}
