@@ -519,11 +519,12 @@ class Builder:
         this file passed as an argument (`step_fn(batch)`), or a method of the object it passed
         (`self_.clip()` with `self` passed as `self_`).  Modelled as this file's helper."""
         func = call.func
+        params = ctx.foreign.params
         if isinstance(func, cst.Name):
-            name = ctx.substitution.get(func.value)
+            name = ctx.substitution.get(func.value, func.value if func.value in params else None)
             local = cst.Name(name) if name and "." not in name else None
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-            name = ctx.substitution.get(func.value.value)
+            name = ctx.substitution.get(func.value.value, func.value.value if func.value.value in params else None)
             local = cst.Attribute(value=cst.Name(name), attr=func.attr) if name and "." not in name else None
         else:
             local = None

@@ -70,6 +70,7 @@ class Parsed:
         self.positions = Positions(module, function.text, numbering, table=table)
         self.line_offset = function.line - 1
         self.col_offset = len(function.indent)
+        self.params = function.params
 
     def span(self, node: cst.CSTNode) -> Span:
         span = self.positions.span(node)
@@ -108,6 +109,9 @@ class Scope:
         self, key: str, module: Module, cls: Optional[Class], code: Parsed, anchor: tuple, home_class: Optional[str] = None
     ) -> None:
         self.home_class = home_class  # the class of the checked file's code that called out
+        # the definition's parameters: what the caller handed it (a parameter named like its
+        # argument has no substitution entry, yet it is the caller's object)
+        self.params = frozenset(code.params)
         self.key = key
         self.module = module
         self.cls = cls
