@@ -111,7 +111,9 @@ def _screen(source: str, settings: Settings, memo=None, project=None):
     from gradlint.screen import screen
 
     words = tuple(sorted(project.words)) if project is not None else ()
-    return screen(source, settings.wrappers, memo.nodes if memo is not None else None, words)
+    # what the project's functions may call back in this file is kept by the screen too
+    callbacks = tuple(sorted(project.callbacks)) if project is not None else ()
+    return screen(source, settings.wrappers, memo.nodes if memo is not None else None, words, callbacks)
 
 
 def _guard(source: str, path: str, memo=None) -> None:
@@ -217,10 +219,6 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, proje
     _guard(source, path, memo)
     # (tests replace _screen with a function of three arguments: a run without a project calls it so)
     text = _screen(source, settings, memo) if project is None else _screen(source, settings, memo, project)
-    if text is not None and project is not None:
-        # Another module's function may call back into any def of this file (a function or an
-        # object handed to it as an argument): the screen cannot see those calls, so keep all.
-        text = source
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.rules.registry import all_rules

@@ -225,10 +225,12 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
 
 
 def screen(
-    source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None, project_words: tuple = ()
+    source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None, project_words: tuple = (),
+    callbacks: tuple = (),
 ) -> Optional[str]:
     """The text libcst should parse; None when no loop in `source` can hold a gradient event.
-    `project_words`: names of functions of other modules that touch gradients (gradlint/project)."""
+    `project_words`: names of functions of other modules that touch gradients (gradlint/project);
+    `callbacks`: names those functions call, which may be defs of this file handed to them."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
     try:
@@ -287,7 +289,7 @@ def screen(
     hooks = {match.group(1) for match in _at_words(_STEP_HOOK_CALL, source)}  # a hook function bindings looks into
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
-        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo)
+        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo, callbacks)
         keep |= whole
         skeletons = _skeletons(walk, partial, keep, lines)
         keep |= set(skeletons)
@@ -467,7 +469,9 @@ def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
 FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `self.m()`
 
 
-def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None) -> set[int]:
+def _needed_tops(
+    walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None, callbacks=()
+) -> set[int]:
     """Top-level statements whose functions, classes, imports or assignments the analysis can reach."""
     from gradlint.model.loops import MAX_HELPER_DEPTH
 
@@ -537,6 +541,9 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
 
     for loop in candidates:
         add_code(loop[3], 0)
+    for word in callbacks:  # called from another module's function that a loop calls
+        call(FUNCTION, word, 1)
+        call(METHOD, word, 1)
     for _, unit, node, _ in walk.functions:
         if _contains(marked, unit.start, unit.end):
             add_code(node, 0)

@@ -194,6 +194,41 @@ def test_an_attribute_of_another_modules_class_that_is_a_project_class(tmp_path)
     assert found(run(tmp_path)) == [("main.py", 8, "GL001")]
 
 
+def test_a_method_of_this_file_called_back_by_another_modules_function(tmp_path):
+    """`moved_step(self, x, y)` whose body calls `self_.clip()`: Net.clip of this file, kept by
+    the screen though nothing here calls it by name, clips after the step."""
+    write(tmp_path, {
+        "steps.py": """\
+            def moved_step(self_, x, y):
+                self_.opt.zero_grad()
+                self_.model(x).sum().backward()
+                self_.opt.step()
+                self_.clip()
+        """,
+        "train.py": """\
+            import torch
+            from steps import moved_step
+
+
+            class Net:
+                def __init__(self):
+                    self.model = torch.nn.Linear(4, 1)
+                    self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+                def clip(self):
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+
+                def fit(self, batches):
+                    for x, y in batches:
+                        moved_step(self, x, y)
+        """,
+    })
+    result = run(tmp_path)
+    assert found(result) == [("train.py", 11, "GL004")]
+    (finding,) = result.findings()
+    assert [(r.path, r.span.line) for r in finding.related] == [("steps.py", 4), (None, 15)]  # the step, the call
+
+
 def test_modules_that_call_each_other_do_not_loop_forever(tmp_path):
     write(tmp_path, {
         "a.py": "from b import pong\n\n\ndef ping(loss, opt):\n    loss.backward()\n    pong(loss, opt)\n",

@@ -179,6 +179,7 @@ class Project:
         self.key = view.key
         self.words = frozenset(view.words)
         self.digest = view.digest
+        self.callbacks = frozenset(view.callbacks)
 
     def calls_project_function(self, called) -> bool:
         """Does a loop that calls these names call a function of another module that touches gradients?"""

@@ -17,6 +17,9 @@ class View:
     # gradients: the prefilter and the screen treat them as they treat a configured wrapper.
     words: tuple[str, ...]
     digest: str  # of every module of the project its analysis can read
+    # Names those functions call: one may be a function or a method of this file handed to
+    # them (a callback), so the screen keeps this file's defs of those names.
+    callbacks: tuple[str, ...] = ()
 
 
 def _worth_following(index: Index, qualified: str) -> bool:
@@ -27,9 +30,10 @@ def _worth_following(index: Index, qualified: str) -> bool:
     return last in index.reachable_words
 
 
-def walk(index: Index, key: str, module: Module) -> tuple[set[str], set[str]]:
+def walk(index: Index, key: str, module: Module, callbacks: Optional[set] = None) -> tuple[set[str], set[str]]:
     """(words, module keys) reachable from this module's imports, MAX_IMPORT_DEPTH deep.
-    The keys are every module a lookup from here parsed or read (re-exports included)."""
+    The keys are every module a lookup from here parsed or read (re-exports included);
+    `callbacks` collects what the relevant functions reached call."""
     words: set[str] = set()
     keys: set[str] = set()
     frontier = [(key, module, 0)]
@@ -45,7 +49,7 @@ def walk(index: Index, key: str, module: Module) -> tuple[set[str], set[str]]:
             if found is None:
                 continue
             target, target_module = found[1], found[2]
-            hit = _relevant_words(index, found)
+            hit = _relevant_words(index, found, callbacks)
             if hit and depth == 0:
                 words.add(local)
                 words |= hit
@@ -55,11 +59,15 @@ def walk(index: Index, key: str, module: Module) -> tuple[set[str], set[str]]:
     return words, keys
 
 
-def _relevant_words(index: Index, found) -> set[str]:
+def _relevant_words(index: Index, found, callbacks: Optional[set] = None) -> set[str]:
     """The names under which what an import names reaches a function that touches gradients."""
     kind, key, module = found[0], found[1], found[2]
+    sink = callbacks if callbacks is not None else set()
     if kind == "function":
-        return {found[3].name} if index.is_relevant(key, found[3]) else set()
+        if not index.is_relevant(key, found[3]):
+            return set()
+        sink |= found[3].calls
+        return {found[3].name}
     if kind == "class":
         out = set()
         cls = found[3]
@@ -67,11 +75,16 @@ def _relevant_words(index: Index, found) -> set[str]:
             hit = index.method(key, cls, name)
             if hit is not None and index.is_relevant(hit[0], hit[3]):
                 out.add(name)
+                sink |= hit[3].calls
         return out | {cls.name} if out else set()
     if kind == "module":
-        out = {f.name for f in module.functions.values() if index.is_relevant(key, f)}
+        out = set()
+        for f in module.functions.values():
+            if index.is_relevant(key, f):
+                out.add(f.name)
+                sink |= f.calls
         for cls in module.classes.values():
-            out |= _relevant_words(index, ("class", key, module, cls))
+            out |= _relevant_words(index, ("class", key, module, cls), callbacks)
         return out
     return set()
 
@@ -97,10 +110,11 @@ def view_of(index: Index, key: str) -> Optional[View]:
 
 def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
     """The view of the module at `key` as `module` reads (the language server: an unsaved buffer)."""
-    words, _ = walk(index, key, module)
+    callbacks: set = set()
+    words, _ = walk(index, key, module, callbacks)
     if not words:
         return None
-    return View(key, tuple(sorted(words)), index_digest(index))
+    return View(key, tuple(sorted(words)), index_digest(index), tuple(sorted(callbacks - words)))
 
 
 def index_digest(index: Index) -> str:
