@@ -43,10 +43,8 @@ _SPELLINGS = tuple(
 )
 
 _STEPPER = re.compile(r"opt|scaler|engine", re.I)
-_RECEIVER = re.compile(r"[\w.]{1,80}$")
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
-_NAME_BEFORE_DOT = re.compile(r"(\w+)[ \t]*\.[ \t]*$")
 
 
 @dataclass
@@ -128,8 +126,18 @@ def _receiver(text: str, start: int):
         i -= 1
     if i < 0 or text[i] != ".":
         return None
-    found = _NAME_BEFORE_DOT.search(text, max(0, i - 80), i + 1)
-    return found.group(1) if found else ""
+    return _word_before(text, i)
+
+
+def _word_before(text: str, end: int) -> str:
+    """The word that ends right before `end` (spaces skipped), read backwards: "" if none."""
+    i = end - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    stop = i
+    while i >= 0 and (text[i].isalnum() or text[i] == "_") and stop - i < 80:
+        i -= 1
+    return text[i + 1 : stop + 1]
 
 
 def _spellings(text: str) -> list[int]:
@@ -227,5 +235,4 @@ def _counts(text: str, match: "re.Match") -> bool:
         return True
     if text[match.end() : match.end() + 8].lstrip(" \t").startswith(")"):
         return True  # `x.step()`
-    receiver = _RECEIVER.search(text, max(0, match.start() - 80), match.start())
-    return receiver is not None and _STEPPER.search(receiver.group().rsplit(".", 1)[-1]) is not None
+    return _STEPPER.search(_word_before(text, match.start())) is not None
