@@ -152,11 +152,28 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
                 owner = func.value
                 (through if isinstance(owner, ast.Name) and owner.id in aliases else methods).add(func.attr)
     qualname = f"{class_name}.{node.name}" if class_name else node.name
-    gradient = words(text)
+    gradient = words(text) and words(_without_strings(node, body, first, len(indent)))
     return Function(
         node.name, qualname, params, text, first, indent, frozenset(bare | methods | through), gradient,
         frozenset(bare), frozenset(methods), frozenset(through),
     )
+
+
+def _without_strings(node, lines: list[str], first: int, indent: int) -> str:
+    """The definition's text with its string literals blanked: an example in a docstring
+    (`loss.backward()` in ignite's Engine docs) is no gradient spelling."""
+    rows = [list(line) for line in lines]
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.end_lineno is not None:
+            for number in range(sub.lineno, sub.end_lineno + 1):
+                row = rows[number - first] if 0 <= number - first < len(rows) else None
+                if row is None:
+                    continue
+                start = sub.col_offset - indent if number == sub.lineno else 0
+                end = sub.end_col_offset - indent if number == sub.end_lineno else len(row)
+                for i in range(max(start, 0), min(end, len(row))):  # byte columns: close enough to blank
+                    row[i] = " "
+    return "\n".join("".join(row) for row in rows)
 
 
 def _members(node: ast.ClassDef) -> dict:
