@@ -56,6 +56,7 @@ def test_a_check_never_waits_for_the_index(tmp_path):
     (tmp_path / "trainer.py").write_text(TRAINER)
     index.start([str(tmp_path)])
     index.wait()
+    assert index.error is None, index.error
     project = index.project_for(str(tmp_path / "train.py"), TRAIN.format(module="trainer"))
     assert project is not None and "train_step" in project.words
     # a saved fix of trainer.py makes a new index; the old one was never changed in place

@@ -23,6 +23,9 @@ MAX_IMPORT_DEPTH = 4
 # A file of the project bigger than this is not read for the index (the engine refuses
 # to analyse bigger ones too).
 _MAX_BYTES = 8 * 1024 * 1024
+# Names a loop's call of which is never a project helper to inline: every class has them,
+# or the API's event of that name wins (`x.step()` is a step before it is a helper).
+_NEVER_HELPERS = frozenset({"__init__", "__call__", "forward", "main", "backward", "step", "zero_grad", "optimizer_step"})
 # The modules an import statement names, read from the text before any parse.
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
@@ -43,8 +46,9 @@ class Function:
     calls: frozenset  # the last names of what it calls: `f`, `m` of `x.m(...)`
     gradient: bool  # its own text holds a gradient spelling (scan.py's)
     bare: frozenset = frozenset()  # names it calls bare: `f(...)`
-    methods: frozenset = frozenset()  # names it calls after a dot on no module alias: `x.m(...)`
+    methods: frozenset = frozenset()  # names it calls on `self`: `self.m(...)`
     through_modules: frozenset = frozenset()  # names it calls on a module alias: `utils.clip(...)`
+    members: frozenset = frozenset()  # (attribute, name) it calls on a `self` attribute: `self.x.m(...)`
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,9 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
         else:
             return None  # a line left of the def (inside a string): its columns would not map back
     text = "\n".join(body) + "\n"
-    bare, methods, through = set(), set(), set()
+    # Calls by kind, for what reaches what (mark_relevant): `x.update()` of any other object
+    # says nothing (a dict's update is no metric's), so only these count.
+    bare, on_self, through, members, other = set(), set(), set(), set(), set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
             func = sub.func
@@ -150,12 +156,23 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
                 bare.add(func.id)
             elif isinstance(func, ast.Attribute):
                 owner = func.value
-                (through if isinstance(owner, ast.Name) and owner.id in aliases else methods).add(func.attr)
+                if isinstance(owner, ast.Name):
+                    if owner.id == "self":
+                        on_self.add(func.attr)
+                    elif owner.id in aliases:
+                        through.add(func.attr)
+                    else:
+                        other.add(func.attr)
+                elif isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
+                    members.add((owner.attr, func.attr))
+                else:
+                    other.add(func.attr)
     qualname = f"{class_name}.{node.name}" if class_name else node.name
     gradient = words(text) and words(_without_strings(node, body, first, len(indent)))
     return Function(
-        node.name, qualname, params, text, first, indent, frozenset(bare | methods | through), gradient,
-        frozenset(bare), frozenset(methods), frozenset(through),
+        node.name, qualname, params, text, first, indent,
+        frozenset(bare | on_self | through | other | {m for _, m in members}), gradient,
+        frozenset(bare), frozenset(on_self), frozenset(through), frozenset(members),
     )
 
 
@@ -230,6 +247,27 @@ def summarize(
     return module
 
 
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n#;(]*))", re.M)
+_PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
+_ALIAS = re.compile(r"([\w.]+)(?:[ \t]+as[ \t]+(\w+))?")
+
+
+def text_aliases(text: str) -> dict:
+    """Import aliases as `_aliases` gives them, read from the import lines without a parse
+    (a caller that holds no def of interest needs no more: the index does not parse it)."""
+    out: dict = {}
+    for match in _PLAIN_IMPORT.finditer(text):
+        for name, alias in _ALIAS.findall(match.group(1)):
+            if name:
+                out[alias or name.split(".", 1)[0]] = name if alias else name.split(".", 1)[0]
+    for match in _FROM_IMPORT.finditer(text):
+        base = match.group(1)
+        for name, alias in _ALIAS.findall(match.group(2) or match.group(3) or ""):
+            if name and name != "*" and "." not in name:
+                out[alias or name] = f"{base}{name}" if base.endswith(".") else f"{base}.{name}"
+    return out
+
+
 def import_targets(text: str) -> list[str]:
     """The qualified names (as Imports writes them) that the file's import lines name, read
     without a parse: `from .a import b, c` gives `.a`, `.a.b`, `.a.c`."""
@@ -266,6 +304,9 @@ class Index:
         self.roots = sorted({os.path.abspath(r) if os.path.isdir(r) else os.path.dirname(os.path.abspath(r)) for r in roots})
         self.relevant: set[tuple[str, str]] = set()  # (absolute path, qualname) of functions that touch gradients
         self.reachable_words: frozenset = frozenset()
+        # modules holding a def that may touch gradients, and the __init__.py above them (None:
+        # not narrowed, the language server's index)
+        self.holders: Optional[frozenset] = None
         self._exists: dict[str, frozenset] = {}  # folder -> the names in it
 
     # --- building (the parent process) ---------------------------------------------------
@@ -322,28 +363,53 @@ class Index:
         """Functions that touch gradients: their own text does, or they call (by name) one that
         does (`seeds`: (function names, method names) the text scan found so, in modules not
         parsed).  By name only: it decides what is worth inlining."""
-        functions = [
-            (key, f)
+        functions = [(key, f, None) for key, m in self.modules.items() if m is not None for f in m.functions.values()]
+        functions += [
+            (key, f, c)
             for key, m in self.modules.items()
             if m is not None
-            for f in list(m.functions.values()) + [meth for c in m.classes.values() for meth in c.methods.values()]
+            for c in m.classes.values()
+            for f in c.methods.values()
         ]
-        # Functions and methods apart (`model.train()` never calls a script's `def train`): a
-        # function is reached bare or through a module alias, a method after any other dot.
+        # A function is reached bare or through a module alias (`model.train()` never calls a
+        # script's `def train`); a method through `self` (its class, or a class built from it by
+        # name: bases are matched by their last name) or through a `self` attribute built from
+        # a class that has it (`self.stepper.run(loss)`, `self.stepper = Stepper(...)`).
         plain = set(seeds[0]) if seeds else set()
-        bound = set(seeds[1]) if seeds else set()
+        by_class: dict = {}  # class name -> its relevant methods
+        for name, classes in (seeds[1].items() if seeds and isinstance(seeds[1], dict) else ()):
+            for cls in classes:
+                by_class.setdefault(cls, set()).add(name)
         relevant: set = set()
         changed = True
         while changed:
             changed = False
-            for key, f in functions:
-                if (key, f.qualname) in relevant:
+            for key, f, cls in functions:
+                if (key, f.qualname) in relevant or f.name in _NEVER_HELPERS:
                     continue
-                if f.gradient or f.bare & plain or f.through_modules & plain or f.methods & bound:
+                if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class):
                     relevant.add((key, f.qualname))
-                    (bound if "." in f.qualname else plain).add(f.name)
+                    if cls is None:
+                        plain.add(f.name)
+                    else:
+                        by_class.setdefault(cls.name, set()).add(f.name)
                     changed = True
         self.relevant = relevant
+
+    @staticmethod
+    def _reaches(f: Function, cls: Optional["Class"], by_class: dict) -> bool:
+        if cls is None:
+            return False
+        own = set(by_class.get(cls.name, ()))
+        for base in cls.bases:
+            own |= by_class.get(base.rsplit(".", 1)[-1], set())
+        if f.methods & own:
+            return True
+        for attr, name in f.members:
+            for callee in cls.members.get(attr, ()):
+                if name in by_class.get(callee.rsplit(".", 1)[-1], ()):
+                    return True
+        return False
 
     def copy(self) -> "Index":
         """A new index with the same modules (the language server changes the copy, then swaps)."""

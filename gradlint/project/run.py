@@ -7,8 +7,9 @@ import os
 from typing import Optional
 
 from gradlint.model.events import LOOP_EVENT_NAMES, ZERO_GRAD_METHODS
-from gradlint.project.index import MAX_IMPORT_DEPTH, Index, import_targets
+from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
 from gradlint.project.scan import calls_of, merge, scan
+from gradlint.project.scan import forget as forget_calls
 from gradlint.project.view import View, view_of
 
 # What this process knows of the run's project: the index and each checked file's view.
@@ -83,8 +84,11 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             if looked.get(key) == size or found.imports.isdisjoint(words):
                 continue
             seen, checked = present.setdefault(key, (set(), set()))
-            seen.update(name for name in names - checked if name in texts[key])
-            checked |= names
+            fresh = names - checked
+            if fresh:
+                text = texts[key]
+                seen.update(name for name in fresh if name in text)
+                checked |= fresh
             if seen.isdisjoint(names) or not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
             looked[key] = size
@@ -104,23 +108,42 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         functions, methods = more_functions, more_methods
     names = functions | set(methods)
     index.reachable_words = frozenset(_words(scans, names))
+    index.holders = None if every_module else frozenset(_holders(scans, names))
     for _, key in callers:
-        module = index.module(key)
+        if index.holders is None or key in index.holders:  # its own defs matter: parsed
+            module = index.module(key)
+        else:  # its imports are all the walk needs: read from its text
+            path, text, digest, _ = index.pending.pop(key)
+            module = index.modules[key] = Module(path, digest, text_aliases(text))
         if module is not None:
             walk(index, key, module)
-    index.mark_relevant((frozenset(functions), frozenset(methods)))
+    index.mark_relevant(_seeds(index, scans, functions, methods))
     if every_module:
         for key, found in scans.items():
             if os.path.basename(key) == "__init__.py" or not (found.functions | set(found.methods)).isdisjoint(names):
                 index.module(key)
-        index.mark_relevant((frozenset(functions), frozenset(methods)))
+        index.mark_relevant(_seeds(index, scans, functions, methods))
     views: dict = {}
     for path, key in callers:
         view = view_of(index, key)
         if view is not None:
             views[path] = view
     index.freeze()
+    forget_calls()
     return index, views
+
+
+def _seeds(index: Index, scans: dict, functions: set, methods: dict) -> tuple:
+    """The text's names, for the parse's relevance, of the defs in modules it did not parse
+    (a parsed module's own functions say for themselves whether they touch gradients)."""
+    unparsed = [found for key, found in scans.items() if index.modules.get(key) is None]
+    plain = {n for n in functions if any(n in found.functions for found in unparsed)}
+    bound: dict = {}
+    for found in unparsed:
+        for name, classes in found.methods.items():
+            if name in methods and name not in _NOT_HELPERS:
+                bound.setdefault(name, set()).update(classes)
+    return frozenset(plain - _NOT_HELPERS), bound
 
 
 def _holders(scans: dict, names: set) -> set[str]:

@@ -63,13 +63,39 @@ def import_words(text: str) -> set[str]:
     return words
 
 
+_TRIPLE = re.compile(r"\"\"\"|\'\'\'")
+
+
+def _in_strings(text: str):
+    """A test: does an offset lie inside a triple-quoted string (a docstring's example code
+    is no code)?  Quotes are paired in order; escapes and nesting are not read."""
+    bounds: list[int] = []
+    opened = None
+    for match in _TRIPLE.finditer(text):
+        if opened is None:
+            opened = match.group()
+            bounds.append(match.start())
+        elif match.group() == opened:
+            opened = None
+            bounds.append(match.end())
+    if opened is not None:
+        bounds.append(len(text))
+
+    def inside(offset: int) -> bool:
+        return bisect_left(bounds, offset + 1) % 2 == 1
+
+    return inside
+
+
 class _Heads:
     """The def, class and loop heads of a text, to place a line among them."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, inside=None) -> None:
         self.text = text
         self.heads = []
         for m in _HEAD.finditer(text):
+            if inside is not None and inside(m.start()):
+                continue
             kind = m.group(2) or "loop"
             self.heads.append((m.start(), len(m.group(1).expandtabs()), kind, m.group(3) or ""))
         self.offsets = [h[0] for h in self.heads]
@@ -149,13 +175,15 @@ def _spellings(text: str) -> list[int]:
 def scan(text: str, wrappers=None) -> Scan:
     found = Scan(import_words(text))
     spellings = _spellings(text)
+    inside = _in_strings(text) if spellings else None
+    spellings = [offset for offset in spellings if not inside(offset)]
     if wrappers is not None:  # a configured wrapper's name is a spelling too
         for name in wrappers.all_names():
             word = name.rsplit(".", 1)[-1]
             spellings += [m.start() for m in re.finditer(re.escape(word) + r"[ \t]*\(", text)]
     if not spellings:
         return found
-    heads = _Heads(text)
+    heads = _Heads(text, inside)
     for offset in spellings:
         functions, methods = _defs(heads.around(offset))
         found.functions |= functions
@@ -170,25 +198,38 @@ def calls_of(text: str, functions: set, methods: dict, imports: set) -> tuple[bo
     them inside a `for` or `while` block, the functions and the methods of the file around
     them).  Only a loop can make a call a training step; a def around a call wraps it, and a
     loop elsewhere may call that def."""
-    heads = None
-    in_loop = False
-    wrapping_functions, wrapping_methods = set(), {}
-    for match in _calls_of_names(text, functions | set(methods)):
-        name = match.group(1)
-        receiver = _receiver(text, match.start())
+    inside = _in_strings(text)
+    heads = _Heads(text, inside)
+
+    def imported(name: str, receiver) -> bool:
+        """A call of another module's function or method: imported by name, through a module
+        alias, or a method of an imported class."""
         if receiver is None:
-            hit = name in functions
-        else:
-            hit = (name in methods and not imports.isdisjoint(methods[name])) or (name in functions and receiver in imports)
-        if not hit:
+            return name in functions and name in imports
+        return (name in methods and not imports.isdisjoint(methods[name])) or (name in functions and receiver in imports)
+
+    in_loop, wrapping_functions, wrapping_methods = _placed(text, heads, inside, functions | set(methods), imported)
+    # a def of this file around such a call, called in one of its own loops (bare, or on self)
+    if not in_loop and (wrapping_functions or wrapping_methods):
+        def local(name: str, receiver) -> bool:
+            return (receiver is None and name in wrapping_functions) or (receiver == "self" and name in wrapping_methods)
+
+        in_loop = _placed(text, heads, inside, wrapping_functions | set(wrapping_methods), local)[0]
+    return in_loop, wrapping_functions, wrapping_methods
+
+
+def _placed(text: str, heads: "_Heads", inside, names, accept) -> tuple[bool, set, dict]:
+    in_loop = False
+    functions, methods = set(), {}
+    for match in _calls_of_names(text, names):
+        if inside(match.start()) or not accept(match.group(1), _receiver(text, match.start())):
             continue
-        heads = heads or _Heads(text)
         kinds = heads.around(match.start())
         in_loop = in_loop or any(kind == "loop" for kind, _, _ in kinds)
         f, m = _defs(kinds)
-        wrapping_functions |= f
-        merge(wrapping_methods, m)
-    return in_loop, wrapping_functions, wrapping_methods
+        functions |= f
+        merge(methods, m)
+    return in_loop, functions, methods
 
 
 class _Call:
@@ -206,17 +247,24 @@ class _Call:
         return self.begin
 
 
+_CALL = re.compile(r"(?<!\w)(\w+)[ \t]*\(")
+# The calls of the texts being scanned, by name: one pass per text, whatever the names asked
+# about in each round (str caches its hash, so the text itself is the key).  Cleared by forget().
+_CALLS: dict = {}
+
+
+def forget() -> None:
+    _CALLS.clear()
+
+
 def _calls_of_names(text: str, names) -> list:
-    """Calls of these names in the text, in order: each name found by a literal search."""
-    found = []
-    for name in names:
-        at = text.find(name)
-        while at >= 0:
-            end = at + len(name)
-            before = text[at - 1] if at else " "
-            if not (before.isalnum() or before == "_") and text[end : end + 40].lstrip(" \t").startswith("("):
-                found.append(_Call(name, at))
-            at = text.find(name, end)
+    """Calls of these names in the text, in order."""
+    calls = _CALLS.get(text)
+    if calls is None:
+        calls = _CALLS[text] = {}
+        for match in _CALL.finditer(text):
+            calls.setdefault(match.group(1), []).append(match.start())
+    found = [_Call(name, at) for name in names if name in calls for at in calls[name]]
     found.sort(key=lambda call: call.begin)
     return found
 

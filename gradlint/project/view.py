@@ -22,12 +22,18 @@ class View:
     callbacks: tuple[str, ...] = ()
 
 
-def _worth_following(index: Index, qualified: str) -> bool:
+def _worth_following(index: Index, qualified: str, here: str) -> bool:
     """Can this import reach a function that touches gradients?  Its last name must be one
-    such function's, its class's, its module's or a package above it (the text scan's words):
-    the index parses nothing for the others."""
+    such function's, its class's, its module's or a package above it (the text scan's words),
+    and it must resolve to a module holding one (or a package's __init__.py above one, which
+    may re-export it): the index parses nothing for the others."""
     last = qualified.rstrip(".").rsplit(".", 1)[-1]
-    return last in index.reachable_words
+    if last not in index.reachable_words:
+        return False
+    if index.holders is None:
+        return True
+    found = index.resolve(qualified, here)
+    return found is not None and found[0] in index.holders
 
 
 def walk(index: Index, key: str, module: Module, callbacks: Optional[set] = None) -> tuple[set[str], set[str]]:
@@ -41,7 +47,7 @@ def walk(index: Index, key: str, module: Module, callbacks: Optional[set] = None
     while frontier:
         here, current, depth = frontier.pop()
         for local, qualified in sorted(current.aliases.items()):
-            if not _worth_following(index, qualified):
+            if not _worth_following(index, qualified, here):
                 continue
             trail: list[str] = []
             found = index.lookup(qualified, here, trail=trail)

@@ -28,6 +28,7 @@ class WorkspaceIndex:
         self._lock = threading.Lock()  # between builders only: readers never take it
         self._thread: Optional[threading.Thread] = None
         self.roots: list[str] = []
+        self.error: Optional[str] = None  # the last build's failure, if any
 
     # --- building, on a thread of its own --------------------------------------------------
 
@@ -48,7 +49,9 @@ class WorkspaceIndex:
                 with self._lock:
                     work()
             except Exception:  # an index is a help, never a reason to stop serving
-                pass
+                import traceback
+
+                self.error = traceback.format_exc()  # the server logs it
 
         self._thread = threading.Thread(target=guarded, name="gradlint-index", daemon=True)
         self._thread.start()
