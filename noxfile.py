@@ -7,9 +7,10 @@
     nox                  # all of it, as .ci/run does
 
 The supported Pythons are the trove classifiers of pyproject.toml (tests/test_pythons.py
-checks they agree with requires-python).  torch exists for 3.11 only on this machine
-(a CPU build on disk; any other spelling downloads a multi-GB CUDA build), so the
-verifier's tests run on 3.11 and skip elsewhere; the checker's tests run on every one.
+checks they agree with requires-python).  The verifier's tests need torch, which the
+3.11 session installs exactly as the README's Quick start does (TORCH_INSTALL: the CPU
+build, never PyPI's multi-GB CUDA default; pip's cache serves the wheel the Quick start
+downloaded); on the other Pythons they skip, and the checker's tests run on every one.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))
 from pythons import SUPPORTED, interpreter_dirs  # noqa: E402  (tests/pythons.py: one list for nox and the tests)
 
-TORCH = "torch==2.13.0"
+# torch alone, from PyTorch's CPU wheel index (a find-links directory that holds the same
+# version, as on the machines this project is developed on, answers first); its dependencies
+# come from PyPI with the project's install.  The README's Quick start runs `pip install` of
+# these very words (tests/test_readme.py checks it).
+TORCH_INSTALL = ["--no-deps", "torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"]
 TORCH_PYTHON = "3.11"
 # The classic rule set (ruff's newer defaults flag style the project does not follow),
 # without E741: `l` for a line or loop in a comprehension is the house style.
@@ -44,7 +49,7 @@ def _install(session: nox.Session, with_torch: bool) -> None:
     # is imported by every Python process the tests start)
     editable = ["--config-settings", "editable_mode=compat", "-e"]
     if with_torch:
-        session.install(TORCH)  # first, so the verify extra finds it and pulls nothing more
+        session.install(*TORCH_INSTALL)  # first, so the verify extra finds it and pulls no other build
         session.install(*editable, ".[dev,verify]")
     else:
         session.install(*editable, ".[dev]")

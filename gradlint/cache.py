@@ -7,19 +7,34 @@ plus the size and mtime of its modules, so an edited checkout does not
 serve stale results).  Change any of them and the key changes: the old
 entry is simply never read again.
 
-Entries are small JSON files under ``<cache dir>/v1/<2 hex>/<key>.json``,
-written to a temporary file in the same directory and moved into place
-with ``os.replace``: a reader sees the old entry, the new one or none,
-never half of one, so two runs may share the directory.  An entry that
-cannot be read or does not hold what its name promises is ignored (and
-rewritten).  Nothing here imports libcst: a cache hit costs a read and a
-JSON decode.
+Entries are small files under ``<cache dir>/v2/<2 hex>/<key>.json``: a
+line with the key, a line with a digest of the key and the body, then the
+body (the result as JSON).  Each is written to a temporary file in the same
+directory and moved into place with ``os.replace``: a reader sees the old
+entry, the new one or none, never half of one, so two runs may share the
+directory.
+
+The cache is a directory anyone may have damaged, so an entry is read
+like hostile input (issue 34): only a regular file (opened non-blocking,
+without following a link: a FIFO or a link to /dev/zero is never read),
+at most MAX_ENTRY_BYTES of it, served only when the key it names is the
+one asked for and the digest matches its body (an entry rewritten with
+well-formed but other content is not a result), decoded without letting
+deep nesting crash the run, and checked for the types a result holds.
+Anything else is ignored (and rewritten).  Nothing here imports libcst: a
+cache hit costs a read, a digest and a JSON decode.
+
+Where: `.gradlint_cache/` in the project root (the nearest pyproject.toml
+or .git), or, when there is none, gradlint's directory in the user's cache
+(XDG_CACHE_HOME or ~/.cache on Linux and other Unix, ~/Library/Caches on
+macOS, %LOCALAPPDATA% on Windows), never the current directory.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from functools import lru_cache
 from typing import Optional
 
@@ -29,7 +44,9 @@ from gradlint.findings import INTERNAL_ERROR, READ_ERROR, TIMEOUT, FileResult
 from gradlint.settings import Settings
 
 CACHE_DIR_NAME = ".gradlint_cache"
-LAYOUT = "v1"  # bump when the entry format changes
+LAYOUT = "v2"  # bump when the entry format changes
+# No real result comes near this (a finding is about 1 KB); a bigger entry is never written.
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
 _ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
@@ -56,8 +73,8 @@ def code_fingerprint() -> str:
     return hex_digest("\n".join(parts).encode())
 
 
-def project_root(paths: list[str]) -> str:
-    """The directory of the nearest pyproject.toml or .git above the first path, else the cwd."""
+def project_root(paths: list[str]) -> Optional[str]:
+    """The directory of the nearest pyproject.toml or .git above the first path, else None."""
     cwd = os.getcwd()
     first = paths[0] if paths and paths[0] != "-" else cwd
     here = os.path.abspath(first)
@@ -68,12 +85,28 @@ def project_root(paths: list[str]) -> str:
             return here
         parent = os.path.dirname(here)
         if parent == here:
-            return cwd
+            return None
         here = parent
 
 
 def default_cache_dir(paths: list[str]) -> str:
-    return os.path.join(project_root(paths), CACHE_DIR_NAME)
+    """`.gradlint_cache` in the project root; outside any project, the user's cache directory
+    (a cache dropped into whatever directory a run happened to start in is litter)."""
+    root = project_root(paths)
+    return os.path.join(root, CACHE_DIR_NAME) if root is not None else user_cache_dir()
+
+
+def user_cache_dir() -> str:
+    """gradlint's directory in the platform's per-user cache."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"), "AppData", "Local")
+        return os.path.join(base, "gradlint", "Cache")
+    if sys.platform == "darwin":
+        return os.path.join(os.path.expanduser("~"), "Library", "Caches", "gradlint")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, empty or relative: ignored, as the XDG specification says
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gradlint")
 
 
 def cacheable(result: FileResult) -> bool:
@@ -90,38 +123,47 @@ class Cache:
         self._settings: dict[Settings, str] = {}
         self.writable = True
 
-    def key(self, path: str, digest: str, settings: Settings) -> str:
+    def key(self, path: str, digest: str, settings: Settings, proven: bool = False) -> str:
+        """`proven`: the result whose fixes were proven to help (JSON and SARIF), another entry."""
         fingerprint = self._settings.get(settings)
         if fingerprint is None:
             fingerprint = self._settings[settings] = settings.fingerprint()
-        text = "\0".join((self.code, fingerprint, path, digest))
+        text = "\0".join((self.code, fingerprint, path, digest) + (("proven",) if proven else ()))
         return hex_digest(text.encode("utf-8", "surrogateescape"), size=20)
 
     def _entry(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key[2:] + ".json")
 
     def get(self, key: str, path: str) -> Optional[FileResult]:
+        """The result stored under `key` for `path`, None when there is none worth trusting."""
+        data = _read_entry(self._entry(key))
+        if data is None:
+            return None
+        head, sep, body = data.partition(b"\n")
+        claimed, sep2, body = body.partition(b"\n")
+        if not sep or not sep2 or head != key.encode() or claimed != _seal(key, body).encode():
+            return None  # another key's entry, truncated, or rewritten: not this file's result
         try:
-            with open(self._entry(key), "rb") as handle:
-                data = json.loads(handle.read())
-            if data.get("key") != key:
-                return None
-            result = FileResult.from_dict(data["result"])
-            return result if result.path == path else None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None  # missing or corrupt: recompute and overwrite
+            result = FileResult.from_dict(json.loads(body))
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+            return None  # corrupt: recompute and overwrite
+        return result if result.path == path and _well_typed(result) else None
 
     def put(self, key: str, result: FileResult) -> None:
         if not self.writable or not cacheable(result):
             return
         entry = self._entry(key)
         folder = os.path.dirname(entry)
+        body = json.dumps(result.to_dict(), separators=(",", ":")).encode("utf-8", "surrogateescape")
+        if len(body) + 200 > MAX_ENTRY_BYTES:
+            return  # a reader would refuse it
         try:
             if not os.path.isdir(folder):
                 self._prepare()
                 os.makedirs(folder, exist_ok=True)
-            payload = json.dumps({"key": key, "result": result.to_dict()}, separators=(",", ":"))
-            write_atomically(entry, payload)
+            write_atomically(entry, b"%s\n%s\n%s" % (key.encode(), _seal(key, body).encode(), body))
+        except IsADirectoryError:
+            pass  # this entry's name is taken by a directory: only this entry is lost
         except OSError:
             self.writable = False  # read-only or full disk: run on without a cache
 
@@ -139,3 +181,60 @@ class Cache:
                         handle.write(text)
                 except OSError:
                     pass
+
+
+def _seal(key: str, body: bytes) -> str:
+    """What ties an entry's body to its key: an entry copied under another name, or edited in
+    place without this digest (a repair, a tool, damage), is not served."""
+    return hex_digest(key.encode() + b"\0" + body, size=16)
+
+
+def _read_entry(path: str) -> Optional[bytes]:
+    """The bytes of an entry that is a regular file of at most MAX_ENTRY_BYTES, else None.
+    Opened non-blocking (a FIFO without a writer must not hang the run) and not through a
+    symbolic link (a link to /dev/zero must not fill the memory); the type and the size are
+    asked of the open descriptor."""
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None
+        chunks, size = [], 0
+        while size <= MAX_ENTRY_BYTES:  # bounded however much the file grows meanwhile
+            chunk = os.read(fd, MAX_ENTRY_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= MAX_ENTRY_BYTES else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _well_typed(result: FileResult) -> bool:
+    """The fields the reports read have the types they expect (a forged body that passes the
+    digest still must not crash a report)."""
+    def span_ok(span) -> bool:
+        return all(type(v) is int for v in (span.line, span.col, span.end_line, span.end_col))
+
+    def finding_ok(f) -> bool:
+        if not (isinstance(f.path, str) and isinstance(f.code, str) and isinstance(f.message, str) and span_ok(f.span)):
+            return False
+        if not all(span_ok(r.span) and isinstance(r.message, str) for r in f.related):
+            return False
+        return f.fix is None or all(span_ok(e.span) and isinstance(e.new_text, str) for e in f.fix.edits)
+
+    return (
+        all(finding_ok(f) for f in result.findings)
+        and all(finding_ok(f) for f in result.suppressed)
+        and all(isinstance(e.kind, str) and isinstance(e.message, str) and type(e.line) is int and type(e.col) is int
+                for e in result.errors)
+    )

@@ -30,8 +30,8 @@ commands:
   check PATH...    check files and directories, `-` reads standard input
                    (the default command: `gradlint src/` is `gradlint check src/`)
   rules            list every rule: code, name, on or off by default, summary
-  explain CODE     what a code in the output means; for a rule, why it is a bug
-                   with a wrong and a right example
+  explain CODE     what a code in the output means; for a rule (its code or its
+                   name), why it is a bug with a wrong and a right example
   verify SCRIPT    run a training script under probes and confirm or refute
                    each finding (needs torch)
   lsp              the language server for editors (needs the `lsp` extra)
@@ -44,7 +44,8 @@ options:
 
 exit codes: 0 no findings, 1 findings (or a file that does not parse or read),
 2 usage error, bad configuration, internal error, a file that is not Python
-or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
+143 stopped by SIGTERM (timeout, a cancelled CI job).
 """
 
 
@@ -83,12 +84,15 @@ class _HelpShown(Exception):
 def _seconds(value: str) -> float:
     import argparse
 
+    from gradlint.settings import FILE_TIMEOUT_RANGE, valid_file_timeout
+
     try:
         seconds = float(value)
     except ValueError:
         seconds = 0.0
-    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    if not valid_file_timeout(seconds):
+        low, high = FILE_TIMEOUT_RANGE
+        raise argparse.ArgumentTypeError(f"expected a number of seconds from {low:g} to {high:g}, got {value!r}")
     return seconds
 
 
@@ -99,7 +103,8 @@ def _codes(value: str) -> list[str]:
 CHECK_DESCRIPTION = """\
 Check Python files and directories for gradient bugs in training loops.
 Prints one line per finding (path:line:col: CODE message) and a summary;
-a clean run prints nothing. The command name is optional: `gradlint src/`
+a clean run prints `All checks passed!` and the number of files checked
+(-q: only the findings). The command name is optional: `gradlint src/`
 is `gradlint check src/`.
 
 Settings come from the nearest [tool.gradlint] table in a pyproject.toml
@@ -109,7 +114,8 @@ Settings come from the nearest [tool.gradlint] table in a pyproject.toml
 CHECK_EPILOG = """\
 exit codes: 0 no findings, 1 findings or a file that does not parse or read,
 2 usage error, bad configuration, internal error, a file that is not Python
-or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C.
+or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
+143 stopped by SIGTERM (timeout, a cancelled CI job).
 
 examples:
   gradlint check src/ train.py
@@ -167,8 +173,8 @@ def check_parser() -> argparse.ArgumentParser:
     config.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     out = p.add_argument_group("output")
     out.add_argument(
-        "--output-format", default="text", metavar="FORMAT",
-        help=f"one of {', '.join(FORMATS)} (default: text)",
+        "--output-format", "--format", dest="output_format", default="text", metavar="FORMAT",
+        help=f"one of {', '.join(FORMATS)} (default: text); --format is the same (verify's spelling)",
     )
     out.add_argument(
         "--output-file", "-o", metavar="PATH",
@@ -191,6 +197,10 @@ def check_parser() -> argparse.ArgumentParser:
         help="write `# noqa: GLxxx` on each line that has a finding today, so that only new"
         " findings fail from now on (for adopting gradlint in an existing codebase)",
     )
+    out.add_argument(
+        "--quiet", "-q", action="store_true",
+        help="print the findings and errors only: no summary, no `All checks passed!`, no warnings",
+    )
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--fix", action="store_true", help="apply the available fixes to the files (moves misplaced lines)")
     out.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff: also apply unsafe fixes")
@@ -210,12 +220,61 @@ def check_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     run.add_argument(
         "--cache-dir", metavar="DIR",
-        help="where the result cache lives (default: .gradlint_cache in the project root)",
+        help="where the result cache lives (default: .gradlint_cache in the project root; outside any"
+        " project, gradlint in the user's cache directory: $XDG_CACHE_HOME or ~/.cache)",
     )
     return p
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM: timeout(1), a cancelled CI job, a wrapper that gives up
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the run is, so that it unwinds as for Ctrl-C: workers stopped,
+    a write in progress finished or its temporary file removed."""
+
+
+_terminating: dict = {}  # set at the first SIGTERM: {"returned": main() has returned}
+
+
+def _stop_on_sigterm():
+    """Make SIGTERM raise Terminated; returns the handler to restore, None if it could not."""
+    import signal
+
+    def stop(signum, frame):
+        if _terminating.get("returned"):
+            return  # main() is returning 143 already
+        if not _terminating:
+            _terminating["returned"] = False
+            _watch_the_stop()
+        raise Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except (ValueError, AttributeError):  # not the main thread (an embedding program), or no SIGTERM
+        return None
+
+
+def _watch_the_stop() -> None:
+    """Python ignores an exception raised where it cannot propagate (a __del__, an at-fork hook),
+    so the Terminated of a SIGTERM can be lost and the run go on.  A daemon thread raises it
+    again each second until main() returns, and ends a process whose shutdown then hangs."""
+    import _thread
+    import os
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if _terminating.get("returned"):
+                time.sleep(1.0)
+                os._exit(EXIT_TERMINATED)
+            _thread.interrupt_main(signal.SIGTERM)
+
+    threading.Thread(target=watch, name="gradlint-sigterm", daemon=True).start()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -223,6 +282,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C anywhere, even before a command started
         return EXIT_INTERRUPTED
+    except Terminated:
+        _terminating["returned"] = True
+        return EXIT_TERMINATED
 
 
 def _main(argv: Optional[Sequence[str]]) -> int:
@@ -311,9 +373,9 @@ def _metadata_version(path: str) -> Optional[str]:
 def _clean_without_analysis(args: list[str]) -> bool:
     """A run that surely finds nothing, answered before anything heavy is imported (quick.py)."""
     try:
-        from gradlint.quick import clean_run
+        from gradlint.quick import answer
 
-        return clean_run(args)
+        return answer(args)
     except Exception:  # never let the shortcut fail a run: the full path decides
         return False
 
@@ -341,6 +403,17 @@ def _overrides(args):
 
 
 def run_check(argv: list[str]) -> int:
+    previous = _stop_on_sigterm()
+    try:
+        return _run_check(argv)
+    finally:
+        if previous is not None:  # a program that called main() keeps its own SIGTERM handling
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_check(argv: list[str]) -> int:
     from gradlint.config import Resolver
     from gradlint.report import FORMATS
 
@@ -365,26 +438,45 @@ def run_check(argv: list[str]) -> int:
         if args.report_unused_noqa:
             raise UsageError("--report-unused-noqa does not combine with --fix or --diff on standard input")
         return _fix_stdin(args, resolver)
+    stdin = None
     if args.paths == ["-"]:
-        run, sources = _check_stdin(args, resolver)
+        stdin, size = _read_stdin()
+        run, sources = _checked_stdin(args, resolver, stdin, size)
     elif "-" in args.paths:
         raise UsageError("- (standard input) cannot be combined with other paths")
     else:
         run, sources = _check_paths(args, resolver)
+        _warn_about_an_empty_run(args, run, resolver)
         if args.diff:
             return _diff(run, resolver, args)
         if args.fix:
             run = _fix(run, resolver, args)
         if args.add_noqa:
-            run = _add_noqa(run, resolver)
+            run = _add_noqa(run, resolver, args.quiet)
+    if _marks_fixes(args) and not args.fix:
+        _offer_fixes(run, resolver, stdin)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
-    if args.output_format in ("json", "sarif") and not args.statistics:
-        _prove_fixes(run, sources, resolver)
+    if _offers_fixes(args) and (args.paths == ["-"] or args.fix or args.add_noqa):
+        _prove_fixes(run, sources, resolver)  # else check_files proved them (cached, in the workers)
     text = _render(args, run)
     _write(text, args.output_file)
     code = run.exit_code()
     return EXIT_CLEAN if args.exit_zero and code == EXIT_FINDINGS else code
+
+
+def _warn(args, message: str) -> None:
+    if not args.quiet:
+        print(f"gradlint: warning: {message}", file=sys.stderr)
+
+
+def _warn_about_an_empty_run(args, run, resolver) -> None:
+    """A run that checked nothing says why, as ruff does, rather than passing in silence."""
+    if not run.results and not run.discovery_errors:
+        _warn(args, "no Python files found under the given paths")
+    selected = [resolver.settings_for(r.path).select for r in run.results]
+    if (selected and not any(selected)) or (not selected and args.select == [] and not args.extend_select):
+        _warn(args, "no rule is selected: nothing was checked (see --select, --ignore and `gradlint rules`)")
 
 
 def _warn_about_idle_options(args) -> None:
@@ -393,7 +485,7 @@ def _warn_about_idle_options(args) -> None:
         return
     for given, option in ((args.unsafe_fixes, "--unsafe-fixes"), (args.show_fixes, "--show-fixes")):
         if given:
-            print(f"gradlint: warning: {option} has no effect without --fix or --diff", file=sys.stderr)
+            _warn(args, f"{option} has no effect without --fix or --diff")
 
 
 def _fix(run, resolver, args, write=True):
@@ -402,8 +494,11 @@ def _fix(run, resolver, args, write=True):
 
     results, fixings = [], []
     for result in run.results:
-        fixed, fixing = fix_file(result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write)
-        results.append(_without_tried_fixes(fixed, args.unsafe_fixes))
+        fixed, fixing = fix_file(
+            result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write,
+            count_unsafe=write and _marks_fixes(args),  # --diff prints no report to mark
+        )
+        results.append(_left_to_fix(fixed, fixing, args))
         if fixing is not None:
             fixings.append((result.path, fixing))
     _tell_fixes(fixings, args, write)
@@ -414,7 +509,7 @@ def _fix(run, resolver, args, write=True):
 def _tell_fixes(fixings, args, write: bool) -> None:
     """`Fixed 2 problems.` (`Would fix` for --diff) and, with --show-fixes, each one and each not fixed."""
     total = sum(len(fixing.outcome.fixed) for _, fixing in fixings)
-    if total:
+    if total and not args.quiet:
         print(f"{'Fixed' if write else 'Would fix'} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
     if args.show_fixes:
         done, not_done = ("fixed", "not fixed") if write else ("would fix", "would not fix")
@@ -425,20 +520,26 @@ def _tell_fixes(fixings, args, write: bool) -> None:
                 print(f"{path}: {not_done}: {line}", file=sys.stderr)
 
 
-def _without_tried_fixes(result, unsafe: bool):
-    """After --fix, a finding whose fix was tried and dropped is no longer offered as fixable
-    (the text output's `[*]`); one whose fixes are all unsafe, without --unsafe-fixes, still is."""
-    from dataclasses import replace
+def _marks_fixes(args) -> bool:
+    """The text report marks what --fix would repair (`[*]`, the fixable count); nothing else does."""
+    return args.output_format == "text" and not args.statistics
 
-    from gradlint.findings import SAFE
-    from gradlint.report.text import fix_kind
 
-    def untried(finding):
-        kind = fix_kind(finding)
-        return finding if kind is None or (kind != SAFE and not unsafe) else replace(finding, fix=None)
+def _left_to_fix(result, fixing, args):
+    """After --fix: the text report marks only what --unsafe-fixes would still repair
+    (fix/session.py learnt it while fixing); other formats offer what fix/session.py proves."""
+    if not _marks_fixes(args):
+        return result
+    from gradlint.fix.files import marked
 
-    result.findings = [untried(f) for f in result.findings]
-    return result
+    return marked(result, fixing.outcome.left if fixing is not None else {})
+
+
+def _offer_fixes(run, resolver, stdin: Optional[bytes]) -> None:
+    """Mark each finding with what `--fix` would really do to it (fix/files.py `offered`)."""
+    from gradlint.fix.files import offered
+
+    run.results = [offered(r, resolver.settings_for(r.path), stdin) for r in run.results]
 
 
 def _fix_stdin(args, resolver) -> int:
@@ -447,10 +548,12 @@ def _fix_stdin(args, resolver) -> int:
     from gradlint.fix.files import fix_data
 
     name = args.stdin_filename or "-"
-    data = sys.stdin.buffer.read()
-    run, _ = _checked_stdin(args, resolver, data)
+    data, size = _read_stdin(keep_all=True)
+    run, _ = _checked_stdin(args, resolver, data, size)
     result = run.results[0] if run.results else None  # None: --force-exclude excluded it
-    fixing = None if result is None else fix_data(data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes)
+    fixing = None if result is None else fix_data(
+        data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes, count_unsafe=True
+    )
     fixings = [(name, fixing)] if fixing is not None else []
     _tell_fixes(fixings, args, write=not args.diff)
     if args.diff:
@@ -462,7 +565,7 @@ def _fix_stdin(args, resolver) -> int:
     sys.stdout.flush()
     if fixed:
         run.results = [fixing.outcome.result]
-    run.results = [_without_tried_fixes(r, args.unsafe_fixes) for r in run.results]
+    run.results = [_left_to_fix(r, fixing, args) for r in run.results]
     text = _render(args, run)
     if args.output_file is None:
         sys.stderr.write(text)  # standard output holds the fixed text
@@ -496,7 +599,7 @@ def _print_diffs(fixings) -> int:
     return EXIT_FINDINGS if changed else EXIT_CLEAN
 
 
-def _add_noqa(run, resolver):
+def _add_noqa(run, resolver, quiet: bool = False):
     """Mark today's findings in the files; what could not be marked stays reported."""
     from gradlint.add_noqa import add_noqa_to_file
 
@@ -505,7 +608,7 @@ def _add_noqa(run, resolver):
         marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path))
         results.append(marked_result)
         total, files = total + marked, files + (marked > 0)
-    if total:
+    if total and not quiet:
         print(
             f"Added {total} noqa directive{'s' if total != 1 else ''} to {files} file{'s' if files != 1 else ''}.",
             file=sys.stderr,
@@ -514,60 +617,78 @@ def _add_noqa(run, resolver):
     return run
 
 
-def _check_stdin(args, resolver):
-    return _checked_stdin(args, resolver, sys.stdin.buffer.read())
+def _read_stdin(keep_all: bool = False) -> tuple[bytes, int]:
+    """Standard input, bounded by the size limit of files: (what was kept, its whole size).
+    Past the limit the rest is read without keeping it (the writer must not block), unless
+    `keep_all`: `--fix -` echoes an input it cannot check byte for byte."""
+    from gradlint.engine import MAX_FILE_BYTES
+
+    if keep_all:
+        data = sys.stdin.buffer.read()
+        return data, len(data)
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    total = len(data)
+    if total > MAX_FILE_BYTES:
+        while True:
+            chunk = sys.stdin.buffer.read(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+    return data, total
 
 
-def _checked_stdin(args, resolver, data: bytes):
+def _too_large_stdin(args, resolver, size: int):
     from gradlint import engine
+    from gradlint.findings import FileResult
 
     name = args.stdin_filename or "-"
     if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
         return engine.RunResult([]), {}
-    settings = resolver.settings_for(name)
-    if name.lower().endswith(".ipynb"):
-        from gradlint.notebook import check_notebook_data
+    error = engine.too_large("-", size)
+    return engine.RunResult([FileResult(name, errors=[engine.FileError(name, error.kind, error.message)])]), {}
 
-        result, source = check_notebook_data(data, name, settings)  # as a notebook on disk: cells named
-        return engine.RunResult([result]), {} if source is None else {name: source}
-    source, error = engine.decode(data, name)
-    if error is not None:
-        from gradlint.findings import FileResult
 
-        return engine.RunResult([FileResult(name, errors=[error])]), {}
-    result = engine.check_source(source, name, settings)
-    return engine.RunResult([result]), {name: source}
+def _checked_stdin(args, resolver, data: bytes, size: Optional[int] = None):
+    """Standard input as a file on disk is checked: the same size and time limits, the same guard."""
+    from gradlint import engine
+
+    name = args.stdin_filename or "-"
+    if len(data) > engine.MAX_FILE_BYTES:
+        return _too_large_stdin(args, resolver, size or len(data))
+    if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
+        return engine.RunResult([]), {}
+    from gradlint.notebook import check_notebook_data, is_notebook
+    from gradlint.pool import guarded
+
+    check = check_notebook_data if is_notebook(name) else engine.check_data  # a notebook's cells are named
+    result, source = guarded(lambda path, settings: check(data, path, settings), name, resolver.settings_for(name))
+    return engine.RunResult([result]), {} if source is None else {name: source}
 
 
 def _check_paths(args, resolver):
     """discover -> (path, Settings) per file -> engine.check_files -> RunResult."""
     from gradlint import engine
     from gradlint.discover import discover
-    from gradlint.notebook import check_notebook, is_notebook
+    from gradlint.notebook import check_notebook_data
 
     excluded = resolver.is_excluded
     if args.force_exclude:
         excluded = _force_excluder(resolver, args.paths)
     found = discover(args.paths, excluded=excluded, force_exclude=args.force_exclude)
-    tasks, notebooks = [], []
-    for path in found.files:
+    tasks = []
+    for path in found.files:  # notebooks too: each file behind the same guard, in a worker when there are many
         path = _display_path(path)
-        (notebooks if is_notebook(path) else tasks).append((path, resolver.settings_for(path)))
+        tasks.append((path, resolver.settings_for(path)))
     from gradlint.cache import default_cache_dir  # .gradlint_cache/ in the project root unless told otherwise
 
     options = engine.RunOptions(
-        jobs=args.jobs,
-        cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
+        jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
+        prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
+        notebooks=check_notebook_data,
         roots=tuple(p for p in args.paths if p != "-"),
     )
     results = engine.check_files(tasks, options) if tasks else []
-    sources: dict[str, str] = {}
-    for path, settings in notebooks:  # few, and not worth a worker: checked here
-        result, source = check_notebook(path, settings)
-        results.append(result)
-        if source is not None:
-            sources[path] = source
-    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), sources
+    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}
 
 
 def _force_excluder(resolver, paths):
@@ -610,8 +731,13 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             data, error = engine.read_source(result.path)
             if error is not None:
                 continue
-            source, error = engine.decode(data, result.path)
-            if error is not None:
+            from gradlint.notebook import is_notebook, notebook_source
+
+            if is_notebook(result.path):  # the joined cells that were checked
+                source, _, error = notebook_source(data, result.path)
+            else:
+                source, error = engine.decode(data, result.path)
+            if error is not None or source is None:
                 continue
         enabled = resolver.settings_for(result.path).select
         extra = unused_directives(source, result.path, result.suppressed, enabled)
@@ -619,6 +745,11 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             from gradlint.findings import Finding
 
             result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _offers_fixes(args) -> bool:
+    """JSON and SARIF carry fixes that tools apply without re-checking: only proven ones."""
+    return args.output_format in ("json", "sarif") and not args.statistics
 
 
 def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
@@ -651,7 +782,7 @@ def _render(args, run) -> str:
         return statistics(run, args.output_format)
     from gradlint.report import render
 
-    return render(args.output_format, run, show_suppressed=args.show_suppressed)
+    return render(args.output_format, run, show_suppressed=args.show_suppressed, quiet=args.quiet)
 
 
 def _write(text: str, output_file: Optional[str]) -> None:
@@ -685,7 +816,7 @@ def run_rules(argv: list[str]) -> int:
 
 
 def run_explain(argv: list[str]) -> int:
-    from gradlint.explain import explainable_codes
+    from gradlint.explain import lookup, near
 
     parser = _parser(
         "gradlint explain",
@@ -694,11 +825,16 @@ def run_explain(argv: list[str]) -> int:
         "files that could not be checked (syntax-error, read-error, internal-error,\n"
         "timeout, not-python).",
     )
-    parser.add_argument("code", metavar="CODE", help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error")
+    parser.add_argument(
+        "code", metavar="CODE",
+        help="a code from gradlint's output, e.g. GL002, GL900 or syntax-error, or a rule's name (missing-zero-grad)",
+    )
     args = parser.parse_args(argv)
-    entry = explainable_codes().get(args.code.strip().upper())
+    entry = lookup(args.code)
     if entry is None:
-        raise UsageError(f"unknown code: {args.code!r} (see `gradlint rules`)")
+        close = near(args.code)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UsageError(f"unknown code: {args.code!r} ({hint}see `gradlint rules`)")
     print(entry.explanation(), end="")
     return EXIT_CLEAN
 

@@ -105,7 +105,7 @@ def _string_list(value: Any, where: str, what: str) -> tuple[str, ...]:
         got = _type_name(value)
         if isinstance(value, list):
             bad = next(item for item in value if not isinstance(item, str))
-            got = f"a list containing {_type_name(bad)} ({bad!r})"
+            got = f"a list containing {_type_name(bad)} ({_shown(bad)})"
         raise ConfigError(f"{where}: expected a list of {what}, got {got}")
     return tuple(item.strip() for item in value if item.strip())
 
@@ -116,9 +116,20 @@ def _codes(value: Any, where: str) -> tuple[str, ...]:
     codes = _string_list(value, where, 'rule codes or prefixes (e.g. ["GL001", "GL1"])')
     try:
         expand(codes)
-    except UnknownCode as exc:
-        raise ConfigError(f"{where}: {exc} (see `gradlint rules`)") from None
+    except UnknownCode:
+        bad = next(code for code in codes if _unknown(code))
+        raise ConfigError(f"{where}: unknown rule code or prefix: {_shown(bad)} (see `gradlint rules`)") from None
     return codes
+
+
+def _unknown(code: str) -> bool:
+    from gradlint.rules.registry import UnknownCode, expand
+
+    try:
+        expand([code])
+    except UnknownCode:
+        return True
+    return False
 
 
 def parse_table(table: Any, path: str, root: str) -> FileConfig:
@@ -132,7 +143,7 @@ def parse_table(table: Any, path: str, root: str) -> FileConfig:
 
             hint = difflib.get_close_matches(key.replace("_", "-"), KNOWN_KEYS, n=1)
             suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-            raise ConfigError(f"{prefix}: unknown key {key!r} (known keys: {', '.join(KNOWN_KEYS)}){suggestion}")
+            raise ConfigError(f"{prefix}: unknown key {_shown(key)} (known keys: {', '.join(KNOWN_KEYS)}){suggestion}")
 
     def where(key: str) -> str:
         return f"{prefix} {key}"
@@ -175,11 +186,22 @@ def parse_table(table: Any, path: str, root: str) -> FileConfig:
 
 
 def _seconds(value: Any, where: str) -> float:
-    """A positive number of seconds (a time limit)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        shown = _type_name(value) if isinstance(value, bool) or not isinstance(value, (int, float)) else repr(value)
-        raise ConfigError(f"{where}: expected a positive number of seconds (e.g. 60), got {shown}")
+    """A number of seconds in FILE_TIMEOUT_RANGE (a time limit)."""
+    from gradlint.settings import FILE_TIMEOUT_RANGE, valid_file_timeout
+
+    if not valid_file_timeout(value):
+        shown = _type_name(value) if isinstance(value, bool) or not isinstance(value, (int, float)) else _shown(value)
+        low, high = FILE_TIMEOUT_RANGE
+        raise ConfigError(f"{where}: expected a number of seconds from {low:g} to {high:g} (e.g. 60), got {shown}")
     return float(value)
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    """repr(value), shortened: a message quotes a value, it does not reprint a 100 KB one."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * width:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
 
 
 def _read_toml(path: str) -> tuple[dict, str]:
@@ -195,6 +217,12 @@ def _read_toml(path: str) -> tuple[dict, str]:
         line, col, reason = toml_error_position(exc, text)
         where = f"{path}:{line}:{col}" if line else path
         raise ConfigError(f"{where}: invalid TOML: {reason}") from None
+    except (RecursionError, ValueError, MemoryError) as exc:
+        # tomllib recurses per level of nesting (a 1,000-deep array) and converts integers
+        # with Python's digit limit: valid TOML it cannot read is still a configuration error
+        from gradlint.config_position import unreadable_toml
+
+        raise ConfigError(unreadable_toml(path, text, exc)) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 ({exc.reason})") from None
     except OSError as exc:

@@ -72,3 +72,77 @@ def key_position(text: str, key: str, top_level: bool):
             if found:
                 return number, len(found.group(1)) + 1
     return None
+
+
+def unreadable_toml(path: str, text: str, exc: BaseException) -> str:
+    """The message for TOML that tomllib cannot read although it may be valid: nesting deeper
+    than its recursion, or an integer longer than Python converts.  Placed where known."""
+    if isinstance(exc, RecursionError):
+        found = deepest_bracket(text)
+        reason = "nested too deeply to read (arrays or inline tables)"
+    elif isinstance(exc, ValueError) and "digits" in str(exc):
+        found = longest_digits(text)
+        reason = "a number too long to read"
+    else:
+        found, reason = None, f"cannot be read ({type(exc).__name__})"
+    where = f"{path}:{found[0]}:{found[1]}" if found else path
+    return f"{where}: invalid TOML: {reason}"
+
+
+def deepest_bracket(text: str):
+    """(line, column) of the outermost bracket of the first value that reaches the deepest level
+    of `[`/`{` nesting, strings and comments skipped; None without brackets.  One pass, no
+    regular expression."""
+    depth = deepest = 0
+    found = outer = None
+    line, start = 1, 0
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == "\n":
+            line, start = line + 1, i + 1
+        elif char == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif char in "\"'":
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else char
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                if text[j] == "\\" and quote[0] == '"':
+                    j += 1
+                elif text[j] == "\n":
+                    if len(quote) == 1:
+                        break  # an unclosed one-line string (a TOML error, found elsewhere)
+                    line, start = line + 1, j + 1
+                j += 1
+            i = j + len(quote)
+            continue
+        elif char in "[{":
+            depth += 1
+            if depth == 1:
+                outer = (line, i - start + 1)
+            if depth > deepest:
+                deepest, found = depth, outer
+        elif char in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return found
+
+
+def longest_digits(text: str):
+    """(line, column) of the longest run of digits (and `_`) in `text`, None when there is none."""
+    best, best_at = 0, None
+    run_start = None
+    for i, char in enumerate(text + " "):
+        if char.isdigit() or (char == "_" and run_start is not None):
+            if run_start is None:
+                run_start = i
+            continue
+        if run_start is not None and i - run_start > best:
+            best, best_at = i - run_start, run_start
+        run_start = None
+    if best_at is None:
+        return None
+    line = text.count("\n", 0, best_at) + 1
+    return line, best_at - (text.rfind("\n", 0, best_at) + 1) + 1

@@ -24,6 +24,8 @@ from gradlint.findings import (
 from gradlint.settings import Settings
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from gradlint.incremental import DocumentMemo
 
 
@@ -36,10 +38,17 @@ def decode(data: bytes, path: str) -> tuple[str | None, FileError | None]:
         import tokenize
 
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding), None
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
         return None, FileError(path, READ_ERROR, f"not valid UTF-8 or declared encoding: {reason}")
+    try:
+        return data.decode(encoding), None
+    except UnicodeDecodeError as exc:
+        if encoding in ("utf-8", "utf-8-sig"):
+            return None, FileError(path, READ_ERROR, f"not valid UTF-8 or declared encoding: {exc.reason}")
+        return None, FileError(path, READ_ERROR, f"not valid text in its declared encoding {encoding!r}: {exc.reason}")
+    except Exception as exc:  # a codec may fail in any way (punycode: UnicodeError; a codec not for text)
+        return None, FileError(path, READ_ERROR, f"cannot decode as the declared encoding {encoding!r}: {exc}")
 
 
 def check_source(
@@ -308,11 +317,26 @@ def read_source(path: str) -> tuple[bytes | None, FileError | None]:
     with os.fdopen(fd, "rb") as handle:
         try:
             if info.st_size > MAX_FILE_BYTES:
-                size = info.st_size
-                return None, FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")
-            return handle.read(), None
+                return None, too_large(path, info.st_size)
+            data = handle.read(MAX_FILE_BYTES + 1)  # bounded: the file may grow after fstat
+            if len(data) > MAX_FILE_BYTES:
+                return None, too_large(path, len(data))
+            return data, None
         except OSError as exc:
             return None, FileError(path, READ_ERROR, f"cannot read file: {exc.strerror or exc}")
+
+
+def too_large(path: str, size: int) -> FileError:
+    """The size limit's error (a file, or standard input), with how to leave such a file out."""
+    if path == "-":
+        how = "leave it out with --force-exclude and an exclude matching --stdin-filename"
+    else:
+        name = os.path.basename(path)
+        how = f"skip it with --extend-exclude {name} or extend-exclude = [\"{name}\"] in [tool.gradlint]"
+    return FileError(
+        path, READ_ERROR,
+        f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB); {how}",
+    )
 
 
 def _file_kind(mode: int) -> str:
@@ -330,22 +354,72 @@ def check_file(path: str, settings: Settings) -> FileResult:
     return _check_file(path, settings)[0]
 
 
-def _check_file(path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+def _check_file(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
     """The result and the digest of the bytes it describes (None: not cacheable input)."""
+    result, digest, _ = _read_and_check(path, settings, notebooks)
+    return result, digest
+
+
+# gradlint/notebook.py's suffix.  The engine does not import notebook.py (which imports the
+# engine): a run that checks notebooks is handed their check (RunOptions.notebooks).
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def _is_notebook(path: str, notebooks) -> bool:
+    return notebooks is not None and path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
+def _read_and_check(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None", "str | None"]:
+    """_check_file's result and digest, and the text analysed (None: no text a fix applies to).
+    `notebooks`: notebook.check_notebook_data, for the .ipynb files of the run."""
     from gradlint.cache import content_digest
 
     from gradlint.project.run import project_for
 
     data, error = read_source(path)
     if error is not None:
-        return FileResult(path, errors=[error]), None
+        return FileResult(path, errors=[error]), None, None
+    if _is_notebook(path, notebooks):  # JSON, cells, dedenting: the same worker and guard as a .py file
+        return notebooks(data, path, settings)[0], content_digest(data), None
     text, error = decode(data, path)
     if error is not None:
-        return FileResult(path, errors=[error]), content_digest(data)
+        return FileResult(path, errors=[error]), content_digest(data), None
     project = project_for(path)
     if project is None and not _passes_prefilter(text, settings):
-        return FileResult(path), content_digest(data)  # no gradient event can be written here
-    return check_source(text, path, settings, project=project), content_digest(data)
+        return FileResult(path), content_digest(data), None  # no gradient event can be written here
+    return check_source(text, path, settings, project=project), content_digest(data), text
+
+
+def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
+    """_check_file, with each fix replaced by the first of its choices that provably helps
+    (fix/session.py's proven_fixes: what JSON and SARIF offer).  Done here, in the worker and
+    cached, rather than once more per file in the main process: a warm JSON run of 20,000
+    files took 18 times as long as a text one.  Proving a fix re-checks the file; when the
+    file's time runs out meanwhile, its findings are given without fixes (not cached)."""
+    result, digest, text = _read_and_check(path, settings, notebooks)
+    if text is None or not any(f.fix for f in result.findings):
+        return result, digest
+    from gradlint.fix.session import proven_fixes
+    from gradlint.pool import TimeUp
+    from gradlint.project.run import project_for
+
+    try:
+        project = project_for(path)  # a fix is proven in the run's project, as it was found
+        return proven_fixes(text, result, lambda fixed: check_source(fixed, path, settings, project=project)), digest
+    except TimeUp:
+        from dataclasses import replace
+
+        return FileResult(path, [replace(f, fix=None) for f in result.findings], result.errors, result.suppressed), None
+
+
+def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+    """Python source bytes that are not read from `path` (standard input): the result and the
+    text analysed, None when there is none.  The caller applies the limits."""
+    stall_for_tests(path)
+    text, error = decode(data, path)
+    if error is not None:
+        return FileResult(path, errors=[error]), None
+    return check_source(text, path, settings), text
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -418,6 +492,9 @@ MIN_BYTES_FOR_POOL = 64 * 1024
 class RunOptions:
     jobs: int | None = None  # None: the core count, when the work is large enough (see above)
     cache_dir: str | None = None  # None: no cache (the CLI passes cache.default_cache_dir() by default)
+    prove_fixes: bool = False  # JSON and SARIF: only fixes that provably help (_check_file_proving)
+    # notebook.check_notebook_data: .ipynb files are checked as notebooks (None: as Python)
+    notebooks: "Callable | None" = None
     # The paths the run was given: absolute imports of the project resolve up to these
     # (gradlint/project); () means the folders of the checked files.
     roots: tuple = ()
@@ -432,7 +509,6 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     are analysed, in worker processes when there are enough of them.
     """
     from gradlint.cache import Cache, content_digest
-
     from gradlint.project import run as project_run
 
     cache = Cache(options.cache_dir) if options.cache_dir else None
@@ -441,40 +517,35 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     pending_bytes = 0
     read: list = [None] * len(tasks)
     for i, (path, settings) in enumerate(tasks):
-        data, error = read_source(path)
-        if error is not None:
-            results[i] = FileResult(path, errors=[error])
-            continue
-        text, error = decode(data, path)
-        if error is not None:
-            results[i] = FileResult(path, errors=[error])
-            continue
-        read[i] = (data, text)
-    # The project index (gradlint/project): what each function of the checked modules does to
+        try:
+            read[i] = _read_for_run(path, options.notebooks)
+        except Exception as exc:  # one file's trouble is that file's error: the run goes on
+            from gradlint.pool import crashed
+
+            read[i] = crashed(path, f"{type(exc).__name__}: {exc}")
+    # The project index (gradlint/project): what the functions of the run's modules do to
     # gradients, so that a loop calling into another module is modelled through it.
-    files = [(tasks[i][0], r[1], content_digest(r[0]), tasks[i][1].wrappers) for i, r in enumerate(read) if r is not None]
+    files = [(tasks[i][0], r[1], content_digest(r[0]), tasks[i][1].wrappers)
+             for i, r in enumerate(read) if isinstance(r, tuple) and r[1] is not None]
     index, views = project_run.index_files(files, options.roots)
     project_run.install(index, views)
     for i, (path, settings) in enumerate(tasks):
-        if read[i] is None:
-            continue
-        data, text = read[i]
+        try:
+            known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks, read[i], views.get(path))
+        except Exception as exc:  # one file's trouble is that file's error: the run goes on
+            from gradlint.pool import crashed
+
+            known = crashed(path, f"{type(exc).__name__}: {exc}")
         read[i] = None
-        view = views.get(path)
-        if view is None and not _passes_prefilter(text, settings):
-            results[i] = FileResult(path)
+        if isinstance(known, FileResult):
+            results[i] = known
             continue
-        if cache is not None:
-            hit = cache.get(cache.key(path, _with_view(content_digest(data), view), settings), path)
-            if hit is not None:
-                results[i] = hit
-                continue
         pending.append(i)
-        pending_bytes += len(data)
+        pending_bytes += known
 
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
-    analyse = _slowed_check_file if os.environ.get(SLOW_FOR_TESTS) else _check_file
+    analyse = _Analysis(options.prove_fixes, bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
     if jobs > 1:
         from gradlint.pool import run_parallel
 
@@ -493,7 +564,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         results[i] = result
         if cache is not None and digest is not None:
             path, settings = tasks[i]
-            cache.put(cache.key(path, _with_view(digest, views.get(path)), settings), result)
+            cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, proven=options.prove_fixes), result)
     return results
 
 
@@ -501,6 +572,42 @@ def _with_view(digest: str, view) -> str:
     """A file's part of its cache key: its bytes' digest, and the digest of the other modules
     its result depends on (none: the key is the one it always had)."""
     return digest if view is None else f"{digest}+{view.digest}"
+
+
+def _read_for_run(path: str, notebooks=None) -> "FileResult | tuple[bytes, str | None]":
+    """The file's bytes and text (None for a notebook, whose worker reads its cells), or its
+    error as a result."""
+    data, error = read_source(path)
+    if error is not None:
+        return FileResult(path, errors=[error])
+    if _is_notebook(path, notebooks):  # a notebook's text is JSON: its worker reads the cells
+        return data, None
+    text, error = decode(data, path)
+    if error is not None:
+        return FileResult(path, errors=[error])
+    return data, text
+
+
+def _without_analysis(
+    path: str, settings: Settings, cache, proven: bool = False, notebooks=None, read=None, view=None
+) -> "FileResult | int":
+    """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
+    in it and no call into the project (`view`), in the cache), else its size in bytes.
+    `read`: what _read_for_run gave for it (None: read it now)."""
+    from gradlint.cache import content_digest
+
+    if read is None:
+        read = _read_for_run(path, notebooks)
+    if isinstance(read, FileResult):
+        return read
+    data, text = read
+    if text is not None and view is None and not _passes_prefilter(text, settings):
+        return FileResult(path)
+    if cache is not None:
+        hit = cache.get(cache.key(path, _with_view(content_digest(data), view), settings, proven=proven), path)
+        if hit is not None:
+            return hit
+    return len(data)
 
 
 def _workers(asked: int | None, files: int, size: int) -> int:
@@ -530,12 +637,26 @@ def load_analysis() -> None:
 SLOW_FOR_TESTS = "GRADLINT_TEST_STALL_ON"
 
 
-def _slowed_check_file(path: str, settings: Settings):
+@dataclass(frozen=True)
+class _Analysis:
+    """What a worker runs per file (a picklable callable): _check_file or _check_file_proving,
+    and in the tests, the stall of SLOW_FOR_TESTS first."""
+
+    prove_fixes: bool = False
+    stall: bool = False
+    notebooks: "Callable | None" = None  # RunOptions.notebooks (a module-level function: picklable)
+
+    def __call__(self, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+        if self.stall:
+            stall_for_tests(path)
+        return (_check_file_proving if self.prove_fixes else _check_file)(path, settings, self.notebooks)
+
+
+def stall_for_tests(path: str) -> None:
     if os.path.basename(path) == os.environ.get(SLOW_FOR_TESTS):
         import time
 
         time.sleep(24 * 3600)
-    return _check_file(path, settings)
 
 
 def check_paths(paths: list[str], settings: Settings, options: RunOptions = RunOptions()) -> RunResult:

@@ -109,3 +109,28 @@ def explainable_codes() -> dict:
     codes = {rule.code: _RuleText(rule) for rule in all_rules()}
     codes.update({code.upper(): _Text(text) for code, text in _NOT_RULES.items()})
     return codes
+
+
+def lookup(word: str):
+    """The explanation of a code (`GL002`, `syntax-error`) or a rule's name
+    (`missing-zero-grad`), any case; None when there is none."""
+    from gradlint.rules.registry import all_rules
+
+    key = word.strip().upper()
+    codes = explainable_codes()
+    if key in codes:
+        return codes[key]
+    by_name = {rule.name.upper(): rule.code for rule in all_rules()}
+    return codes[by_name[key]] if key in by_name else None
+
+
+def near(word: str) -> list[str]:
+    """Codes and rule names close to a word that is neither (for the error message)."""
+    import difflib
+
+    from gradlint.rules.registry import all_rules
+
+    names = {rule.name: rule.code for rule in all_rules()}
+    candidates = [*names, *(code.lower() for code in _NOT_RULES)]
+    found = difflib.get_close_matches(word.strip().lower(), candidates, n=3, cutoff=0.75)
+    return [f"{name} ({names[name]})" if name in names else name for name in found]

@@ -111,6 +111,8 @@ def read_notebook(data: bytes, path: str) -> NotebookSource:
         notebook = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         return NotebookSource(None, [], FileError(path, READ_ERROR, f"not a Jupyter notebook (invalid JSON: {exc})"), [])
+    except RecursionError:  # json recurses per level of nesting (an output nested thousands deep)
+        return NotebookSource(None, [], FileError(path, READ_ERROR, "not a Jupyter notebook (JSON nested too deeply to read)"), [])
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         return NotebookSource(None, [], FileError(path, READ_ERROR, "not a Jupyter notebook (no list of cells)"), [])
@@ -190,7 +192,13 @@ def _syntax_error(cell_lines: list[str]):
         return None
     except SyntaxError as exc:
         found = (exc.msg, max(exc.lineno or 1, 1), max(exc.offset or 1, 1))
-    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        from gradlint.parse_guard import rejected_for_nesting
+
+        if rejected_for_nesting(text, exc):
+            return found  # libcst's native parser would overflow its stack: SIGSEGV (issue 34)
+    except (RecursionError, MemoryError):  # CPython's parser ran out of stack on the nesting
+        return ("too deeply nested to check", 1, 1)
+    except (ValueError, OverflowError) as exc:
         return (str(exc) or type(exc).__name__, 1, 1)
     import libcst
 

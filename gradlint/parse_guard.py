@@ -48,7 +48,7 @@ def check(source: str, path: str, memo=None) -> Optional[FileError]:
     try:
         tree = python_ast.parse(source)
     except SyntaxError as exc:
-        if "too many nested" in str(exc.msg) or _bracket_depth(source) > MAX_BRACKETS:
+        if rejected_for_nesting(source, exc):
             return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
         return None
     except (RecursionError, MemoryError, OverflowError):
@@ -57,6 +57,12 @@ def check(source: str, path: str, memo=None) -> Optional[FileError]:
         return None
     deep = deepest_line(tree, source, memo)
     return too_deep(path, deep) if deep is not None else None
+
+
+def rejected_for_nesting(source: str, error: SyntaxError) -> bool:
+    """CPython refused `source` (`error`) for nesting that could crash libcst: libcst must not
+    see it either (every caller of libcst on raw text asks this first: the engine, notebook cells)."""
+    return "too many nested" in str(error.msg) or _bracket_depth(source) > MAX_BRACKETS
 
 
 def too_deep(path: str, line: int) -> FileError:

@@ -14,6 +14,11 @@ way (guarded), in a worker or in the CLI's own process.
 Ctrl-C reaches the parent only (workers ignore SIGINT); the parent then
 drops the queued files and terminates the workers instead of waiting for
 them, so the run ends at once with KeyboardInterrupt (the CLI exits 130).
+SIGTERM unwinds the parent the same way (the CLI exits 143).  A parent that
+dies without unwinding (SIGKILL, the OOM killer) cannot stop its workers:
+each worker asks the kernel for SIGKILL when its parent dies (Linux's
+PR_SET_PDEATHSIG; elsewhere a thread watches the parent), so none is left
+blocked on its pipe for ever.
 """
 
 from __future__ import annotations
@@ -38,12 +43,95 @@ def _context():
     return multiprocessing.get_context()
 
 
-def _start_worker(prepare: "Callable[[], None] | None") -> None:
+def _start_worker(prepare: "Callable[[], None] | None", parent: "int | None" = None) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # A forked worker inherits the CLI's SIGTERM handler, which unwinds: here the pool's worker
+    # loop would catch that as the file's failure and go on.  Terminated is simply ended.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):  # held while the parent forked (_holding_stop_signals)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    if parent is not None:
+        die_with_parent(parent)
     if prepare is not None:
         prepare()
+
+
+def _stop_signals():
+    import signal
+
+    return {signal.SIGINT, signal.SIGTERM}
+
+
+_STOP_SIGNALS = _stop_signals()
+
+
+class _holding_stop_signals:
+    """Ctrl-C and SIGTERM wait while the pool forks its workers.  Python runs a signal's handler
+    at the next bytecode, which can be in an at-fork hook (logging's, in the parent), where
+    the exception it raises is printed and ignored: the stop was lost and the run went on."""
+
+    def __enter__(self):
+        import signal
+
+        self.previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS) if hasattr(signal, "pthread_sigmask") else None
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.previous)  # a held signal is handled now
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process when `parent` (the pid that started it) dies, even by SIGKILL."""
+    if sys.platform.startswith("linux") and _parent_death_signal():
+        if os.getppid() != parent:  # it died before the request: no signal will come now
+            os._exit(1)
+        return
+    _watch_parent(parent)
+
+
+def _parent_death_signal() -> bool:
+    """Ask Linux for SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG); False if refused."""
+    import signal
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int, every: float = 0.25) -> None:
+    """Elsewhere: a daemon thread that ends the process once the parent is gone (re-parented,
+    or its multiprocessing sentinel says so, as on Windows, where the pid stays)."""
+    import threading
+    import time
+
+    try:
+        from multiprocessing import parent_process
+
+        known = parent_process()
+    except Exception:
+        known = None
+
+    def gone() -> bool:
+        try:
+            return os.getppid() != parent or (known is not None and not known.is_alive())
+        except Exception:
+            return False
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gradlint-parent-watch", daemon=True).start()
 
 
 def crashed(path: str, why: str) -> FileResult:
@@ -54,18 +142,19 @@ def stopped(path: str, seconds: float) -> FileResult:
     return FileResult(path, errors=[FileError(path, TIMEOUT, f"analysis stopped after {seconds:g} s")])
 
 
-class _TimeUp(BaseException):
+class TimeUp(BaseException):
     """Raised in the analysing process when a file's time is up.  Not an Exception: the
     analysis's own `except Exception` (engine.check_source) must not take it for a bug."""
 
 
 def _time_up(signum, frame):
-    raise _TimeUp
+    raise TimeUp
 
 
-def _arm(seconds: float):
-    """Start the file's clock: SIGALRM after `seconds` in this process.  Returns what to restore,
-    or None where no alarm can be set (Windows, or a thread other than the main one)."""
+def _handle_alarm():
+    """Make SIGALRM end the file's analysis.  Returns the handler to restore, or None where no
+    alarm can be set (Windows, or a thread other than the main one).  The clock itself starts
+    inside guarded's `try`: a limit shorter than the step from here to there must not escape."""
     import signal
 
     if not hasattr(signal, "setitimer"):
@@ -74,7 +163,6 @@ def _arm(seconds: float):
         previous = signal.signal(signal.SIGALRM, _time_up)
     except ValueError:  # not the main thread of the main interpreter
         return None
-    signal.setitimer(signal.ITIMER_REAL, seconds)
     return signal.SIG_DFL if previous is None else previous
 
 
@@ -86,16 +174,20 @@ def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Setti
     while it matches, so Python code and regular expressions stop on time.  Native code that
     never looks at signals (libcst's parser) is stopped when it returns.
     """
-    previous = _arm(settings.file_timeout)
+    previous = _handle_alarm()
     try:
         try:
+            if previous is not None:
+                import signal
+
+                signal.setitimer(signal.ITIMER_REAL, settings.file_timeout)
             return work(path, settings)
         finally:
             if previous is not None:
                 import signal
 
                 signal.setitimer(signal.ITIMER_REAL, 0)
-    except _TimeUp:
+    except TimeUp:
         return stopped(path, settings.file_timeout), None
     except Exception as exc:  # check_source already catches analysis bugs; this is the rest
         where = traceback.extract_tb(exc.__traceback__)[-1]
@@ -117,9 +209,10 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int, prepare=Non
     broken: list[int] = []
     # Big files first: the last file to finish then is a small one.
     order = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i][0]))
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_worker, initargs=(prepare,))
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_worker, initargs=(prepare, os.getpid()))
     try:
-        futures = {i: pool.submit(guarded, work, *tasks[i]) for i in order}
+        with _holding_stop_signals():  # submit forks the workers
+            futures = {i: pool.submit(guarded, work, *tasks[i]) for i in order}
         for i in order:
             try:
                 outcomes[i] = futures[i].result()
@@ -127,7 +220,7 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int, prepare=Non
                 broken.append(i)
             except Exception as exc:  # an unpicklable result, say
                 outcomes[i] = (crashed(tasks[i][0], f"{type(exc).__name__}: {exc}"), None)
-    except BaseException:  # Ctrl-C (or any failure here): stop now, not after the queued files
+    except BaseException:  # Ctrl-C, SIGTERM (or any failure here): stop now, not after the queued files
         _stop(pool)
         raise
     pool.shutdown(wait=True)
@@ -151,12 +244,14 @@ def _isolated(work, path: str, settings: Settings, prepare) -> Outcome:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_start_worker, initargs=(prepare,))
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_start_worker, initargs=(prepare, os.getpid()))
     try:
-        outcome = pool.submit(guarded, work, path, settings).result()
+        with _holding_stop_signals():
+            future = pool.submit(guarded, work, path, settings)
+        outcome = future.result()
     except BrokenProcessPool:
         outcome = crashed(path, "the worker process checking this file died"), None
-    except BaseException:  # Ctrl-C: as in run_parallel
+    except BaseException:  # Ctrl-C, SIGTERM: as in run_parallel
         _stop(pool)
         raise
     pool.shutdown(wait=True)

@@ -3,13 +3,14 @@
 A pre-commit hook hands gradlint a few file names on every commit, and most
 of them hold no training loop.  For such a run the full CLI would import
 argparse, the configuration loader, the engine and the reporters (tens of
-milliseconds) only to print nothing and exit 0.  This module gives that same
+milliseconds) only to print `All checks passed!` and exit 0.  This module gives that same
 answer with nothing but os, sys, re and gradlint/prefilter.py, when it is
 sure:
 
 * the arguments are `[check] FILE...` with flags that cannot change a clean
   answer (``--no-cache``, ``--cache-dir DIR``, ``--jobs N``, ``--exit-zero``,
-  ``--force-exclude``, ``--isolated``, ``--show-suppressed``);
+  ``--force-exclude``, ``--isolated``, ``--show-suppressed``, ``-q``), and with
+  ``--force-exclude`` no FILE lies under a directory a walk would skip;
 * every FILE is a regular .py or .pyi file of at most
   engine.MAX_FILE_BYTES, plain UTF-8 (no BOM, no coding line, no NUL), in
   which the prefilter finds no spelling of a gradient event: such a file
@@ -29,24 +30,57 @@ from __future__ import annotations
 import os
 
 # Flags that change neither which findings a clean file has nor the output of a clean run.
-_SWITCHES = frozenset({"--no-cache", "--exit-zero", "--force-exclude", "--isolated", "--show-suppressed"})
+_SWITCHES = frozenset(
+    {"--no-cache", "--exit-zero", "--force-exclude", "--isolated", "--show-suppressed", "-q", "--quiet"}
+)
 _WITH_VALUE = frozenset({"--cache-dir", "--jobs", "-j"})
 MAX_FILE_BYTES = 8 * 1024 * 1024  # engine.MAX_FILE_BYTES (a test keeps them equal)
 
 
-def clean_run(argv: list[str]) -> bool:
-    """True when `gradlint argv` surely prints nothing and exits 0 (see the module docstring)."""
+def clean_run(argv: list[str]) -> int:
+    """The number of files checked when `gradlint argv` surely finds nothing and exits 0,
+    else 0 (see the module docstring)."""
     paths = _paths(argv[1:] if argv[:1] == ["check"] else argv)
     if not paths:
-        return False
+        return 0
     isolated = "--isolated" in argv
+    if "--force-exclude" in argv and any(_maybe_skipped(path) for path in paths):
+        return 0
     seen_dirs: set[str] = set()
     for path in paths:
         if not _clean_file(path):
-            return False
+            return 0
         if not isolated and not _no_configuration(os.path.dirname(os.path.abspath(path)), seen_dirs):
-            return False
-    return True
+            return 0
+    return len({os.path.normpath(path) for path in paths})  # a file named twice is checked once
+
+
+def answer(argv: list[str]) -> bool:
+    """Print what the full CLI prints for a clean run and return True, or return False."""
+    import sys
+
+    checked = clean_run(argv)
+    if checked and "-q" not in argv and "--quiet" not in argv:
+        sys.stdout.write(clean_summary(checked) + "\n")
+        sys.stdout.flush()
+    return bool(checked)
+
+
+def clean_summary(checked: int) -> str:
+    """ruff's words for a run with nothing to report, and the files checked (report/text.py)."""
+    return f"All checks passed! ({checked} file{'s' if checked != 1 else ''} checked)"
+
+
+def _maybe_skipped(path: str) -> bool:
+    """A directory on the way to `path` that --force-exclude might skip (discover.SKIP_DIRS,
+    `*.egg-info`): a superset, so the full CLI decides."""
+    parts = os.path.normpath(os.path.relpath(os.path.abspath(path))).split(os.sep)[:-1]
+    return any(
+        part.startswith((".", "_")) or part.endswith(".egg-info")
+        or part in ("build", "dist", "node_modules", "venv", "site-packages")
+        for part in parts
+        if part != ".."
+    )
 
 
 def _paths(args: list[str]) -> list[str]:

@@ -29,6 +29,14 @@ class Wrappers:
 
 
 DEFAULT_FILE_TIMEOUT = 30.0  # seconds; no real file takes more than a few
+# What file-timeout and --file-timeout accept: below a millisecond the timer rounds to "never";
+# above a day nothing is left to limit (and 1e300 overflows the timer).
+FILE_TIMEOUT_RANGE = (0.001, 86400.0)
+
+
+def valid_file_timeout(value) -> bool:
+    low, high = FILE_TIMEOUT_RANGE
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and low <= value <= high
 
 
 @dataclass(frozen=True)

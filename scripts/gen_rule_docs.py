@@ -81,7 +81,7 @@ def rule_page(rule, module_name: str) -> str:
         parts += ["## What it leaves alone\n", f"{rule.limits}\n"]
     parts += [
         "## Samples\n",
-        "The rule's own samples, which `tests/test_rule_samples.py` runs: in each reported sample, the lines "
+        "The rule's own samples, each run by gradlint's tests: in each reported sample, the lines "
         f"marked `# expect: {rule.code}` are exactly the ones reported; the others are correct code on which "
         "no rule that is on by default fires.\n",
     ]

@@ -137,9 +137,9 @@ def validate_gradlint_argv(argv: list[str]) -> None:
             raise UsageError(f"unknown --output-format {parsed.output_format!r}")
         _overrides(parsed)  # rule codes
     elif command == "explain":
-        from gradlint.explain import explainable_codes
+        from gradlint.explain import lookup
 
-        if len(args) != 1 or args[0].upper() not in explainable_codes():
+        if len(args) != 1 or lookup(args[0]) is None:
             raise UsageError(f"explain {args}")
     elif command == "rules":
         if args:

@@ -25,10 +25,10 @@ def test_marks_every_finding_and_then_ci_is_green(tmp_path, monkeypatch, capsys)
     b = write(tmp_path, "pkg/b.py", snippet(GL004_LOOP))
     assert run_cli(capsys, "--no-cache", "--isolated", ".")[0] == 1
     code, out, err = add_noqa(capsys, ".")
-    assert (code, out) == (0, "") and err == "Added 2 noqa directives to 2 files.\n"
+    assert (code, out) == (0, "All checks passed! (2 files checked)\n") and err == "Added 2 noqa directives to 2 files.\n"
     assert read(a) == snippet(GL002_LOOP, "  # noqa: GL002")
     assert read(b) == snippet(GL004_LOOP, "  # noqa: GL004")
-    assert run_cli(capsys, "--no-cache", "--isolated", ".") == (0, "", "")
+    assert run_cli(capsys, "--no-cache", "--isolated", ".") == (0, "All checks passed! (2 files checked)\n", "")
     # a new bug still fails
     write(tmp_path, "c.py", snippet(GL001_LOOP))
     code, out, _ = run_cli(capsys, "--no-cache", "--isolated", ".")
@@ -40,7 +40,7 @@ def test_idempotent(tmp_path, monkeypatch, capsys):
     a = write(tmp_path, "a.py", snippet(GL002_LOOP))
     add_noqa(capsys, "a.py")
     once = read(a)
-    assert add_noqa(capsys, "a.py") == (0, "", "")
+    assert add_noqa(capsys, "a.py") == (0, "All checks passed! (1 file checked)\n", "")
     assert read(a) == once
 
 
@@ -69,7 +69,7 @@ def test_multi_line_call_gets_it_on_the_line_that_is_honoured(tmp_path, monkeypa
     a = write(tmp_path, "a.py", HEADER + loop)
     assert add_noqa(capsys, "a.py")[0] == 0
     assert "    torch.nn.utils.clip_grad_norm_(  # tuned  # noqa: GL004\n        model.parameters(),\n" in read(a)
-    assert run_cli(capsys, "--no-cache", "--isolated", "a.py") == (0, "", "")
+    assert run_cli(capsys, "--no-cache", "--isolated", "a.py") == (0, "All checks passed! (1 file checked)\n", "")
 
 
 def test_keeps_line_endings_and_other_lines(tmp_path, monkeypatch, capsys):

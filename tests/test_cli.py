@@ -20,14 +20,14 @@ def test_stdin_uses_config_of_stdin_filename(tmp_path, monkeypatch, capsys):
     code, out, _ = run_cli(capsys, "-", "--stdin-filename", "train.py")
     assert code == 1 and codes_by_file(out) == {("train.py", 8, "GL002")}
     feed(monkeypatch, snippet(GL002_LOOP))
-    assert run_cli(capsys, "-", "--stdin-filename", "pkg/train.py") == (0, "", "")
+    assert run_cli(capsys, "-", "--stdin-filename", "pkg/train.py") == (0, "All checks passed! (1 file checked)\n", "")
 
 
 def test_stdin_force_exclude(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "pyproject.toml", '[tool.gradlint]\nexclude = ["gen"]\n')
     feed(monkeypatch, snippet(GL002_LOOP))
-    assert run_cli(capsys, "-", "--stdin-filename", "gen/a.py", "--force-exclude") == (0, "", "")
+    assert run_cli(capsys, "-", "--stdin-filename", "gen/a.py", "--force-exclude") == (0, "All checks passed! (0 files checked)\n", "")
     feed(monkeypatch, snippet(GL002_LOOP))
     assert run_cli(capsys, "-", "--stdin-filename", "gen/a.py")[0] == 1
 

@@ -26,7 +26,7 @@ def test_config_ignore_applies(project, capsys):
     assert run_cli(capsys, "train.py")[0] == 1
     pyproject(project, "pyproject.toml", 'ignore = ["GL002"]\n')
     code, out, err = run_cli(capsys, "train.py")
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, err) == (0, "All checks passed! (1 file checked)\n", "")
 
 
 def test_nested_pyproject_wins_entirely(project, capsys):
@@ -187,9 +187,22 @@ def test_glob_matches(pattern, path, expected):
         ('per-file-ignores = { "t/*" = "GL001" }\n', ["per-file-ignores 't/*'", "expected a list"]),
         ("exclude = true\n", ["exclude", "expected a list of glob patterns", "got a boolean"]),
         ("step-functions = [{a = 1}]\n", ["step-functions", "a list containing a table"]),
-        ('file-timeout = "30"\n', ["file-timeout", "expected a positive number of seconds", "got a string"]),
-        ("file-timeout = 0\n", ["file-timeout", "expected a positive number of seconds", "got 0"]),
+        ('file-timeout = "30"\n', ["file-timeout", "expected a number of seconds from 0.001 to 86400", "got a string"]),
+        ("file-timeout = 0\n", ["file-timeout", "expected a number of seconds from 0.001 to 86400", "got 0"]),
         ("file-timeout = true\n", ["file-timeout", "got a boolean"]),
+        # issue 34: odd values that ended the run with an internal error (OverflowError from the
+        # timer, or the timer firing before its guard was in place)
+        ("file-timeout = inf\n", ["file-timeout", "from 0.001 to 86400", "got inf"]),
+        ("file-timeout = 1e300\n", ["file-timeout", "from 0.001 to 86400", "got 1e+300"]),
+        ("file-timeout = 99999999999999999999\n", ["file-timeout", "got 99999999999999999999"]),
+        ("file-timeout = 1e-300\n", ["file-timeout", "got 1e-300"]),
+        ("file-timeout = 1e-7\n", ["file-timeout", "got 1e-07"]),
+        ("file-timeout = -inf\n", ["file-timeout", "got -inf"]),
+        ("file-timeout = 1979-05-27\n", ["file-timeout", "got date"]),
+        ('per-file-ignores = { "t/*" = { a = "GL001" } }\n', ["per-file-ignores 't/*'", "got a table"]),
+        # a value quoted in a message is shortened, not reprinted whole
+        ('select = ["GL' + "0" * 100_000 + '"]\n', ["select", "unknown rule code or prefix: 'GL000", "(100004 characters)"]),
+        ("ignore = [1" + "0" * 4000 + "]\n", ["ignore", "an integer of about 4000 digits"]),
     ],
 )
 def test_bad_config_is_a_clear_error(project, capsys, body, expected):
@@ -200,9 +213,51 @@ def test_bad_config_is_a_clear_error(project, capsys, body, expected):
     assert path in err and "[tool.gradlint]" in err
     for text in expected:
         assert text in err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and len(err) < 600
+    assert f"{path}:5:" in err  # the key's line
     with pytest.raises(ConfigError):
         settings_for_file(str(project / "a.py"))
+
+
+@pytest.mark.parametrize(
+    "body, position, reason",
+    [
+        ("select = " + "[" * 1000 + "]" * 1000 + "\n", "5:10", "nested too deeply to read"),
+        ("[tool.other]\nx = " + "[" * 1000 + "]" * 1000 + "\n", "6:5", "nested too deeply to read"),  # not even ours
+        ("x = " + "{ a = " * 1000 + "1" + " }" * 1000 + "\n", "5:5", "nested too deeply to read"),
+        ('s = "[[[["\n# [[[[[\nx = ' + "[" * 1000 + "]" * 1000 + "\n", "7:5", "nested too deeply to read"),
+        ("file-timeout = 1" + "0" * 5000 + "\n", "5:16", "a number too long to read"),
+    ],
+    ids=["deep-array", "deep-array-elsewhere", "deep-inline-table", "strings-and-comments", "5000-digits"],
+)
+def test_toml_that_tomllib_cannot_read_is_a_configuration_error(project, capsys, body, position, reason):
+    """They ended the run with `internal error: RecursionError` (or a ValueError about digits)."""
+    path = pyproject(project, "pyproject.toml", body)
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, out, err = run_cli(capsys, "a.py")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"gradlint: error: {path}:{position}: invalid TOML: {reason}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", ["1e300", "inf", "nan", "0", "1e-9", "-1", "100000"])
+def test_file_timeout_on_the_command_line_is_bounded_too(project, capsys, value):
+    write(project, "a.py", snippet(GL002_LOOP))
+    code, out, err = run_cli(capsys, "--file-timeout", value, "a.py")
+    assert (code, out) == (2, "") and "from 0.001 to 86400" in err and "Traceback" not in err
+
+
+def test_a_time_limit_that_runs_out_at_once_is_still_a_timeout_of_that_file():
+    """The clock started before its guard: a limit that ran out in between escaped as _TimeUp."""
+    from gradlint.findings import FileResult
+    from gradlint.pool import guarded
+    from gradlint.settings import Settings
+
+    def work(path, settings):
+        return FileResult(path), None
+
+    for _ in range(300):
+        result, _ = guarded(work, "a.py", Settings(file_timeout=1e-6))
+        assert [e.kind for e in result.errors] in ([], ["timeout"])
 
 
 def test_invalid_toml_names_path_and_line(project, capsys):

@@ -153,3 +153,64 @@ def table_rows(path: Path) -> list[list[int]]:
 def test_every_table_row_has_the_headers_cells(path):
     for counts in table_rows(path):
         assert len(counts) >= 3 and len(set(counts)) == 1, f"{path.name}: a table with rows of {counts} cells"
+
+
+def test_the_local_verify_hook_is_the_published_one():
+    """docs/pre-commit.md's `repo: local` gradlint-verify hook (until the first release) says
+    what .pre-commit-hooks.yaml says."""
+    import yaml
+
+    page = (ROOT / "docs" / "pre-commit.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", page, re.S)]
+    (local,) = [hook for block in blocks if isinstance(block, list) for hook in block if "entry" in hook]
+    published = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    for key, value in published[local["id"]].items():
+        if key not in ("description", "minimum_pre_commit_version"):
+            assert local[key] == value, key
+
+
+# --- docs/ is for users: how the project is developed lives in docs/development.md (issue 30) ---
+
+_DEVELOPMENT_WORDS = [
+    (re.compile(r"\bissues? \d", re.I), "an internal issue number"),
+    (re.compile(r"\bthis machine\b|\b(?:tested|measured|not tested) here\b", re.I), "the developers' machine"),
+    (re.compile(r"\b[\d,]+ tests\b"), "a test count"),
+    (re.compile(r"\btests/\w+|\btest_\w+\.py\b"), "a test of the project"),
+    (re.compile(r"\bbenchmarks/|\bscripts/|\.ci/|\bnox\b|\bpytest\b"), "the project's tooling"),
+]
+
+
+def _user_pages() -> list[Path]:
+    return [p for p in sorted(DOCS.rglob("*.md")) if p.name != "development.md"]
+
+
+@pytest.mark.parametrize("page", _user_pages(), ids=lambda p: str(p.relative_to(DOCS)))
+def test_user_pages_say_nothing_about_how_gradlint_is_developed(page):
+    text = re.sub(r"<!--.*?-->", "", page.read_text(encoding="utf-8"), flags=re.S)  # comments are not shown
+    found = [
+        f"{what}: {match.group(0)!r} at line {text.count(chr(10), 0, match.start()) + 1}"
+        for pattern, what in _DEVELOPMENT_WORDS
+        for match in pattern.finditer(text)
+    ]
+    assert found == [], "move it to docs/development.md"
+
+
+def test_configuration_explains_every_wrapper_key_with_an_example_that_silences_one(tmp_path, capsys):
+    from gradlint.cli import main
+    from gradlint.config import WRAPPER_KEYS
+
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    section = page[page.index("## Your own helpers") :]
+    section = section[: section.index("\n## ", 1)]
+    for key in WRAPPER_KEYS:
+        assert re.search(rf"^\| `{key}` \| \w", section, re.M), key  # a row of the table: what its event is
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (toml,) = re.findall(r"```toml\n(.*?)```", section, re.S)
+    (path := tmp_path / "train.py").write_text(code)
+    capsys.readouterr()
+    assert main(["--no-cache", "--isolated", str(path)]) == 1
+    (finding,) = [line for line in capsys.readouterr().out.splitlines() if ": GL" in line]
+    assert finding.split(": ", 1)[1] in section  # the page shows the real finding
+    (tmp_path / "pyproject.toml").write_text(toml)
+    assert main(["--no-cache", str(path)]) == 0
+    assert "## The cache" in page and "--cache-dir" in page and "--no-cache" in page

@@ -366,7 +366,7 @@ def test_text_marks_fixable_findings_and_counts_them_as_ruff_does(tmp_path, caps
     assert code == 1 and "[*]" not in out
     assert out.splitlines()[-1] == "1 unsafe fix available with `--fix --unsafe-fixes`."
     code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(path))
-    assert code == 0 and out == ""
+    assert code == 0 and out == "All checks passed! (1 file checked)\n"
 
 
 def test_no_fixable_line_without_fixes(tmp_path, capsys):
@@ -380,7 +380,7 @@ def test_no_fixable_line_without_fixes(tmp_path, capsys):
 
     original = session._worse
     try:
-        session._worse = lambda before, after: "refused for the test"
+        session._worse = lambda before, after, targets=(): "refused for the test"
         code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", str(dropped))
     finally:
         session._worse = original
@@ -413,7 +413,8 @@ def test_fix_on_stdin_writes_the_fixed_text_to_stdout(monkeypatch, capsys):
     assert "train.py:8:5: GL001 " in err  # the report goes to standard error
     _feed(monkeypatch, SAFE_AND_UNSAFE.encode())
     code, out, err = run_cli(capsys, "--fix", "--unsafe-fixes", "-")
-    assert code == 0 and "opt2.zero_grad()\n    loss.backward()" in out and err == "Fixed 2 problems.\n"
+    assert code == 0 and "opt2.zero_grad()\n    loss.backward()" in out
+    assert err == "Fixed 2 problems.\nAll checks passed! (1 file checked)\n"  # the report: standard error
     crlf = b"x = 1\r\n"  # nothing to fix: the very bytes come back
     _feed(monkeypatch, crlf)
     assert run_cli(capsys, "--fix", "-")[:2] == (0, crlf.decode())

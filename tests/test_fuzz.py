@@ -334,3 +334,200 @@ def test_fix_of_a_step_before_backward_does_not_unmask_a_clip(tmp_path):
     after, fixing = fix_file(before, EVERYTHING, unsafe=True)
     assert fixing is not None
     assert not _codes(after.findings) - _codes(before.findings), after.findings
+
+
+# --- mutated files through the command line (issue 34) ----------------------------------------
+#
+# The fixtures, damaged the ways real files are: truncated, bytes flipped, nesting driven past
+# every parser's limit, odd encodings and BOMs, notebooks with broken JSON and broken cells.
+# One `gradlint` process checks a directory of them with -j 1 (a native crash is then the
+# death of the run, not one worker's), twice (cold and from the cache): no traceback, no
+# signal death, no internal error, and each input exactly one result, its findings or one
+# error.  A fixed seed per batch (GRADLINT_FUZZ=long: more inputs and a new seed each run,
+# printed so that a failure can be replayed with GRADLINT_FUZZ_SEED).
+
+import json  # noqa: E402
+import random  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MUTANTS_PER_BATCH = 300 if LONG else 100
+BATCHES = 3
+
+
+def _fixture_sources() -> list[bytes]:
+    found = []
+    for folder, _, names in sorted(os.walk(os.path.join(ROOT, "fixtures"))):
+        for name in sorted(names):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as handle:
+                    found.append(handle.read())
+    return found
+
+
+def _deep(rng: random.Random) -> str:
+    n = rng.choice([150, 201, 999, 1001, 3000, 12000])
+    return rng.choice([
+        lambda: "x = " + "(" * n + "1" + ")" * n,
+        lambda: "x = " + "[" * n + "]" * n,
+        lambda: "x = " + " and ".join(["a"] * n),
+        lambda: "x = " + "-" * n + "1",
+        lambda: "x = a" + "[0]" * min(n, 3000),
+        lambda: "x = " + "f(" * n + ")" * n,
+        lambda: "x = " + "not " * n + "a",
+        lambda: "\n".join(" " * i + "if a:" for i in range(min(n, 120))) + "\n" + " " * min(n, 120) + "pass",
+        lambda: "x = " + "{1: " * n + "1" + "}" * n,
+        lambda: "x = " + "lambda: " * n + "1",
+        lambda: 'x = f"' + "{" * min(n, 300) + "a" + "}" * min(n, 300) + '"',
+    ])()
+
+
+def _mutate_python(rng: random.Random, data: bytes) -> bytes:
+    kind = rng.randrange(9)
+    if kind == 0:  # truncated anywhere, even inside a multi-byte character
+        return data[: rng.randrange(len(data) + 1)]
+    if kind == 1:  # bytes flipped
+        out = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            if out:
+                out[rng.randrange(len(out))] ^= rng.randint(1, 255)
+        return bytes(out)
+    if kind == 2:  # deep nesting beside the training loop
+        lines = data.split(b"\n")
+        at = rng.randrange(len(lines) + 1)
+        return b"\n".join(lines[:at] + [_deep(rng).encode()] + lines[at:])
+    if kind == 3:  # a BOM, and maybe a coding line that contradicts it
+        return b"\xef\xbb\xbf" + rng.choice([b"", b"# coding: latin-1\n", b"# -*- coding: utf-8 -*-\n"]) + data
+    if kind == 4:  # a declared codec that may fail while decoding
+        codec = rng.choice([b"punycode", b"utf-7", b"idna", b"rot13", b"uu_codec", b"utf-16", b"cp1252", b"bogus", b"latin-1"])
+        return b"# coding: " + codec + b"\n" + data + rng.choice([b"", b"# caf\xe9 \xff\xfe\n"])
+    if kind == 5:  # UTF-16 with its BOM, as some Windows editors save
+        return data.decode("utf-8", "replace").encode("utf-16")
+    if kind == 6:  # line ends and separators Python and str.splitlines count differently
+        separator = rng.choice([b"\r", b"\r\n", b"\x0c", "\u2028".encode(), "\x85".encode(), b"\x1c"])
+        lines = data.split(b"\n")
+        at = rng.randrange(len(lines))
+        lines[at] = lines[at] + b"  # " + separator + b" tail"
+        return (b"\r" if rng.random() < 0.3 else b"\n").join(lines)
+    if kind == 7:  # NUL bytes, invalid UTF-8, lone surrogates
+        junk = rng.choice([b"\x00", b"\xc3\x28", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xff"])
+        at = rng.randrange(len(data) + 1)
+        return data[:at] + junk + data[at:]
+    return _mutate_python(rng, _mutate_python(rng, data))  # two of the above
+
+
+def _notebook(rng: random.Random, data: bytes) -> dict:
+    """The fixture as a notebook: its text split into code cells at blank lines, with markdown
+    and outputs between them."""
+    text = data.decode("utf-8", "replace")
+    chunks = [c for c in text.split("\n\n") if c.strip()] or [text]
+    cells = []
+    for chunk in chunks:
+        if rng.random() < 0.2:
+            cells.append({"cell_type": "markdown", "metadata": {}, "source": "# notes\n"})
+        lines = chunk.splitlines(keepends=True)
+        cells.append({"cell_type": "code", "metadata": {}, "execution_count": None,
+                      "outputs": [{"output_type": "stream", "name": "stdout", "text": ["ok\n"]}],
+                      "source": lines if rng.random() < 0.7 else chunk})
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _mutate_notebook(rng: random.Random, data: bytes) -> bytes:
+    notebook = _notebook(rng, data)
+    cells = notebook["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    kind = rng.choice([0, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    if kind == 0:  # a cell that does not parse
+        rng.choice(code)["source"] = "for x in :\n    pass\n"
+    elif kind == 1:  # a cell nested past the parsers' limits (3,000 brackets segfaulted the run)
+        rng.choice(code)["source"] = (_deep(rng) if rng.random() < 0.5 else "x = " + "(" * 3000 + ")" * 3000) + "\n"
+    elif kind == 2:  # an output nested deep (a RecursionError in the JSON reader)
+        rng.choice(code)["outputs"] = json.loads("[" * 50 + "]" * 50)  # made deep below, in the text
+    elif kind == 3:  # sources of odd types, cells of odd shapes
+        cell = rng.choice(code)
+        cell["source"] = rng.choice([None, 3, ["x = 1\n", 5, None], {"a": 1}, "", ["%%bash\n", "ls\n"], "  x = 1\n  y = 2\n"])
+        cells.append(rng.choice([None, 3, "cell", [], {"cell_type": "code"}, {"cell_type": 7, "source": "x"}]))
+    elif kind == 4:  # magics and shell lines inside the loop
+        cell = rng.choice(code)
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        cell["source"] = "%matplotlib inline\n!pip install x \\\n  y\n" + source + "\nmodel?\nfiles = !ls\n"
+    elif kind == 5:
+        notebook["cells"] = rng.choice([None, {}, "cells", 1])
+    text = json.dumps(notebook, indent=rng.choice([None, 1]))
+    if kind == 2:
+        depth = rng.choice([1000, 5000, 100_000])
+        text = text.replace('"outputs": [[', '"outputs": ' + "[" * depth + "[[", 1).replace("]]", "]]" + "]" * depth, 1)
+    raw = text.encode("utf-8")
+    if kind == 6:  # truncated JSON
+        raw = raw[: rng.randrange(len(raw) + 1)]
+    elif kind == 7:  # bytes flipped in the JSON
+        out = bytearray(raw)
+        for _ in range(rng.randint(1, 6)):
+            out[rng.randrange(len(out))] ^= rng.randint(1, 255)
+        raw = bytes(out)
+    elif kind == 8:  # a BOM, or another encoding
+        raw = rng.choice([b"\xef\xbb\xbf" + raw, text.encode("utf-16"), text.encode("latin-1", "replace")])
+    elif kind == 9:  # not a notebook at all
+        raw = rng.choice([b"", b"[]", b"null", b"{}", b'{"cells": 1}', b"1" * 5000, b'"' + b"\\u0000" * 10 + b'"'])
+    return raw
+
+
+def mutants(seed: int, count: int) -> list[tuple[str, bytes]]:
+    rng = random.Random(seed)
+    sources = _fixture_sources()
+    out = []
+    for i in range(count):
+        data = rng.choice(sources)
+        if rng.random() < 0.3:
+            out.append((f"m{i:04d}.ipynb", _mutate_notebook(rng, data)))
+        else:
+            out.append((f"m{i:04d}.py", _mutate_python(rng, data)))
+    return out
+
+
+def _seed(batch: int) -> int:
+    chosen = os.environ.get("GRADLINT_FUZZ_SEED")
+    if chosen:
+        return int(chosen) + batch
+    return (random.SystemRandom().randrange(1 << 30) if LONG else 34_000) + batch
+
+
+def _run(folder, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gradlint", "-j", "1", "--output-format", "json", "--cache-dir", str(folder / ".cache"),
+         "--file-timeout", "60", *args, "."],
+        cwd=folder, capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_mutated_files_never_crash_the_run_and_each_gets_one_result(tmp_path, batch):
+    seed = _seed(batch)
+    inputs = dict(mutants(seed, MUTANTS_PER_BATCH))
+    for name, data in inputs.items():
+        (tmp_path / name).write_bytes(data)
+    for attempt in ("cold", "cached"):
+        proc = _run(tmp_path)
+        where = f"seed {seed} ({attempt}): GRADLINT_FUZZ_SEED={seed - batch} replays this batch"
+        assert proc.returncode in (0, 1), f"{where}: exit {proc.returncode}\n{proc.stderr[-3000:]}"  # < 0: a signal
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, f"{where}\n{proc.stderr[-3000:]}"
+        report = json.loads(proc.stdout or "{}")
+        if attempt == "cold":
+            first = report
+        else:
+            assert report == first, where  # the cache gives back what was found
+        errors = collections.defaultdict(list)
+        for error in report.get("errors", []):
+            errors[os.path.basename(error["path"])].append(error)
+        findings = collections.Counter(os.path.basename(f["path"]) for f in report.get("findings", []))
+        assert set(errors) | set(findings) <= set(inputs), where
+        for name in inputs:
+            whole = [e for e in errors[name] if not e["message"].startswith("cell ")]
+            assert len(whole) <= 1, (where, name, whole)
+            if whole:  # one error is the file's one result
+                assert whole[0]["kind"] in ("syntax-error", "read-error"), (where, name, whole)
+                assert not findings[name] and errors[name] == whole, (where, name, errors[name])
+        unchecked = {name for name, found in errors.items() if any(not e["message"].startswith("cell ") for e in found)}
+        assert report["files_not_checked"] == len(unchecked), where
+        assert report["files_checked"] + report["files_not_checked"] == len(inputs), where

@@ -382,6 +382,35 @@ async def test_quick_fix_moves_the_clear_and_the_finding_goes(client: LanguageCl
     assert await diagnostics_for(client, uri, lambda d: len(d) == 0) == []
 
 
+# fixtures/gl004/wrong_clip_after_prepared_step.py's loop: the planned move of the clip before
+# the step would add GL005, so --fix drops it and the editor must not offer it (issue 30).
+CLIP_AFTER_PREPARED_STEP = """\
+accelerator = Accelerator(gradient_accumulation_steps=2)
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for x, y in loader:
+    with accelerator.accumulate(model):
+        loss = nn.functional.mse_loss(model(x), y)
+        accelerator.backward(loss)
+        optimizer.step()
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.zero_grad()
+"""
+
+
+async def test_no_quick_fix_that_fix_would_drop(client: LanguageClient, tmp_path: Path):
+    uri = open_doc(client, tmp_path / "train.py", CLIP_AFTER_PREPARED_STEP)
+    (diagnostic,) = await diagnostics_for(client, uri, lambda d: len(d) > 0)
+    assert diagnostic.code == "GL004"
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    assert [action.title for action in actions] == ["Suppress GL004 on this line"]
+
+
 async def test_columns_are_utf16_for_a_default_client(client: LanguageClient, tmp_path: Path):
     # the emoji is one code point but two UTF-16 units: everything after it shifts by one
     text = BUGGY.replace("    opt.zero_grad()", '    _ = "\U0001F600"; opt.zero_grad()')

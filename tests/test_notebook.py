@@ -36,14 +36,14 @@ def test_code_cells_are_joined_and_lines_name_the_cell(tmp_path, monkeypatch, ca
     assert code == 1, err
     # joined code-cell lines: cell 1 has 5 lines, cell 2 has 2, so cell 3 line 5 is line 12
     (line,) = [l for l in out.splitlines() if "GL002" in l]
-    assert line.startswith("train.ipynb:12:5: GL002 opt.zero_grad() discards")
+    assert line.startswith("train.ipynb:12:5: GL002 [*] opt.zero_grad() discards")  # --fix repairs it
     assert line.endswith("[cell 3, line 5]")
 
 
 def test_noqa_in_a_cell(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "n.ipynb", notebook(("code", HEADER), ("code", LOOP.replace("zero_grad()\n", "zero_grad()  # noqa: GL002\n"))))
-    assert run_cli(capsys, "n.ipynb") == (0, "", "")
+    assert run_cli(capsys, "n.ipynb") == (0, "All checks passed! (1 file checked)\n", "")
 
 
 def test_directories_pick_up_notebooks(tmp_path, monkeypatch, capsys):
@@ -232,12 +232,12 @@ def test_add_noqa_marks_each_finding_on_its_cell_line_and_the_rerun_is_clean(tmp
     code, out, _ = run_cli(capsys, "--no-cache", ".")
     assert code == 1 and "nb.ipynb:" in out
     code, out, err = run_cli(capsys, "--no-cache", "--add-noqa", ".")
-    assert (code, out, err) == (0, "", "Added 2 noqa directives to 2 files.\n")
+    assert (code, out, err) == (0, "All checks passed! (2 files checked)\n", "Added 2 noqa directives to 2 files.\n")
     expected = json.loads(original)
     expected["cells"][2]["source"] = LOOP.replace("opt.zero_grad()\n", "opt.zero_grad()  # noqa: GL002\n").splitlines(keepends=True)
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"
-    assert run_cli(capsys, "--no-cache", ".") == (0, "", "")
-    assert run_cli(capsys, "--no-cache", "--add-noqa", ".") == (0, "", "")  # nothing left to mark
+    assert run_cli(capsys, "--no-cache", ".") == (0, "All checks passed! (2 files checked)\n", "")
+    assert run_cli(capsys, "--no-cache", "--add-noqa", ".") == (0, "All checks passed! (2 files checked)\n", "")  # nothing left to mark
 
 
 def test_a_line_inside_an_open_statement_is_python_however_it_starts():

@@ -1,13 +1,16 @@
 """The pre-commit hook, run by the real pre-commit against a copy of this working tree.
 
-The copy is committed into a throwaway repository (try-repo and `repo:`
-both need a commit), so the test checks the tree as it is now, not HEAD.
-pre-commit builds the hook's virtualenv by pip-installing that copy from
-PyPI: slow (tens of seconds) and it needs PyPI; PRE_COMMIT_HOME is a
-temporary directory so nothing leaks into the user's cache.
+The README's snippet that works today (`repo: local`, the user's clone as an
+additional dependency) is used as written, the clone's path replaced by the
+copy's.  The copy is also committed into a throwaway repository, so that
+try-repo runs the published hooks file (what a `repo:` with a `rev:` gets after
+the first release).  pre-commit builds the hook's virtualenv by pip-installing
+that copy (libcst from PyPI): slow (tens of seconds) and it needs PyPI;
+PRE_COMMIT_HOME is a temporary directory so nothing leaks into the user's cache.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,13 +89,25 @@ def test_hook_install_does_not_pull_torch():
     assert not [d for d in project["dependencies"] if d.lower().startswith("torch")]
 
 
+CLONE = "/path/to/gradlint"  # the README snippet's stand-in for the user's clone
+
+
+def readme_snippet_of_today() -> str:
+    """The first `.pre-commit-config.yaml` block of the README's pre-commit section, as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("\n## pre-commit\n")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    return re.findall(r"```yaml\n(.*?)```", section, re.S)[0]
+
+
 def test_commit_blocked_then_allowed(tmp_path):
     source, rev = hook_repo(tmp_path)
     work = tmp_path / "project"
     init_repo(work)
     env = env_for(tmp_path)
-    config = {"repos": [{"repo": str(source), "rev": rev, "hooks": [{"id": "gradlint"}]}]}
-    (work / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    snippet_text = readme_snippet_of_today()
+    assert CLONE in snippet_text
+    (work / ".pre-commit-config.yaml").write_text(snippet_text.replace(CLONE, str(source)))
     # configured excludes must hold for file names pre-commit passes explicitly (--force-exclude)
     write(work, "pyproject.toml", '[tool.gradlint]\nextend-exclude = ["legacy"]\n')
     write(work, "legacy/old_train.py", snippet(GL002_LOOP))

@@ -1,5 +1,5 @@
 """gradlint/quick.py answers a clean run early: only where the full CLI would print
-nothing and exit 0, and without importing the full CLI."""
+`All checks passed!` and exit 0 (and it prints the same), without importing the full CLI."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def files(tmp_path):
         "wrapped, configured": make("wrapped/proj/train.py", WRAPPED),
         "under invalid toml": make("invalid/proj/plain.py", PLAIN),
         "under a table-less pyproject": make("tableless/proj/plain.py", PLAIN),
+        "under build": make("build/plain.py", PLAIN),
     }
     make("wrapped/proj/pyproject.toml", WRAPPER_CONFIG)
     make("invalid/pyproject.toml", "[project\nname = 'x'\n")
@@ -83,6 +84,10 @@ ARGVS = [
     ["{under invalid toml}", "--isolated"],
     ["{under a table-less pyproject}"],
     ["{directory}"],
+    ["{plain}", "-q"],
+    ["{plain}", "{plain}", "{empty}"],
+    ["{under build}"],
+    ["{under build}", "--force-exclude"],
     ["{missing}"],
     [],
 ]
@@ -96,7 +101,8 @@ def test_the_shortcut_answers_only_what_the_full_run_answers(template, tmp_path,
     shortcut = quick.clean_run(argv)
     code, out, err = full_run(argv, capsys, monkeypatch)
     if shortcut:
-        assert (code, out, err) == (0, "", "")
+        assert (code, out, err) == (0, "" if "-q" in argv else quick.clean_summary(shortcut) + "\n", "")
+        assert (cli.main(argv), *capsys.readouterr()) == (code, out, err)  # the early answer says the same
     assert not (tmp_path / "cache").exists() or not shortcut  # a clean answer writes no cache
 
 
@@ -121,7 +127,7 @@ def test_a_clean_run_imports_neither_the_cli_nor_the_analysis(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(cli.__file__))})
-    assert proc.stdout.split(None, 1) == ["0", "[]\n"], proc.stderr
+    assert proc.stdout.splitlines() == ["All checks passed! (1 file checked)", "0 []"], proc.stderr
 
 
 def test_the_size_limit_is_the_engines():

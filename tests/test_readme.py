@@ -101,9 +101,43 @@ def test_quick_start_is_two_commands_for_a_fresh_shell():
     assert steps[0] == "python3 -m venv .venv"
     # nothing activated by hand: every later step calls the venv's own executables
     assert all(step.startswith(".venv/bin/") for step in steps[1:]) and "activate" not in setup + tests
-    assert steps[1] == ".venv/bin/pip install torch==2.13.0"  # before the project, so pip keeps that torch
+    assert shlex.split(steps[1])[:2] == [".venv/bin/pip", "install"]  # torch before the project: pip keeps it
     assert shlex.split(steps[2]) == [".venv/bin/pip", "install", "-e", ".[dev,verify]"]
     assert tests.startswith(".venv/bin/nox -s ")
+
+
+def _noxfile():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("noxfile_for_test", ROOT / "noxfile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_start_installs_the_cpu_build_of_torch_and_nox_the_same():
+    """Never PyPI's default (CUDA, several GB on Linux): torch alone from PyTorch's CPU wheel
+    index (here /opt/wheels' local file answers first), and nox's 3.11 session installs
+    exactly that requirement, which pip's cache serves (issue 30, item 6)."""
+    nox_module = _noxfile()
+    setup, _ = quick_start_commands()
+    torch_step = shlex.split(setup.split("&&")[1])
+    assert torch_step == [".venv/bin/pip", "install", *nox_module.TORCH_INSTALL]
+    words = nox_module.TORCH_INSTALL
+    assert words[words.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
+    assert "--no-deps" in words  # its dependencies come from PyPI with the project: one index to wait for
+
+    class Session:
+        python = nox_module.TORCH_PYTHON
+        installs: list = []
+
+        def install(self, *args):
+            self.installs.append(list(args))
+
+    session = Session()
+    nox_module._install(session, with_torch=True)
+    assert session.installs[0] == words
+    assert not any(arg.startswith("torch") for call in session.installs[1:] for arg in call)
 
 
 def test_quick_start_checks_correct_code(capsys):
@@ -114,7 +148,9 @@ def test_quick_start_checks_correct_code(capsys):
     (folder,) = words[1:]
     assert (ROOT / folder).is_dir() and len(list((ROOT / folder).glob("*.py"))) >= 10
     code, out, err = run_cli(capsys, "--no-cache", "--isolated", str(ROOT / folder))
-    assert (code, out, err) == (0, "", "")
+    checked = len(list((ROOT / folder).glob("*.py")))
+    assert (code, out, err) == (0, f"All checks passed! ({checked} files checked)\n", "")
+    assert "All checks passed! (N files checked)" in section(README, "Quick start")
     assert "exits 0" in section(README, "Quick start")
 
 
@@ -197,7 +233,7 @@ def test_readme_command_line_is_valid(line):
 
 @pytest.mark.parametrize(
     "line",
-    ["gradlint --format github src/", "gradlint --output-format gh src/", "gradlint --select GL999 src/", "gradlint explain GL0"],
+    ["gradlint --fromat github src/", "gradlint --output-format gh src/", "gradlint --select GL999 src/", "gradlint explain GL0"],
 )
 def test_a_wrong_command_line_is_caught(line):
     with pytest.raises(UsageError):
@@ -207,73 +243,78 @@ def test_a_wrong_command_line_is_caught(line):
 # --- pre-commit -------------------------------------------------------------------------------
 
 
-def pre_commit_snippet() -> dict:
-    (config,) = [doc for doc in map(yaml.safe_load, readme_blocks("yaml")) if isinstance(doc, dict) and "repos" in doc]
-    return config
+def pre_commit_snippets() -> list[dict]:
+    """The `.pre-commit-config.yaml` snippets of the README's pre-commit section: the one that
+    works today (`repo: local`, the user's clone) and the one for after the first release."""
+    blocks = re.findall(r"```yaml\n(.*?)```", section(README, "pre-commit"), re.S)
+    return [doc for doc in map(yaml.safe_load, blocks) if isinstance(doc, dict) and "repos" in doc]
+
+
+CLONE = "/path/to/gradlint"  # what the snippet that works today says instead of the clone's path
+
+
+def published_hooks() -> dict:
+    return {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+
+
+def test_pre_commit_snippet_of_today_is_the_published_hook_on_a_clone():
+    """No public address and no tag exist before the first release: the first snippet is a
+    `repo: local` hook, the published `gradlint` hook's own definition, installing the
+    user's clone (issue 30, item 5).  tests/test_precommit.py runs it with real pre-commit."""
+    today, _ = pre_commit_snippets()
+    (repo,) = today["repos"]
+    assert repo["repo"] == "local" and "rev" not in repo
+    (hook,) = repo["hooks"]
+    published = published_hooks()[hook["id"]]
+    for key in ("name", "entry", "language", "types_or", "require_serial", "minimum_pre_commit_version"):
+        assert hook[key] == published[key], key
+    assert hook["additional_dependencies"] == [CLONE]
+    text = section(README, "pre-commit")
+    assert "pre-commit clean" in text  # how a clone's new commits reach the hook
+
+
+def test_pre_commit_snippet_after_the_release_pins_the_version_tag():
+    _, released = pre_commit_snippets()
+    (repo,) = released["repos"]
+    assert repo["repo"] == gradlint.REPOSITORY_URL
+    assert repo["rev"] == f"v{gradlint.__version__}"  # tags are `v` + the version
+    assert {hook["id"] for hook in repo["hooks"]} <= set(published_hooks())
 
 
 def git(*args, cwd=ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-def test_pre_commit_snippet_pins_a_commit_until_the_release_tag_exists():
-    """No tag exists before the first release: `rev` is a full SHA of this
-    repository's history that defines the hooks the snippet names; the text
-    says which tag to pin after the release."""
-    (repo,) = pre_commit_snippet()["repos"]
-    assert repo["repo"] == gradlint.REPOSITORY_URL
-    rev = str(repo["rev"])
-    assert re.fullmatch(r"[0-9a-f]{40}", rev), rev
-    assert f"`rev: v{gradlint.__version__}`" in section(README, "pre-commit")
-    assert rev in (DOCS / "pre-commit.md").read_text()  # the page explains this commit
-    if shutil.which("git") is None or git("rev-parse", "--git-dir").returncode != 0:
-        pytest.skip("not a git checkout")
-    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
-        pytest.skip("a shallow clone: the pinned commit may be outside its history")
-    hooks = git("show", f"{rev}:.pre-commit-hooks.yaml")
-    assert hooks.returncode == 0, f"{rev} is not a commit of this repository with the hooks: {hooks.stderr}"
-    assert {hook["id"] for hook in repo["hooks"]} <= {hook["id"] for hook in yaml.safe_load(hooks.stdout)}
-
-
-def test_pre_commit_hook_ids_exist_now():
-    hook_ids = {hook["id"] for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
-    (repo,) = pre_commit_snippet()["repos"]
-    assert {hook["id"] for hook in repo["hooks"]} <= hook_ids
-
-
 PRE_COMMIT = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
 
 
 @pytest.mark.skipif(shutil.which("git") is None or not os.path.exists(PRE_COMMIT), reason="needs git and pre-commit")
-def test_pre_commit_autoupdate_line_replaces_the_commit(tmp_path):
-    """The README's `pre-commit autoupdate --bleeding-edge --freeze` turns the
-    snippet's commit into the newest commit of the hook repository (here a
-    throwaway repository holding the hooks file), even when a tag exists."""
-    (line,) = [
-        line for block in readme_blocks("sh") for line in block.splitlines() if line.startswith("pre-commit autoupdate")
-    ]
+def test_pre_commit_autoupdate_line_moves_the_release_pin_to_the_newest_tag(tmp_path):
+    """The README's `pre-commit autoupdate` turns the release snippet's tag into the newest
+    tag of the hook repository (here a throwaway repository holding the hooks file)."""
+    (line,) = [line for line in re.findall(r"^pre-commit autoupdate.*$", section(README, "pre-commit"), re.M)]
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     shutil.copy(ROOT / ".pre-commit-hooks.yaml", hooks)
     identity = ["-c", "user.email=test@example.com", "-c", "user.name=test", "-c", "commit.gpgsign=false"]
     commit = [*identity, "commit", "-q", "--allow-empty", "-m", "hooks"]
-    # an older tagged commit: the line must take the newest commit, not the newest tag
-    for args in (["init", "-q"], ["add", "."], commit, ["tag", "v0.0.1"], commit):
+    steps = (["init", "-q"], ["add", "."], commit, ["tag", f"v{gradlint.__version__}"], commit, ["tag", "v99.0.0"])
+    for args in steps:
         assert git(*args, cwd=hooks).returncode == 0
-    head = git("rev-parse", "HEAD", cwd=hooks).stdout.strip()
     project = tmp_path / "project"
     project.mkdir()
     assert git("init", "-q", cwd=project).returncode == 0
-    snippet = re.search(r"```yaml\n(repos:.*?)```", README, re.S).group(1)
+    _, released = pre_commit_snippets()
+    released["repos"][0]["repo"] = str(hooks)
     config = project / ".pre-commit-config.yaml"
-    config.write_text(snippet.replace(gradlint.REPOSITORY_URL, str(hooks)))
+    config.write_text(yaml.safe_dump(released))
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "home")}
     result = subprocess.run(
         [PRE_COMMIT, *shlex.split(line, comments=True)[1:]], cwd=project, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stdout + result.stderr
     (repo,) = yaml.safe_load(config.read_text())["repos"]
-    assert repo["rev"] == head
+    assert repo["rev"] == "v99.0.0"
 
 
 def test_pre_commit_hook_entries_are_valid_command_lines():

@@ -129,6 +129,118 @@ def test_language_server_gives_a_diagnostic_for_a_buffer_that_would_crash_the_pa
         assert not check.internal_errors
 
 
+# --- issue 34: one bad file stops the whole run (a segfault, exit 139; internal errors, exit 2)
+
+
+def deep_cell_notebook(levels: int = 3000) -> str:
+    import json
+
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "source": "x = " + "(" * levels + "1" + ")" * levels + "\n"}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def deep_json_notebook(levels: int = 100_000) -> str:
+    return '{"cells": [{"cell_type": "code", "source": "x = 1", "outputs": ' + "[" * levels + "]" * levels + "}]}"
+
+
+BAD_FILES = {
+    "deep_cell.ipynb": deep_cell_notebook(),
+    "deep_json.ipynb": deep_json_notebook(),
+    "punycode.py": "# coding: punycode\n" + BUGGY,
+}
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_one_bad_file_is_one_error_and_the_run_goes_on(tmp_path, jobs):
+    for name, text in BAD_FILES.items():
+        (tmp_path / name).write_text(text)
+    for i in range(8 if jobs == "2" else 1):  # enough files for the process pool
+        (tmp_path / f"train{i}.py").write_text(BUGGY)
+    proc = run_cli("--no-cache", "-j", jobs, ".", cwd=tmp_path)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)  # an unreadable file's code
+    assert "Traceback" not in proc.stdout + proc.stderr and "internal error" not in proc.stdout + proc.stderr
+    errors = sorted(line for line in proc.stdout.splitlines() if "error:" in line)
+    assert len(errors) == 3, errors
+    deep_cell, deep_json, punycode = errors
+    assert deep_cell.startswith("deep_cell.ipynb:") and "cell 1" in deep_cell and "nested" in deep_cell
+    assert deep_json.startswith("error: deep_json.ipynb: not a Jupyter notebook") and "nested" in deep_json
+    assert punycode.startswith("error: punycode.py: ") and "punycode" in punycode
+    assert "train0.py:5:5: GL002" in proc.stdout
+    checked = (8 if jobs == "2" else 1) + 1  # the notebook with a skipped cell counts as checked, as before
+    assert f"({checked} files checked, 2 could not be checked, 1 notebook cell skipped" in proc.stdout
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_a_bad_file_on_standard_input_is_one_error(tmp_path, name):
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradlint", "-", "--stdin-filename", name], cwd=tmp_path, input=BAD_FILES[name],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stdout + proc.stderr
+    assert len([line for line in proc.stdout.splitlines() if "error:" in line]) == 1, proc.stdout
+
+
+def test_standard_input_has_the_size_limit_of_a_file(tmp_path):
+    from gradlint.engine import MAX_FILE_BYTES
+
+    big = (BUGGY * (MAX_FILE_BYTES // len(BUGGY) + 2)).encode()  # a module over the limit (it took 289 s and 9.7 GB)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradlint", "-", "--stdin-filename", "big.py"], cwd=tmp_path, input=big,
+        capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    (error,) = [line for line in proc.stdout.decode().splitlines() if "error:" in line]
+    assert error.startswith("error: big.py: file too large to check (") and "--stdin-filename" in error
+    proc = subprocess.run(  # --fix gives the text back untouched
+        [sys.executable, "-m", "gradlint", "--fix", "-"], cwd=tmp_path, input=big, capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 1 and proc.stdout == big and b"too large" in proc.stderr
+
+
+def test_standard_input_has_the_time_limit_of_a_file(tmp_path):
+    from gradlint.engine import SLOW_FOR_TESTS
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradlint", "--file-timeout", "2", "-", "--stdin-filename", "slow.py"], cwd=tmp_path,
+        input=BUGGY, capture_output=True, text=True, timeout=120, env=dict(os.environ, **{SLOW_FOR_TESTS: "slow.py"}),
+    )
+    assert proc.returncode == 2, proc.stderr  # a timeout, as for a file
+    assert proc.stdout.splitlines()[0] == "error: slow.py: analysis stopped after 2 s"
+
+
+def test_the_engine_knows_the_notebook_suffix_without_importing_notebook():
+    from gradlint import notebook
+
+    assert engine.NOTEBOOK_SUFFIX == notebook.SUFFIX
+
+
+def test_a_notebook_cell_is_kept_from_libcst_as_a_py_file_is(monkeypatch):
+    """The root cause of the segfault: a cell CPython rejected for its nesting went to libcst."""
+    import libcst
+
+    from gradlint import notebook
+
+    seen = []
+    monkeypatch.setattr(libcst, "parse_module", seen.append)  # the real one dies of SIGSEGV here
+    read = notebook.read_notebook(deep_cell_notebook().encode(), "deep.ipynb")
+    assert seen == []
+    (error,) = read.cell_errors
+    assert error.kind == SYNTAX_ERROR and "too many nested parentheses" in error.message
+
+
+@pytest.mark.parametrize("codec", ["punycode", "idna", "uu_codec", "rot13", "utf-7", "utf-16", "nonexistent"])
+def test_a_codec_that_fails_while_decoding_is_a_read_error(codec):
+    from gradlint.findings import READ_ERROR
+
+    for body in (BUGGY.encode(), b"\xff\xfe+-&\x80", "caf\u00e9".encode("utf-8")):
+        text, error = engine.decode(b"# coding: " + codec.encode() + b"\n" + body, "x.py")
+        assert (text is None) == (error is not None)
+        assert error is None or error.kind == READ_ERROR
+    if codec == "punycode":
+        assert error is not None and "punycode" in error.message
+
+
 # --- row 2: a FIFO named *.py (reading it blocked forever)
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
@@ -163,7 +275,7 @@ def test_the_quick_path_steps_aside_for_a_fifo_without_reading_it(tmp_path):
     from gradlint import quick
 
     os.mkfifo(tmp_path / "pipe.py")
-    assert quick.clean_run([str(tmp_path / "pipe.py")]) is False  # would block forever on a read
+    assert not quick.clean_run([str(tmp_path / "pipe.py")])  # would block forever on a read
 
 
 def test_a_socket_named_explicitly_is_a_one_line_error(tmp_path):

@@ -158,9 +158,97 @@ def test_default_cache_dir_is_in_the_project_root(tmp_path):
     assert default_cache_dir([str(tmp_path / "src" / "pkg")]) == str(tmp_path / ".gradlint_cache")
 
 
+# --- issue 34: a damaged cache never hangs, crashes or lies
+
+
+def cached_run(tmp_path, *extra, timeout=60, env=None):
+    """The CLI on one buggy file with a cache in tmp_path/c; memory capped, so that reading a
+    link to /dev/zero fails fast instead of taking the machine's memory."""
+    def capped():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "gradlint", "--cache-dir", str(tmp_path / "c"), *extra, "train.py"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=timeout, preexec_fn=capped if sys.platform.startswith("linux") else None,
+        env=env,
+    )
+
+
+def only_entry(tmp_path) -> str:
+    (entry,) = glob.glob(str(tmp_path / "c" / "v*" / "*" / "*.json"))
+    return entry
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/zero")
+@pytest.mark.parametrize("damage", ["fifo", "dev-zero", "deep-json", "rewritten", "directory"])
+def test_a_damaged_cache_entry_is_ignored_and_the_result_is_the_true_one(tmp_path, damage):
+    write(tmp_path, BUGGY, "train.py")
+    first = cached_run(tmp_path)
+    assert first.returncode == 1 and "GL001" in first.stdout, first.stderr
+    entry = only_entry(tmp_path)
+    if damage == "rewritten":  # well-formed, the right key, another result: no finding at all
+        with open(entry, "rb") as handle:
+            text = handle.read()
+        assert b'"findings":[{' in text
+        with open(entry, "wb") as handle:
+            handle.write(text.replace(b'"findings":[{', b'"findings":[],"x":[{'))
+    else:
+        os.unlink(entry)
+        if damage == "fifo":
+            os.mkfifo(entry)  # opening it for reading blocked the run forever
+        elif damage == "dev-zero":
+            os.symlink("/dev/zero", entry)  # reading it grew the memory until the kernel killed the run
+        elif damage == "deep-json":
+            with open(entry, "w") as handle:
+                handle.write("[" * 100_000 + "]" * 100_000)  # a RecursionError in every run
+        else:
+            os.mkdir(entry)
+    for _ in range(2):  # and the next run, which may have rewritten the entry
+        again = cached_run(tmp_path)
+        assert (again.returncode, again.stdout, again.stderr) == (first.returncode, first.stdout, first.stderr)
+
+
+def test_an_entry_of_another_key_is_not_served(tmp_path):
+    path = write(tmp_path, BUGGY)
+    other = write(tmp_path, "import torch\n", "other.py")
+    cache = Cache(str(tmp_path / "c"))
+    key = cache.key(path, content_digest(open(path, "rb").read()), SETTINGS)
+    other_key = cache.key(other, content_digest(b"import torch\n"), SETTINGS)
+    cache.put(other_key, engine.FileResult(path))  # a clean result, stored for another key
+    os.makedirs(os.path.dirname(cache._entry(key)), exist_ok=True)
+    os.replace(cache._entry(other_key), cache._entry(key))  # and renamed to this file's key
+    assert cache.get(key, path) is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is the Linux default")
+def test_outside_any_project_the_cache_goes_to_the_users_cache_directory(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    above = [str(work), *map(str, work.parents)]
+    if any(os.path.exists(os.path.join(d, m)) for d in above for m in ("pyproject.toml", ".git")):
+        pytest.skip("a pyproject.toml or .git above the temporary directory")
+    write(work, BUGGY, "train.py")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "train.py"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert os.listdir(work) == ["train.py"]  # before: .gradlint_cache/ in the current directory
+    assert glob.glob(str(tmp_path / "xdg" / "gradlint" / "v*" / "*" / "*.json"))
+    env["XDG_CACHE_HOME"] = "relative"  # not absolute: ignored, as the XDG specification says
+    env["HOME"] = str(tmp_path / "home")
+    proc = subprocess.run([sys.executable, "-c", "from gradlint.cache import user_cache_dir; print(user_cache_dir())"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == str(tmp_path / "home" / ".cache" / "gradlint")
+
+
 def test_registry_codes_without_the_rules():
     assert all_codes() == [rule.code for rule in all_rules()]
     assert default_codes() == [rule.code for rule in all_rules() if rule.default]
+    from gradlint.rules.registry import NAMES
+
+    assert NAMES == {rule.code: rule.name for rule in all_rules()}
 
 
 def child(code: str, cwd) -> subprocess.CompletedProcess:
@@ -179,8 +267,43 @@ def test_startup_no_libcst_when_prefiltered_or_cached(tmp_path):
     assert out.stdout.split("\n")[-2] == "0 []", out.stderr
     out = child(probe.format(argv=["--cache-dir", cache_dir, buggy]), tmp_path)
     assert out.stdout.split("\n")[-2] == "1 ['libcst']", out.stderr  # a real buggy file: never torch
-    out = child(probe.format(argv=["--cache-dir", cache_dir, buggy]), tmp_path)
-    assert out.stdout.split("\n")[-2] == "1 []", out.stderr  # the cache hit
+    # The cache hit: no analysis, unless a finding has a fix to prove (its `[*]` mark is what
+    # --fix really does: fix/session.py checks the fixed text), which BUGGY's GL001 has.
+    unfixable = write(  # a GL002 with no repair (the clear is in another block than the step)
+        tmp_path,
+        "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    if ready:\n        opt.zero_grad()\n    opt.step()\n",
+        "unfixable.py",
+    )
+    out = child(probe.format(argv=["--cache-dir", cache_dir, unfixable]), tmp_path)
+    assert out.stdout.split("\n")[-2] == "1 ['libcst']", out.stderr
+    out = child(probe.format(argv=["--cache-dir", cache_dir, unfixable]), tmp_path)
+    assert out.stdout.split("\n")[-2] == "1 []", out.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_a_warm_json_run_analyses_nothing(tmp_path, fmt):
+    """Issue 34: JSON and SARIF proved every file's fixes again in the main process on every run
+    (20,000 files from the cache: 1.55 s in text, 27.7 s in JSON).  Proven results are cached."""
+    files = [write(tmp_path, BUGGY.replace("x", f"x{i}"), f"f{i}.py") for i in range(10)]
+    cache_dir = str(tmp_path / "c")
+    probe = (
+        "import sys\nfrom gradlint import engine\nfrom gradlint.cli import main\n"
+        "if {warm!r}: engine.check_source = lambda *a, **k: sys.exit('analysed on a warm run')\n"
+        "code = main({argv!r})\n"
+        "print(code, sorted(m for m in ('libcst', 'gradlint.model.loops') if m in sys.modules))"
+    )
+    argv = ["--cache-dir", cache_dir, "--output-format", fmt, "-j", "2", *files]
+    cold = child(probe.format(argv=argv, warm=False), tmp_path)
+    assert cold.stdout.split("\n")[-2] == "1 ['gradlint.model.loops', 'libcst']", cold.stderr
+    warm = child(probe.format(argv=argv, warm=True), tmp_path)
+    assert warm.returncode == 0 and warm.stdout.startswith("{"), warm.stderr
+    report, imported = warm.stdout.rsplit("\n", 2)[:2]
+    assert report == cold.stdout.rsplit("\n", 2)[0]
+    uncached = child(probe.format(argv=["--no-cache", *argv[2:]], warm=False), tmp_path)
+    assert uncached.stdout == cold.stdout  # the same proven fixes
+    if fmt == "json":
+        assert imported == "1 []"  # not even the rules (their modules import libcst)
+        assert '"fix": {' in report
 
 
 TWO_OPTIMIZERS = """\

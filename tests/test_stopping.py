@@ -59,6 +59,20 @@ def test_a_file_past_its_time_limit_is_an_error_for_that_file_only(tmp_path, job
     assert f"Found {FILES - 1} problems in {FILES - 1} files ({FILES - 1} files checked, 1 could not be checked)." in proc.stdout
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_notebook_has_the_time_limit_and_the_guard_of_a_py_file(tmp_path, jobs):
+    import json
+
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "source": BUGGY}
+    (tmp_path / "stall.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (tmp_path / "fine.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    proc = gradlint("-j", jobs, "--file-timeout", "5", ".", cwd=project(tmp_path), stall="stall.ipynb")
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("error:")]
+    assert errors == ["error: stall.ipynb: analysis stopped after 5 s"]
+    assert [line.split(":")[0] for line in proc.stdout.splitlines() if "GL002" in line].count("fine.ipynb") == 1
+
+
 def test_the_time_limit_comes_from_the_configuration_and_the_option_wins(tmp_path):
     root = project(tmp_path)
     (root / "pyproject.toml").write_text("[tool.gradlint]\nfile-timeout = 2.5\n")
@@ -136,6 +150,167 @@ def test_ctrl_c_stops_the_run_and_its_workers_at_once(tmp_path, args):
     time.sleep(0.5)
     assert [pid for pid in workers if _running(pid)] == []
     assert {p.name: p.read_bytes() for p in root.iterdir()} == before  # no file touched, no temp file left
+
+
+# --- issue 34: SIGTERM and SIGKILL leave no process of the run behind
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of a process group (the run was started in a session of its own)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+def pooled_project(tmp_path, files=40):
+    """Over 64 KB of source to analyse: the default run (no -j) starts its workers."""
+    pad = "# " + "padding " * 250 + "\n"
+    for i in range(files):
+        (tmp_path / f"train{i}.py").write_text(BUGGY + pad)
+    return tmp_path
+
+
+def _start(root, *args, stall="train3.py"):
+    env = dict(os.environ, **({SLOW_FOR_TESTS: stall} if stall else {}))
+    return subprocess.Popen(
+        [sys.executable, "-m", "gradlint", "--no-cache", *args, "."], cwd=root, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+
+
+def _wait_for_workers(proc, count=2, within=60.0) -> list[int]:
+    deadline = time.monotonic() + within
+    workers: list[int] = []
+    while time.monotonic() < deadline and len(workers) < count and proc.poll() is None:
+        workers = _children(proc.pid)
+        time.sleep(0.02)
+    assert len(workers) >= count, (workers, proc.poll())
+    return workers
+
+
+def _nothing_left(pgid: int, within: float) -> float:
+    """Seconds until no process of the group is alive (fails after `within`)."""
+    start = time.monotonic()
+    while _group(pgid):
+        if time.monotonic() - start > within:
+            left = _group(pgid)
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            pytest.fail(f"processes of the run left: {left}")
+        time.sleep(0.02)
+    return time.monotonic() - start
+
+
+LEFT_WITHIN = 5.0  # seconds: a second on an idle machine, room for a loaded 2-core one
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("target", ["process", "group"])  # timeout(1) signals the process; a CI runner, the group
+@pytest.mark.parametrize("moment", ["starting", "workers-starting", "analysing"])
+def test_sigterm_stops_the_run_and_leaves_no_process(tmp_path, moment, target):
+    root = pooled_project(tmp_path)
+    before = {p.name: p.read_bytes() for p in root.iterdir()}
+    proc = _start(root)
+    try:
+        if moment == "starting":
+            time.sleep(0.3)  # the interpreter starting, the arguments, the walk
+        else:
+            _wait_for_workers(proc, 1 if moment == "workers-starting" else 2)
+            if moment == "analysing":
+                time.sleep(1.5)  # the workers are analysing; train3.py stalls its worker for a day
+        assert proc.poll() is None
+        (os.killpg if target == "group" else os.kill)(proc.pid, signal.SIGTERM)
+        sent = time.monotonic()
+        code = proc.wait(timeout=60)
+        took = time.monotonic() - sent
+        _nothing_left(proc.pid, LEFT_WITHIN)
+    finally:
+        for pid in _group(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate()
+    # before the handler is in place (the interpreter still starting) SIGTERM kills at once
+    assert code == 143 or (moment == "starting" and code == -signal.SIGTERM), (code, err)
+    assert took < STOP_WITHIN, took
+    assert b"Traceback" not in err
+    assert {p.name: p.read_bytes() for p in root.iterdir()} == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_during_fix_leaves_each_file_whole(tmp_path):
+    root = pooled_project(tmp_path)
+    before = {p.name: p.read_bytes() for p in root.iterdir()}
+    proc = _start(root, "--fix", stall=None)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:  # until the first file is rewritten
+            if any(p.read_bytes() != before[p.name] for p in root.iterdir() if p.name in before):
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        _nothing_left(proc.pid, LEFT_WITHIN)
+    finally:
+        for pid in _group(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate()
+    assert code == 143, err
+    assert b"Traceback" not in err
+    after = {p.name: p.read_bytes() for p in root.iterdir()}
+    assert set(after) == set(before)  # no temporary file left
+    fixed = [name for name in after if after[name] != before[name]]
+    assert 0 < len(fixed) < len(before)  # stopped in the middle
+    for name in fixed:
+        assert b"    opt.step()\n    opt.zero_grad()\n" in after[name]  # whole: the fix, entirely
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG")
+@pytest.mark.parametrize("moment", ["workers-starting", "analysing"])
+def test_sigkill_of_the_run_ends_its_workers(tmp_path, moment):
+    """The parent cannot stop its workers: they notice it is gone and exit (they were left
+    re-parented to init, blocked on their pipe for ever, about 30 MB each)."""
+    proc = _start(pooled_project(tmp_path))
+    try:
+        _wait_for_workers(proc, 1 if moment == "workers-starting" else 2)
+        if moment == "analysing":
+            time.sleep(1.5)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        took = _nothing_left(proc.pid, LEFT_WITHIN)
+    finally:
+        for pid in _group(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+    assert took < LEFT_WITHIN
+
+
+def test_workers_of_a_parent_that_died_before_asking_exit_at_once(tmp_path):
+    """The race PR_SET_PDEATHSIG leaves: the parent died before the worker asked; getppid says so."""
+    code = (
+        "import os, sys\n"
+        "from gradlint.pool import die_with_parent\n"
+        "die_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)\n"
+        "print('still here')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if sys.platform.startswith("linux"):
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "")
+
+
+def test_exit_code_143_is_documented():
+    from gradlint import cli
+
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    assert "| 143 |" in readme
+    assert "143 stopped by SIGTERM" in cli.TOP_HELP and "143 stopped by SIGTERM" in cli.CHECK_EPILOG
 
 
 def as_from_a_terminal() -> None:

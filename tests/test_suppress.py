@@ -90,7 +90,7 @@ def test_untokenizable_source_falls_back_to_lines():
 def test_show_suppressed_text_and_json(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "train.py", snippet(GL002_LOOP, "  # noqa: GL002"))
-    assert run_cli(capsys, "train.py") == (0, "", "")
+    assert run_cli(capsys, "train.py") == (0, "All checks passed! (1 file checked)\n", "")
     code, out, _ = run_cli(capsys, "--show-suppressed", "train.py")
     assert code == 0
     assert "train.py:8:5: GL002 " in out and out.splitlines()[0].endswith("(suppressed)")

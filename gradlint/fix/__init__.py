@@ -24,7 +24,7 @@ from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
 from gradlint.fix.statements import Statement, Statements
 from gradlint.model.event import Event
 
-__all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "statements_of", "forget"]
+__all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "apply_all", "statements_of", "forget"]
 
 
 def _statements(source: str) -> Optional[Statements]:
@@ -170,3 +170,28 @@ def apply(source: str, fix: Fix) -> str:
         start, end = offset(edit.span.line, edit.span.col), offset(edit.span.end_line, edit.span.end_col)
         out = out[:start] + edit.new_text + out[end:]
     return out
+
+
+def apply_all(source: str, fixes) -> str:
+    """Apply the edits of several fixes at once (positions refer to the original source, and
+    no two edits overlap: fix/session.py keeps them apart), in one pass over the text."""
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        if line > len(lines):
+            return len(source)
+        return offsets[line - 1] + col - 1
+
+    edits = sorted((edit for fix in fixes for edit in fix.edits), key=lambda e: (e.span.line, e.span.col))
+    pieces, at = [], 0
+    for edit in edits:
+        start, end = offset(edit.span.line, edit.span.col), offset(edit.span.end_line, edit.span.end_col)
+        pieces.append(source[at:start])
+        pieces.append(edit.new_text)
+        at = max(at, end)
+    pieces.append(source[at:])
+    return "".join(pieces)
+

@@ -10,6 +10,7 @@ the changed cells' `source` values stays as it was.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Optional
 
@@ -19,7 +20,7 @@ from gradlint.fix.session import FileFix
 from gradlint.notebook_edit import code_cells, replace_cell_sources, source_spans
 
 
-def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Optional[FileFix]:
+def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool, count_unsafe: bool = False) -> Optional[FileFix]:
     from gradlint.engine import check_source
     from gradlint.fix.session import fix_source
     from gradlint.notebook import check_notebook_data, notebook_source
@@ -36,6 +37,7 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Opt
     found = code_cells(notebook)
     indices = [index for index, _ in found]
     cells = _Cells(joined, where, [source for _, source in found])
+    safe_cells: dict = {}
     outcome = fix_source(
         joined,
         lambda code: check_source(code, result.path, settings),
@@ -43,7 +45,11 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool) -> Opt
         cells.allowed,
         cells.accepted,
         where=cells.name,
+        count_unsafe=count_unsafe,
+        safe_done=lambda: safe_cells.update(copy.deepcopy(vars(cells))),
     )
+    if not unsafe and count_unsafe:
+        vars(cells).update(safe_cells)  # the unsafe fixes were only counted: back to the safe ones' cells
     after = replace_cell_sources(text, spans, {indices[n - 1]: cells.real[n - 1] for n in cells.changed})
     if after != text:
         outcome.result, _ = check_notebook_data(after.encode("utf-8"), result.path, settings)

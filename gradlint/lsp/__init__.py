@@ -33,13 +33,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from gradlint import DOCS_URL  # the published page: an installed package ships no docs/
+
     parser = _Parser(
         prog="gradlint lsp",
         description="The gradlint language server: editors start it and get gradlint's findings as\n"
         "diagnostics while you type, with quick fixes and hover. It speaks LSP over\n"
         "stdin/stdout unless --tcp is given. Configuration is the nearest [tool.gradlint].\n"
         "Needs the `lsp` extra: pip install 'torch-gradlint[lsp]'. Set-ups for Neovim,\n"
-        "Helix, Emacs and VS Code are in docs/editors.md.",
+        f"Helix, Emacs and VS Code: {DOCS_URL}editors.md",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mode = parser.add_mutually_exclusive_group()

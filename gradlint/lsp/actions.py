@@ -86,9 +86,20 @@ def fix_edits(fix: Fix) -> list[dict]:
     return [{"range": span_range(edit.span), "newText": edit.new_text} for edit in fix.edits]
 
 
+def proven_fix(text: str, path: str, findings: list[Finding], finding: Finding, check) -> Fix | None:
+    """The repair `--fix --unsafe-fixes` would apply to `finding` in this buffer (fix/session.py
+    `decide`, the decision behind every mark and fix): an editor offers no quick fix that would
+    leave the finding or add another one.  `check(text)` analyses a version of the buffer."""
+    from gradlint.findings import FileResult
+    from gradlint.fix.session import decide
+
+    return decide(text, FileResult(path, list(findings)), finding, check, unsafe=True).fix
+
+
 def fix_action(finding: Finding, uri: str, diagnostic: dict | None) -> dict | None:
-    """The finding's fix as a quick fix; an unsafe one says so in its title and is never
-    the preferred action (editors apply preferred fixes on a keystroke)."""
+    """The finding's fix as a quick fix (the server passes a proven one, see proven_fix); an
+    unsafe one says so in its title and is never the preferred action (editors apply
+    preferred fixes on a keystroke)."""
     if finding.fix is None or not finding.fix.edits:
         return None
     fix = finding.fix

@@ -27,6 +27,7 @@ import inspect
 import os
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from lsprotocol import types
@@ -101,6 +102,8 @@ class GradlintServer(LanguageServer):
         # uri -> what the buffer's last checks parsed (gradlint/incremental): an edit re-parses
         # only the statements it touched.  Used on the check thread only.
         self.memos: dict[str, DocumentMemo] = {}
+        # uri -> (version key, finding -> the fix --fix would apply to it): code actions are asked often
+        self.proven: dict[str, tuple[tuple, dict]] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-check")
         self._config_problems_shown: set[str] = set()
         self._internal_logged: dict[str, set[str]] = {}
@@ -212,6 +215,34 @@ class GradlintServer(LanguageServer):
                 return result
         return None
 
+    async def proven_fixes(self, doc: TextDocument, result: DocumentCheck, findings: list) -> list:
+        """For each finding, the fix --fix would apply in this buffer, or None
+        (actions.proven_fix); on the check thread, remembered for the buffer's version."""
+        if not any(finding.fix for finding in findings):
+            return [None] * len(findings)
+        key = self.key_of(doc)
+        known = self.proven.get(doc.uri)
+        if known is None or known[0] != key:
+            known = self.proven[doc.uri] = (key, {})
+        path = self.path_of(doc)
+        settings, _ = self.settings.get(path)
+        text = doc.source
+
+        def run() -> list:
+            from gradlint.engine import check_source
+
+            def check(version: str):
+                return check_source(version, path, settings)
+
+            out = []
+            for finding in findings:
+                if finding not in known[1]:
+                    known[1][finding] = actions.proven_fix(text, path, result.findings, finding, check)
+                out.append(known[1][finding])
+            return out
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool, run)
+
     def log_internal_errors(self, uri: str, path: str, result: DocumentCheck) -> None:
         seen = self._internal_logged.setdefault(uri, set())
         for message in result.internal_errors:
@@ -273,6 +304,7 @@ class GradlintServer(LanguageServer):
             waiting.cancel()
         self.results.pop(uri, None)
         self.memos.pop(uri, None)
+        self.proven.pop(uri, None)
         self._internal_logged.pop(uri, None)
 
     def reload_configuration(self, why: str) -> None:
@@ -402,14 +434,16 @@ def make_server() -> GradlintServer:
         if result is None:
             return None
         first, last = _in_range(params.range)
+        on_lines = findings_on_lines(result.findings, first, last)
+        proven = await ls.proven_fixes(doc, result, on_lines)
         by_key = {(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"]): d for d in result.diagnostics}
         out = []
-        for finding in findings_on_lines(result.findings, first, last):
+        for finding, fix in zip(on_lines, proven):
             diagnostic = by_key.get((finding.code, finding.span.line - 1, finding.span.col - 1))
             client_diagnostic = ls.client_diagnostics(doc, [diagnostic])[0] if diagnostic else None
             line_text = doc.lines[finding.span.line - 1].rstrip("\r\n") if finding.span.line <= len(doc.lines) else ""
             for action in (
-                actions.fix_action(finding, uri, None),
+                actions.fix_action(replace(finding, fix=fix), uri, None),
                 actions.suppression_action(finding, line_text, uri, None),
             ):
                 if action is None:

@@ -20,8 +20,11 @@ _MODULES = {
 FORMATS = tuple(_MODULES)
 
 
-def render(fmt: str, run, show_suppressed: bool = False) -> str:
+def render(fmt: str, run, show_suppressed: bool = False, quiet: bool = False) -> str:
+    """`quiet` (-q): the text format leaves out its summary; the others have none to leave out."""
     if fmt not in _MODULES:
         raise ValueError(f"unknown output format: {fmt}")
     module = importlib.import_module(f"gradlint.report.{_MODULES[fmt]}")
+    if fmt == "text":
+        return module.render(run, show_suppressed=show_suppressed, quiet=quiet)
     return module.render(run, show_suppressed=show_suppressed)

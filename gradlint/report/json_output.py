@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from gradlint.report.meta import info
+from gradlint.report.meta import brief
 
 FORMAT_VERSION = 1
 
@@ -29,7 +29,7 @@ def _span(span) -> dict:
 
 
 def finding_dict(finding) -> dict:
-    meta = info(finding.code)
+    meta = brief(finding.code)
     out = {
         "path": finding.path,
         **_span(finding.span),

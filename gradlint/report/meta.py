@@ -7,6 +7,7 @@ the one code that is not a rule of the registry.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from gradlint import DOCS_URL
@@ -49,6 +50,26 @@ def info(code: str) -> CodeInfo:
             return _UNUSED
         return CodeInfo(code, code.lower(), code, "", DOCS_URL, True)
     return CodeInfo(rule.code, rule.name, rule.summary, rule.rationale, rule.docs_url, rule.default)
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What a finding's line in JSON says about its code, known without importing the rules."""
+
+    name: str
+    severity: str
+    docs_url: str
+
+
+@lru_cache(maxsize=None)
+def brief(code: str) -> Brief:
+    """info(code)'s name, severity and docs_url from the registry's tables (no libcst)."""
+    from gradlint.rules.registry import NAMES, OFF_BY_DEFAULT
+
+    if code in NAMES:
+        return Brief(NAMES[code], "info" if code in OFF_BY_DEFAULT else "warning", rule_page_url(code))
+    full = info(code)
+    return Brief(full.name, full.severity, full.docs_url)
 
 
 def all_infos() -> list[CodeInfo]:

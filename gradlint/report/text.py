@@ -1,18 +1,20 @@
 """ruff-style text: `path:line:col: CODE message`, then a one-line summary.
 
-As ruff does, a finding that `--fix` can repair is marked `[*]` before its
+As ruff does, a finding that `--fix` repairs is marked `[*]` before its
 message, and the summary is followed by how many `--fix` would repair and
 how many more only `--unsafe-fixes` would (ruff 0.17's words).  Unlike
 ruff's, gradlint's --unsafe-fixes is no setting that lasts: without --fix or
 --diff it changes nothing (cli.py warns), so only safe fixes are marked.  A mark is
-a fix on offer, not a promise: --fix keeps a fix only if the file ends up
-with fewer findings (fix/session.py), and after --fix the fixes it tried
-are no longer on offer (cli.py drops them).
+a promise: before rendering, cli.py runs the fixing session on each file
+without writing (fix/files.py `offered`) and keeps a finding's fix only when
+the session repairs it, SAFE when `--fix` does, UNSAFE when only
+`--fix --unsafe-fixes` does; so the count is what `--fix` then reports.
 """
 
 from __future__ import annotations
 
 from gradlint.findings import SAFE, SYNTAX_ERROR, UNSAFE
+from gradlint.quick import clean_summary  # the early answer of a clean run prints the same line
 
 
 def error_line(error) -> str:
@@ -24,7 +26,9 @@ def error_line(error) -> str:
     return f"error: {error.path}: {error.message}"
 
 
-def render(run, show_suppressed: bool = False) -> str:
+def render(run, show_suppressed: bool = False, quiet: bool = False) -> str:
+    """The findings and errors, then (unless `quiet`, ruff's -q) the summary: `Found ...` or,
+    when there is nothing to report, ruff's `All checks passed!` with the files checked."""
     lines = [error_line(error) for error in run.errors()]
     findings = [(f, "") for f in run.findings()]
     suppressed = run.suppressed() if show_suppressed else []
@@ -33,7 +37,9 @@ def render(run, show_suppressed: bool = False) -> str:
     for finding, mark in rows:
         fixable = "[*] " if not mark and fix_kind(finding) == SAFE else ""
         lines.append(f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {fixable}{finding.message}{mark}")
-    summary = run.summary()
+    if quiet:
+        return "\n".join(lines) + ("\n" if lines else "")
+    summary = run.summary() or clean_summary(run.files_checked)
     if suppressed:
         note = f"{len(suppressed)} finding{'s' if len(suppressed) != 1 else ''} suppressed by noqa comments."
         summary = f"{summary} {note}".strip()
@@ -46,11 +52,11 @@ def render(run, show_suppressed: bool = False) -> str:
 
 
 def fix_kind(finding) -> str | None:
-    """SAFE when --fix has a fix to try for the finding, UNSAFE when only --unsafe-fixes has, else None."""
+    """SAFE when --fix repairs the finding, UNSAFE when only --unsafe-fixes does, else None
+    (what cli.py marked: see the module docstring)."""
     if finding.fix is None:
         return None
-    choices = (finding.fix, *finding.fix.alternatives)
-    return SAFE if any(fix.safe for fix in choices) else UNSAFE
+    return SAFE if finding.fix.safe else UNSAFE
 
 
 def fixable_summary(findings) -> str:

@@ -86,7 +86,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", action="store_true",
                    help="also print every gradient event (backward, step, clear, clip, ...) with its line and "
                         "the gradient of each parameter after it")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    p.add_argument("--format", "--output-format", dest="format", choices=("text", "json"), default="text",
+                   help="output format (default text); --output-format is the same (check's spelling)")
     p.add_argument("--strict", action="store_true",
                    help="exit 2 when a static finding was not reached or not probed (default: only a "
                         "confirmed or runtime-only bug fails)")
