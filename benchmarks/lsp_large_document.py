@@ -20,13 +20,14 @@ For each, the script prints the median wall time of
   (and then a didChange of the whole text, debounce set to 0) until the
   publishDiagnostics for that version arrives.
 
-The keystroke (issue 23): in a typical M-line module (3,000 by default)
-open in a real server (debounce 0), a one-line edit inside one training
+The keystroke (issues 23 and 28): in a typical M-line module (3,000 by
+default) open in a real server, a one-line edit inside one training
 function, sent as an incremental change, until its diagnostics are
-published; against a full analysis of that module, the command-line check
-of the file minus that of a one-loop file (both `--no-cache`, so what is
-left is the analysis, not the start-up).  Targets: at most 0.25 times the
-full analysis, and at most 100 ms.  Exits 1 when one is missed.  Also printed, with
+published.  With debounce 0 (the analysis alone) against a full analysis of
+that module, the command-line check of the file minus that of a one-loop
+file (both `--no-cache`, so what is left is the analysis, not the
+start-up): at most 0.25 times.  With the server's default settings, its
+debounce included (what an editor user waits): at most 100 ms.  Exits 1 when one is missed.  Also printed, with
 no target: Enter, a line inserted (then removed) in the first training function,
 which moves every line below it.
 """
@@ -138,9 +139,13 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-async def started_server():
-    """A real server over stdio (debounce 0): (client, the diagnostics published per version,
-    a coroutine function that waits for a version's)."""
+_NO_DEBOUNCE = {"debounce_ms": 0}
+
+
+async def started_server(options=_NO_DEBOUNCE):
+    """A real server over stdio (debounce 0 unless `options` say otherwise; None: the server's
+    defaults, as an editor starts it): (client, the diagnostics published per version, a
+    coroutine function that waits for a version's)."""
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
@@ -155,7 +160,7 @@ async def started_server():
 
     await client.start_io(sys.executable, "-m", "gradlint", "lsp")
     await client.initialize_async(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options={"debounce_ms": 0})
+        types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options=options)
     )
     client.initialized(types.InitializedParams())
 
@@ -211,12 +216,13 @@ async def round_trips(text: str, repeat: int) -> tuple[float, float, int]:
     return statistics.median(opens), statistics.median(changes), count
 
 
-async def keystrokes(text: str, line: int, repeat: int, insert_at: int) -> tuple[float, float, int]:
+async def keystrokes(text: str, line: int, repeat: int, insert_at: int, options) -> tuple[float, float, int]:
     """(least seconds from a one-line incremental didChange to its diagnostics, the same for a
-    line inserted and removed again at line `insert_at` (every line below moves), their count)."""
+    line inserted and removed again at line `insert_at` (every line below moves), their count),
+    in a server started with these initialization `options` (None: its defaults)."""
     from lsprotocol import types
 
-    client, arrived, until_version = await started_server()
+    client, arrived, until_version = await started_server(options)
 
     uri = "file:///benchmark/keystroke.py"
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 0, text)))
@@ -284,6 +290,8 @@ def cli_seconds(paths: list[str], repeat: int) -> list[float]:
 def keystroke_targets(lines: int, repeat: int) -> list[tuple[str, float, float]]:
     import tempfile
 
+    from gradlint.lsp.server import DEFAULT_DEBOUNCE
+
     text = make_buffer(lines, 500)
     # the `AdamW(..., lr=3e-4)` line of the last training function: an edit inside one function
     line = max(i for i, content in enumerate(text.splitlines()) if "lr=3e-4" in content)
@@ -297,16 +305,19 @@ def keystroke_targets(lines: int, repeat: int) -> list[tuple[str, float, float]]
         full = module_cpu - one_loop_cpu
     # Enter on the first line of the first training function's body: every line below it moves
     first_body = next(i for i, content in enumerate(text.splitlines()) if content.startswith("def train_")) + 1
-    keystroke, inserted, count = asyncio.run(keystrokes(text, line, repeat, first_body))
+    keystroke, inserted, count = asyncio.run(keystrokes(text, line, repeat, first_body, {"debounce_ms": 0}))
+    # What a user waits for: the server as an editor starts it, its default debounce included.
+    waited, _, _ = asyncio.run(keystrokes(text, line, repeat, first_body, None))
     ratio = keystroke / full if full > 0 else float("inf")  # a negative difference: the load swamped it
     print(f"\nkeystroke: a one-line edit on line {line + 1} of a {lines:,}-line module ({count} diagnostics)")
     print(f"  full analysis (CLI check minus a one-loop file's, CPU) {full:7.3f} s")
-    print(f"  edit -> diagnostics (wall, least of {repeat})          {keystroke:7.3f} s   {ratio:5.2f} x the full analysis")
-    print(f"  a line inserted or removed at line {first_body + 1} (no target)  {inserted:7.3f} s   "
+    print(f"  edit -> diagnostics, debounce 0 (wall, least of {repeat})  {keystroke:7.3f} s   {ratio:5.2f} x the full analysis")
+    print(f"  edit -> diagnostics, default settings (debounce {DEFAULT_DEBOUNCE * 1000:.0f} ms)  {waited:7.3f} s")
+    print(f"  a line inserted or removed at line {first_body + 1}, debounce 0 (no target)  {inserted:7.3f} s   "
           f"{inserted / full if full > 0 else float('inf'):5.2f} x the full analysis")
     return [
-        (f"keystroke / full analysis <= {KEYSTROKE_RATIO}", ratio, KEYSTROKE_RATIO),
-        (f"keystroke seconds <= {KEYSTROKE_SECONDS}", keystroke, KEYSTROKE_SECONDS),
+        (f"keystroke, debounce 0 / full analysis <= {KEYSTROKE_RATIO}", ratio, KEYSTROKE_RATIO),
+        (f"keystroke seconds, default settings <= {KEYSTROKE_SECONDS}", waited, KEYSTROKE_SECONDS),
     ]
 
 

@@ -17,9 +17,9 @@ Running it twice changes nothing: the second run has no finding to mark.
 
 from __future__ import annotations
 
-import io
 import tokenize
 
+from gradlint import source_lines
 from gradlint.findings import FileResult, Finding
 
 
@@ -27,7 +27,7 @@ def lines_that_cannot_take_a_comment(source: str) -> set[int]:
     """1-based lines whose end lies inside a string token (a multi-line string)."""
     inside: set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(source_lines.reader(source)):
             if token.type == tokenize.STRING and token.end[0] > token.start[0]:
                 inside.update(range(token.start[0], token.end[0]))
     except (tokenize.TokenError, SyntaxError):
@@ -39,7 +39,7 @@ def with_noqa(source: str, findings: list[Finding]) -> tuple[str, list[Finding]]
     """The source with a directive for each finding, and the findings that got one."""
     from gradlint.lsp.actions import suppression_edit  # pure text edits, no pygls
 
-    lines = source.splitlines(keepends=True)
+    lines = source_lines.lines(source, keepends=True)
     blocked = lines_that_cannot_take_a_comment(source)
     marked = []
     done: set[tuple[int, str]] = set()
@@ -124,7 +124,7 @@ def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[Fi
     old_lines = joined.split("\n")
     edited, marked = with_noqa(joined, result.findings)
     new_lines = edited.split("\n")
-    cell_lines = {number: source.splitlines(keepends=True) for number, (_, source) in enumerate(cells, start=1)}
+    cell_lines = {number: source_lines.lines(source, keepends=True) for number, (_, source) in enumerate(cells, start=1)}
     kept, changed = [], set()
     for finding in marked:
         number, line = where[finding.span.line - 1]

@@ -167,6 +167,44 @@ class Cache:
         except OSError:
             self.writable = False  # read-only or full disk: run on without a cache
 
+    # Files the prefilter passes over need only CPython's parse (gradlint/syntax.py); the digests
+    # of the bytes that parsed are one set in one file per gradlint code and Python version (a
+    # newer Python parses more), read once per run and written once if it grew: a warm run of a
+    # tree of such files reads one file instead of parsing them all.
+    def _parsed_path(self) -> str:
+        import sys
+
+        return os.path.join(self.root, f"parsed-{sys.version_info[0]}.{sys.version_info[1]}-{self.code[:16]}.txt")
+
+    def _parsed_set(self) -> set:
+        if getattr(self, "_parsed", None) is None:
+            self._parsed, self._parsed_new = set(), False
+            try:
+                with open(self._parsed_path(), encoding="ascii") as handle:
+                    self._parsed = set(handle.read().split())
+            except (OSError, ValueError):
+                pass
+        return self._parsed
+
+    def known_to_parse(self, digest: str) -> bool:
+        return digest in self._parsed_set()
+
+    def parsed(self, digest: str) -> None:
+        known = self._parsed_set()
+        if digest not in known:
+            known.add(digest)
+            self._parsed_new = True
+
+    def save_parsed(self) -> None:
+        if not getattr(self, "_parsed_new", False) or not self.writable:
+            return
+        self._parsed_new = False
+        try:
+            self._prepare()
+            write_atomically(self._parsed_path(), "\n".join(sorted(self._parsed)) + "\n")
+        except OSError:
+            self.writable = False
+
     def _prepare(self) -> None:
         """Create the directory and tell git and backup tools to leave it alone."""
         os.makedirs(self.root, exist_ok=True)
@@ -225,10 +263,13 @@ def _well_typed(result: FileResult) -> bool:
     def span_ok(span) -> bool:
         return all(type(v) is int for v in (span.line, span.col, span.end_line, span.end_col))
 
+    def cell_ok(cell) -> bool:  # a notebook's place in a cell (findings.CellSpan), or None
+        return cell is None or (type(cell.cell) is int and type(cell.file_line) is int and span_ok(cell.span))
+
     def finding_ok(f) -> bool:
         if not (isinstance(f.path, str) and isinstance(f.code, str) and isinstance(f.message, str) and span_ok(f.span)):
             return False
-        if not all(span_ok(r.span) and isinstance(r.message, str) for r in f.related):
+        if not cell_ok(f.cell) or not all(span_ok(r.span) and isinstance(r.message, str) and cell_ok(r.cell) for r in f.related):
             return False
         return f.fix is None or all(span_ok(e.span) and isinstance(e.new_text, str) for e in f.fix.edits)
 
@@ -236,5 +277,5 @@ def _well_typed(result: FileResult) -> bool:
         all(finding_ok(f) for f in result.findings)
         and all(finding_ok(f) for f in result.suppressed)
         and all(isinstance(e.kind, str) and isinstance(e.message, str) and type(e.line) is int and type(e.col) is int
-                for e in result.errors)
+                and cell_ok(e.cell) for e in result.errors)
     )

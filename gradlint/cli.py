@@ -583,12 +583,14 @@ def _diff(run, resolver, args) -> int:
 def _print_diffs(fixings) -> int:
     import difflib
 
+    from gradlint import source_lines
+
     changed = False
     for path, fixing in fixings:
         if fixing.before == fixing.after:
             continue
         changed = True
-        before, after = fixing.before.splitlines(keepends=True), fixing.after.splitlines(keepends=True)
+        before, after = source_lines.lines(fixing.before, keepends=True), source_lines.lines(fixing.after, keepends=True)
         import os
 
         old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")  # git's labels when relative
@@ -662,6 +664,8 @@ def _checked_stdin(args, resolver, data: bytes, size: Optional[int] = None):
 
     check = check_notebook_data if is_notebook(name) else engine.check_data  # a notebook's cells are named
     result, source = guarded(lambda path, settings: check(data, path, settings), name, resolver.settings_for(name))
+    if is_notebook(name):
+        return engine.RunResult([result]), {name: data}  # a notebook's bytes: its cells are placed from them
     return engine.RunResult([result]), {} if source is None else {name: source}
 
 
@@ -688,6 +692,7 @@ def _check_paths(args, resolver):
         roots=tuple(p for p in args.paths if p != "-"),
     )
     results = engine.check_files(tasks, options) if tasks else []
+    # No notebook text kept: a notebook is read again where needed (--fix may have changed it).
     return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}
 
 
@@ -723,20 +728,20 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
     from gradlint import engine
     from gradlint.suppress import unused_directives
 
+    from gradlint.notebook import is_notebook
+
     for result in run.results:
         if result.errors:
             continue  # not analysed: every suppression would look unused
         source = sources.get(result.path)
+        if is_notebook(result.path):
+            _add_unused_noqa_in_cells(result, source, resolver)
+            continue
         if source is None:
             data, error = engine.read_source(result.path)
             if error is not None:
                 continue
-            from gradlint.notebook import is_notebook, notebook_source
-
-            if is_notebook(result.path):  # the joined cells that were checked
-                source, _, error = notebook_source(data, result.path)
-            else:
-                source, error = engine.decode(data, result.path)
+            source, error = engine.decode(data, result.path)
             if error is not None or source is None:
                 continue
         enabled = resolver.settings_for(result.path).select
@@ -745,6 +750,21 @@ def _add_unused_noqa(run, sources: dict[str, str], resolver) -> None:
             from gradlint.findings import Finding
 
             result.findings = sorted(result.findings + extra, key=Finding.sort_key)
+
+
+def _add_unused_noqa_in_cells(result, data: "bytes | None", resolver) -> None:
+    """GL900 in a notebook's cells (`data`: its bytes when read from standard input)."""
+    from gradlint import engine
+    from gradlint.findings import Finding
+    from gradlint.notebook import unused_noqa
+
+    if data is None:
+        data, error = engine.read_source(result.path)
+        if error is not None:
+            return
+    extra = unused_noqa(data, result.path, result.suppressed, resolver.settings_for(result.path).select)
+    if extra:
+        result.findings = sorted(result.findings + extra, key=Finding.sort_key)
 
 
 def _offers_fixes(args) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from gradlint import source_lines
+
 # Linear-time patterns only: no repeated group whose alternatives overlap (a
 # `\s*` beside a class that also takes spaces backtracks quadratically or worse).
 _AT = re.compile(r"\(at line (\d+), column (\d+)\)$")
@@ -60,7 +62,7 @@ def key_position(text: str, key: str, top_level: bool):
     table = "" if top_level else "tool.gradlint"
     current = ""
     assignment = re.compile(r"^(\s*)(?:" + re.escape(key) + r"|\"" + re.escape(key) + r"\"|'" + re.escape(key) + r"')\s*=")
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(source_lines.lines(text), 1):
         header = _HEADER.match(line)
         if header and not line.lstrip().startswith("[["):
             current = header.group(1).strip().replace('"', "").replace(" ", "")

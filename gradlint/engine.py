@@ -74,6 +74,10 @@ def check_source(
         return FileResult(path, errors=[failure.error])
     except RecursionError:
         return FileResult(path, errors=[FileError(path, SYNTAX_ERROR, "too deeply nested to analyse")])
+    except MemoryError:  # the per-file memory limit (gradlint/pool.py) or the machine's
+        from gradlint.findings import TIMEOUT
+
+        return FileResult(path, errors=[FileError(path, TIMEOUT, "analysis stopped: out of memory")])
     except Exception as exc:  # a bug in gradlint: name the file and the crash, keep going
         where = traceback.extract_tb(exc.__traceback__)[-1]
         message = f"internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
@@ -127,12 +131,20 @@ def _screen(source: str, settings: Settings, memo=None, project=None):
 
 def _guard(source: str, path: str, memo=None) -> None:
     """gradlint/parse_guard.py: input that would crash or stall libcst's native parser (deep
-    nesting) becomes a one-line error here, before libcst sees it."""
-    from gradlint import parse_guard
+    nesting) becomes a one-line error here, before libcst sees it.  So does a text CPython does
+    not parse: every checked file is judged by CPython's parser, whether the analysis needs
+    libcst or not (gradlint/syntax.py), with CPython's words."""
+    from gradlint import parse_guard, python_ast
 
-    refused = parse_guard.check(source, path, memo.nodes if memo is not None else None)
+    refused = parse_guard.long_line(source, path) or parse_guard.check(source, path, memo.nodes if memo is not None else None)
     if refused is not None:
         raise _ParseFailure(refused)
+    try:
+        python_ast.parse(source)  # the guard's tree: parsed once
+    except SyntaxError as exc:
+        raise _ParseFailure(FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        pass  # the guard judged these
 
 
 def _parse_screened(text: str, source: str, path: str):
@@ -180,9 +192,9 @@ def _model_in_pieces(text: str, source: str, path: str, settings: Settings, proj
         tree = python_ast.parse(text)  # the guard's tree when the screen blanked nothing
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the whole parse says what is wrong
-    spans = piecewise.cut(tree)
-    if len(spans) < 2:
-        return None
+    spans = piecewise.grouped(tree)
+    if not spans or (len(spans) < 2 and 2 * (spans[0][1] - spans[0][0] + 1) > text.count("\n") + 1):
+        return None  # one piece of most of the text: a whole parse costs the same
     table = AstTable(tree)
     del tree
     python_ast.forget()  # tens of megabytes; the table holds what positions need
@@ -230,6 +242,11 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, proje
     text = _screen(source, settings, memo) if project is None else _screen(source, settings, memo, project)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
+    from gradlint.parse_guard import oversized_statement
+
+    refused = oversized_statement(text, path)  # in what libcst would parse: its memory grows with it
+    if refused is not None:
+        raise _ParseFailure(refused)
     from gradlint.rules.registry import all_rules
 
     if memo is not None:
@@ -265,7 +282,7 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
     reported on the call in this file that leads there, with the event itself as the first
     related location (in its file); such a finding has no fix (it would edit another file)."""
     event = raw.event
-    related = tuple(Related(e.span, why, e.path) for e, why in raw.related)
+    related = tuple(Related(e.span, why, path=e.path) for e, why in raw.related)
     if event.path is None and not any(e.path is not None for e, _ in raw.related):
         return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related, fix=plan(raw, model))
     # the calls in this file that lead into the other module, for an editor to show too
@@ -277,7 +294,7 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
         return None
     span, label = event.anchor
     message = f"in {label}: {raw.message}"
-    related = (Related(event.span, f"{event.text}, in {label}", event.path),) + related
+    related = (Related(event.span, f"{event.text}, in {label}", path=event.path),) + related
     related += tuple(Related(s, f"the call of {lab} that runs it") for s, lab in anchors if s != span)
     return Finding(path=path, code=raw.code, message=message, span=span, related=related)
 
@@ -386,7 +403,7 @@ def _read_and_check(path: str, settings: Settings, notebooks=None) -> tuple[File
         return FileResult(path, errors=[error]), content_digest(data), None
     project = project_for(path)
     if project is None and not _passes_prefilter(text, settings):
-        return FileResult(path), content_digest(data), None  # no gradient event can be written here
+        return syntax_checked(text, path), content_digest(data), None  # no gradient event can be written here
     return check_source(text, path, settings, project=project), content_digest(data), text
 
 
@@ -420,6 +437,14 @@ def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, 
     if error is not None:
         return FileResult(path, errors=[error]), None
     return check_source(text, path, settings), text
+
+
+def syntax_checked(text: str, path: str) -> FileResult:
+    """The result of a file the prefilter passes over: clean, unless CPython cannot parse it."""
+    from gradlint.syntax import syntax_error
+
+    error = syntax_error(text, path)
+    return FileResult(path, errors=[error]) if error is not None else FileResult(path)
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -565,6 +590,8 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         if cache is not None and digest is not None:
             path, settings = tasks[i]
             cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, proven=options.prove_fixes), result)
+    if cache is not None:
+        cache.save_parsed()
     return results
 
 
@@ -602,7 +629,14 @@ def _without_analysis(
         return read
     data, text = read
     if text is not None and view is None and not _passes_prefilter(text, settings):
-        return FileResult(path)
+        # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
+        digest = content_digest(data) if cache is not None else None
+        if digest is not None and cache.known_to_parse(digest):
+            return FileResult(path)
+        result = syntax_checked(text, path)
+        if digest is not None and not result.errors:
+            cache.parsed(digest)
+        return result
     if cache is not None:
         hit = cache.get(cache.key(path, _with_view(content_digest(data), view), settings, proven=proven), path)
         if hit is not None:

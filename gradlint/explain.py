@@ -61,6 +61,10 @@ other files. No file should take that long: it is gradlint's failure, and
 the run exits 2 as for an internal error. Please report it with the file.
 Meanwhile, a larger limit (`--file-timeout SECONDS`, or `file-timeout` in
 [tool.gradlint]) lets the file finish, and `exclude` skips it.
+
+`PATH: analysis stopped: out of memory`: the analysis of one file may use
+at most 4 GB more than the process held when it started (where the system
+allows such a limit); past it the file is stopped the same way.
 """,
     NOT_PYTHON: f"""\
 {NOT_PYTHON} (a file named on the command line that is not Python)

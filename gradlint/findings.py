@@ -22,18 +22,49 @@ class Span:
 
 
 @dataclass(frozen=True)
+class CellSpan:
+    """Where a notebook's finding is for its reader (the Span stays the line in the joined code
+    cells, which suppressions and fixes work on): the cell, counted from 1 over every cell,
+    markdown included (as Jupyter shows them and ruff names them); the line and column in that
+    cell's own source; and the line of the .ipynb file that holds the span's first line, for the
+    formats that can only point at a line of the file (GitHub annotations, SARIF, JUnit)."""
+
+    cell: int
+    span: Span
+    file_line: int
+
+    def label(self) -> str:
+        return f"cell {self.cell}, line {self.span.line}"
+
+    @staticmethod
+    def from_dict(data: "dict | None") -> "CellSpan | None":
+        if data is None:
+            return None
+        return CellSpan(data["cell"], Span(**data["span"]), data["file_line"])
+
+
+@dataclass(frozen=True)
 class Related:
     """Another event that makes a finding a bug (the backward, the step)."""
 
     span: Span
     message: str
+    cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader
     # The file it is in when that is not the finding's own (project-wide analysis: the clip
     # inside a trainer method that a loop of this file calls); None: the finding's file.
     path: Optional[str] = None
 
-    def where(self, finding_path: str) -> str:
-        """`line 12`, or `trainer.py line 12` for a location in another file."""
-        return f"line {self.span.line}" if self.path in (None, finding_path) else f"{self.path} line {self.span.line}"
+    def label(self, finding_cell: "CellSpan | None" = None, finding_path: "str | None" = None) -> str:
+        """How a message names this event's line: `line 14` (in a notebook, the line in the
+        cell, with the cell named when it is not the finding's own; in another file of the
+        project, `trainer.py line 14`)."""
+        if self.path is not None and self.path != finding_path:
+            return f"{self.path} line {self.span.line}"
+        if self.cell is None:
+            return f"line {self.span.line}"
+        if finding_cell is not None and finding_cell.cell == self.cell.cell:
+            return f"line {self.cell.span.line}"
+        return self.cell.label()
 
 
 @dataclass(frozen=True)
@@ -79,6 +110,7 @@ class Finding:
     span: Span
     related: tuple[Related, ...] = ()
     fix: Optional[Fix] = None
+    cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader (see CellSpan)
 
     @property
     def line(self) -> int:
@@ -103,9 +135,11 @@ class Finding:
             message=data["message"],
             span=Span(**data["span"]),
             related=tuple(
-                Related(Span(**r["span"]), r["message"], r.get("path")) for r in data.get("related", ())
+                Related(Span(**r["span"]), r["message"], CellSpan.from_dict(r.get("cell")), r.get("path"))
+                for r in data.get("related", ())
             ),
             fix=None if fix is None else Fix.from_dict(fix),
+            cell=CellSpan.from_dict(data.get("cell")),
         )
 
 
@@ -136,9 +170,14 @@ class FileError:
     col: int = 1
     # False when only a part (a notebook cell) could not be checked and the rest was.
     whole_file: bool = True
+    cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader (see CellSpan)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @staticmethod
+    def from_dict(data: dict) -> "FileError":
+        return FileError(**{**data, "cell": CellSpan.from_dict(data.get("cell"))})
 
 
 @dataclass
@@ -162,6 +201,6 @@ class FileResult:
         return FileResult(
             path=data["path"],
             findings=[Finding.from_dict(f) for f in data["findings"]],
-            errors=[FileError(**e) for e in data["errors"]],
+            errors=[FileError.from_dict(e) for e in data["errors"]],
             suppressed=[Finding.from_dict(f) for f in data.get("suppressed", [])],
         )

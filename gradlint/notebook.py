@@ -7,10 +7,11 @@ flow across cells.  IPython syntax is blanked out line for line: a `%magic`,
 indentation, the lines it continues with a trailing backslash become
 empty, and a `%%cell` magic blanks its whole cell.  None of them is a
 reason to skip the notebook.  Line numbers therefore map back to (cell, line):
-findings keep the line of the joined code-cell source in their span (the
-same number in every output format) and name the cell in their message,
-`[cell 3, line 2]`, where the cell number counts code cells from 1 (what
-Jupyter shows as the execution order may differ).
+findings keep the line of the joined code-cell source in their span (what
+suppressions and fixes work on) and carry where they are for the reader
+(gradlint/notebook_locations.py): the cell counted from 1 over every cell,
+markdown included, as ruff counts them, the line and column in it, and the
+line of the .ipynb file that holds it.  The reports print those.
 
 A `# noqa` in a cell works as in a .py file.
 
@@ -27,9 +28,9 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from dataclasses import replace
 from typing import NamedTuple
 
+from gradlint import source_lines
 from gradlint.findings import READ_ERROR, SYNTAX_ERROR, FileError, FileResult
 from gradlint.settings import Settings
 
@@ -104,6 +105,8 @@ class NotebookSource(NamedTuple):
     where: list  # line of `source` -> (code cell number, line in that cell)
     error: "FileError | None"  # the file is no notebook at all
     cell_errors: list  # a FileError per code cell that does not parse (the rest is checked)
+    indices: list = []  # code cell number n -> its index in the notebook's `cells` list (item n - 1)
+    dedents: list = []  # code cell number n -> the width of the indentation taken off its lines
 
 
 def read_notebook(data: bytes, path: str) -> NotebookSource:
@@ -119,24 +122,28 @@ def read_notebook(data: bytes, path: str) -> NotebookSource:
     lines: list[str] = []
     where: list[tuple[int, int]] = []
     cell_errors: list[FileError] = []
+    indices: list[int] = []
+    dedents: list[int] = []
     number = 0
-    for cell in cells:
+    for index, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         number += 1
-        cell_lines = _python_lines(_cell_text(cell).splitlines())
+        indices.append(index)
+        real_lines = source_lines.lines(_cell_text(cell))
+        dedents.append(len(_dedent_prefix(real_lines)))
+        cell_lines = _python_lines(real_lines)
         broken = _syntax_error(cell_lines)
         if broken is not None:
             message, line, col = broken
             cell_errors.append(
-                FileError(path, SYNTAX_ERROR, f"cell {number}: syntax error at line {line} of the cell: {message}; "
-                          "the other cells were checked",
-                          len(lines) + line, col, whole_file=False)
+                FileError(path, SYNTAX_ERROR, f"syntax error: {message}; the other cells were checked",
+                          len(lines) + line, col, whole_file=False)  # its cell is named where it is reported
             )
             cell_lines = [""] * len(cell_lines)
         lines.extend(cell_lines)
-        where.extend((number, index) for index in range(1, len(cell_lines) + 1))
-    return NotebookSource("\n".join(lines) + "\n", where, None, cell_errors)
+        where.extend((number, line) for line in range(1, len(cell_lines) + 1))
+    return NotebookSource("\n".join(lines) + "\n", where, None, cell_errors, indices, dedents)
 
 
 def notebook_source(data: bytes, path: str) -> tuple[str | None, list[tuple[int, int]], FileError | None]:
@@ -170,14 +177,22 @@ def _python_lines(cell_lines: list[str]) -> list[str]:
 
 def _dedented(cell_lines: list[str]) -> list[str]:
     """Without the indentation that every non-blank line starts with (one prefix, not a mix)."""
+    prefix = _dedent_prefix(cell_lines)
+    if not prefix:
+        return cell_lines
+    return [line[len(prefix):] if line.strip() else "" for line in cell_lines]
+
+
+def _dedent_prefix(cell_lines: list[str]) -> str:
+    """The indentation every non-blank line starts with, or "" when they do not share one."""
     written = [line for line in cell_lines if line.strip()]
     if not written:
-        return cell_lines
+        return ""
     first = written[0]
     prefix = first[: len(first) - len(first.lstrip(" \t"))]
     if not prefix or not all(line.startswith(prefix) for line in written):
-        return cell_lines
-    return [line[len(prefix):] if line.strip() else "" for line in cell_lines]
+        return ""
+    return prefix
 
 
 def _syntax_error(cell_lines: list[str]):
@@ -209,13 +224,6 @@ def _syntax_error(cell_lines: list[str]):
     return None
 
 
-def _locate(where: list[tuple[int, int]], line: int) -> str:
-    if 1 <= line <= len(where):
-        cell, cell_line = where[line - 1]
-        return f"[cell {cell}, line {cell_line}]"
-    return ""
-
-
 def check_notebook(path: str, settings: Settings) -> tuple[FileResult, str | None]:
     """The notebook's FileResult, and the joined source (for --report-unused-noqa)."""
     from gradlint.engine import read_source
@@ -231,19 +239,31 @@ def check_notebook_data(data: bytes, path: str, settings: Settings) -> tuple[Fil
     in the joined cells, which no tool could apply to the JSON (`--fix` maps them to cells)."""
     from gradlint.engine import check_source
 
-    source, where, error, cell_errors = read_notebook(data, path)
-    if error is not None:
-        return FileResult(path, errors=[error]), None
-    result = check_source(source, path, settings)
-    result.errors = cell_errors + result.errors
+    read = read_notebook(data, path)
+    if read.error is not None:
+        return FileResult(path, errors=[read.error]), None
+    result = check_source(read.source, path, settings)
+    return locate(result, data, read), read.source
 
-    def tag(finding):
-        return replace(finding, message=f"{finding.message} {_locate(where, finding.span.line)}".rstrip(), fix=None)
 
-    result.findings = [tag(f) for f in result.findings]
-    result.suppressed = [tag(f) for f in result.suppressed]
-    result.errors = [
-        replace(e, message=f"{e.message} {_locate(where, e.line)}".rstrip()) if e.kind == SYNTAX_ERROR and e.whole_file else e
-        for e in result.errors
-    ]
-    return result, source
+def locate(result: FileResult, data: bytes, read: NotebookSource) -> FileResult:
+    """The result of checking the joined cells, each finding and error placed in its cell
+    (gradlint/notebook_locations.py)."""
+    from gradlint.notebook_locations import Locator
+
+    locator = Locator(data.decode("utf-8", "replace"), read.where, read.indices, read.dedents)
+    result.findings = [locator.finding(f) for f in result.findings]
+    result.suppressed = [locator.finding(f) for f in result.suppressed]
+    result.errors = [locator.error(e) for e in read.cell_errors + result.errors]
+    return result
+
+
+def unused_noqa(data: bytes, path: str, suppressed: list, enabled: frozenset) -> list:
+    """--report-unused-noqa's GL900 findings for a notebook's cells, placed in their cells."""
+    from gradlint.suppress import unused_directives
+
+    read = read_notebook(data, path)
+    if read.error is not None:
+        return []
+    found = unused_directives(read.source, path, suppressed, enabled)
+    return locate(FileResult(path, findings=found), data, read).findings if found else []

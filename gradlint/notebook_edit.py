@@ -13,6 +13,8 @@ import json
 import re
 from typing import Optional
 
+from gradlint import source_lines
+
 
 def code_cells(notebook: dict) -> list[tuple[int, str]]:
     """(index in the `cells` list, source text) of each code cell in order: code cell
@@ -44,7 +46,7 @@ def _dump_like(original: str, source: str) -> str:
     dump = lambda s: json.dumps(s, ensure_ascii=ascii_only)  # noqa: E731
     if not original.lstrip().startswith("["):
         return dump(source)
-    lines = source.splitlines(keepends=True)
+    lines = source_lines.lines(source, keepends=True)
     items = list(re.finditer(r'"(?:[^"\\]|\\.)*"', original))
     if not items or not lines:
         return "[" + ", ".join(dump(line) for line in lines) + "]"

@@ -59,6 +59,69 @@ def check(source: str, path: str, memo=None) -> Optional[FileError]:
     return too_deep(path, deep) if deep is not None else None
 
 
+# libcst's native parser needs about 2 KB of memory per character of one statement made of
+# many small tokens (`z = [x.y, x.y, ...]`: 470 MB for 200 KB, so 7 MB on one line took 13 GB
+# and more; ordinary code needs about 0.5 KB per character).  A simple statement larger than
+# this in the text libcst would parse is refused instead: its parse alone could need about a
+# gigabyte.  Numeric data is emptied before (data_literals.py); a display of strings this size
+# is generated data: exclude its file.
+MAX_STATEMENT_CHARS = 512 * 1024
+
+
+def long_line(text: str, path: str) -> Optional[FileError]:
+    """A line of code longer than MAX_STATEMENT_CHARS, found before any parse: CPython's own ast
+    of such a line takes gigabytes (7 MB of `x.y, `: 3 GB).  A comment line that long is left
+    to the parsers, which skip it."""
+    if len(text) <= MAX_STATEMENT_CHARS:
+        return None
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        stop = len(text) if end < 0 else end
+        if stop - start > MAX_STATEMENT_CHARS and not text[start:stop].lstrip().startswith("#"):
+            line = text.count("\n", 0, start) + 1
+            return _too_large(path, stop - start, line, 1)
+        if end < 0:
+            return None
+        start = end + 1
+
+
+def _too_large(path: str, size: int, line: int, col: int) -> FileError:
+    return FileError(
+        path, SYNTAX_ERROR,
+        f"statement too large to check ({size // 1024:,} KiB; at most {MAX_STATEMENT_CHARS // 1024} KiB): "
+        "exclude the file if it is generated", line, col,
+    )
+
+
+def oversized_statement(text: str, path: str) -> Optional[FileError]:
+    """The error for the first simple statement of `text` longer than MAX_STATEMENT_CHARS, or None.
+    Cheap: only a text that long is looked at, and then only its statements (not expressions)."""
+    if len(text) <= MAX_STATEMENT_CHARS:
+        return None
+    from gradlint import python_ast
+
+    try:
+        tree = python_ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None  # libcst words the error, as before
+    lines = text.split("\n")
+    starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        bodies = [getattr(node, name, None) for name in ("body", "orelse", "finalbody", "handlers", "cases")]
+        children = [child for body in bodies if isinstance(body, list) for child in body]
+        if children:
+            stack.extend(reversed(children))  # a compound statement: its own lines are short
+            continue
+        end = node.end_lineno or node.lineno
+        size = starts[min(end, len(lines)) - 1] + (node.end_col_offset or 0) - starts[node.lineno - 1] - node.col_offset
+        if size > MAX_STATEMENT_CHARS:
+            return _too_large(path, size, node.lineno, node.col_offset + 1)
+    return None
+
+
 def rejected_for_nesting(source: str, error: SyntaxError) -> bool:
     """CPython refused `source` (`error`) for nesting that could crash libcst: libcst must not
     see it either (every caller of libcst on raw text asks this first: the engine, notebook cells)."""

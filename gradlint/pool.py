@@ -166,6 +166,47 @@ def _handle_alarm():
     return signal.SIG_DFL if previous is None else previous
 
 
+# The per-file limit bounds memory as well as time: while a file is analysed, its process may
+# grow by at most this much (RLIMIT_AS, where the platform has it).  Past it an allocation fails:
+# CPython raises MemoryError, which becomes a `timeout` error for that file ("out of memory")
+# instead of the machine's OOM killer ending the run.  The guards keep libcst's native parser,
+# which cannot recover from a failed allocation, far below it (parse_guard.py).
+FILE_MEMORY_BYTES = 4 * 1024**3
+
+
+def _bound_memory():
+    """Limit this process's address space to its size now plus FILE_MEMORY_BYTES; returns the
+    limits to restore, or None where there is nothing to do (no RLIMIT_AS, a tighter limit)."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as handle:
+            size = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
+    limit = size + FILE_MEMORY_BYTES
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft != resource.RLIM_INFINITY and soft <= limit:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):
+        return None
+    return soft, hard
+
+
+def _unbound_memory(limits) -> None:
+    if limits is not None:
+        import resource
+
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, limits)
+        except (ValueError, OSError):
+            pass
+
+
 def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Settings) -> Outcome:
     """`work(path, settings)`, with a crash or a stall turned into an error for that file.
 
@@ -175,6 +216,7 @@ def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Setti
     never looks at signals (libcst's parser) is stopped when it returns.
     """
     previous = _handle_alarm()
+    memory = _bound_memory()
     try:
         try:
             if previous is not None:
@@ -183,6 +225,7 @@ def guarded(work: Callable[[str, Settings], Outcome], path: str, settings: Setti
                 signal.setitimer(signal.ITIMER_REAL, settings.file_timeout)
             return work(path, settings)
         finally:
+            _unbound_memory(memory)
             if previous is not None:
                 import signal
 

@@ -169,6 +169,8 @@ class Prefilter:
         self.wrapper_words = tuple(sorted({name.rsplit(".", 1)[-1] for name in names if name}))
 
     def _matches(self, text: str):
+        """(where, plain step) of each spelling: `plain step` for a call of a method named
+        exactly `step` (`x.step(`), which is a gradient event only when x is an optimizer."""
         for literal, follows, prefixes in _SPELLINGS:
             if literal in text:
                 for match in _WORD[literal].finditer(text):
@@ -176,26 +178,35 @@ class Prefilter:
                         continue
                     start = _name_start(text, match.start(), prefixes)
                     if start >= 0 and _counts(text, literal, start):
-                        yield match.start()
+                        yield match.start(), literal == "step" and start == match.start()
         for word in self.wrapper_words:
             start = text.find(word)
             while start >= 0:
-                yield start
+                yield start, False
                 start = text.find(word, start + 1)
 
     def may_hold_events(self, text: str) -> bool:
         """False only when no gradient event can be written in `text`."""
         return next(self._matches(text), None) is not None
 
-    def event_lines(self, text: str) -> list[int]:
-        """1-based numbers of the lines where such a spelling starts, ascending."""
+    def event_lines(self, text: str, step_kept=None) -> list[int]:
+        """1-based numbers of the lines where such a spelling starts, ascending.  `step_kept`:
+        when given, a plain `x.step(` counts only if step_kept(text, where) says so
+        (gradlint/screen.py: a sampler's step is no optimizer's)."""
         lines: set[int] = set()
         line, last = 1, 0
-        for start in sorted(self._matches(text)):
+        for start, plain_step in sorted(self._matches(text)):
+            if plain_step and step_kept is not None and not step_kept(text, start):
+                continue
             line += text.count("\n", last, start)
             last = start
             lines.add(line)
         return sorted(lines)
+
+    def only_plain_steps(self, text: str) -> bool:
+        """Is every spelling in `text` a call of a method named `step` (no backward, no
+        gradient write, no `training_step`, no configured wrapper)?"""
+        return not self.wrapper_words and all(plain for _, plain in self._matches(text))
 
 
 @lru_cache(maxsize=32)

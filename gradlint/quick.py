@@ -4,7 +4,8 @@ A pre-commit hook hands gradlint a few file names on every commit, and most
 of them hold no training loop.  For such a run the full CLI would import
 argparse, the configuration loader, the engine and the reporters (tens of
 milliseconds) only to print `All checks passed!` and exit 0.  This module gives that same
-answer with nothing but os, sys, re and gradlint/prefilter.py, when it is
+answer with nothing but os, sys, re, gradlint/prefilter.py and CPython's
+parser (gradlint/syntax.py), when it is
 sure:
 
 * the arguments are `[check] FILE...` with flags that cannot change a clean
@@ -13,16 +14,17 @@ sure:
   ``--force-exclude`` no FILE lies under a directory a walk would skip;
 * every FILE is a regular .py or .pyi file of at most
   engine.MAX_FILE_BYTES, plain UTF-8 (no BOM, no coding line, no NUL), in
-  which the prefilter finds no spelling of a gradient event: such a file
-  has no finding, and no error either;
+  which the prefilter finds no spelling of a gradient event and which
+  CPython parses (gradlint/syntax.py): such a file has no finding, and no
+  error either;
 * no pyproject.toml on the way up from a FILE could change that: one that
   mentions gradlint (its table can name wrappers, or be invalid) sends the
   run to the full CLI, and one that does not must still be valid TOML, as
   the full CLI checks.
 
 Anything else returns None and the full CLI decides.  A file passed over
-here is exactly one the full run counts as checked and clean (it is never
-parsed, and nothing is cached for it); tests/test_quick.py runs both paths.
+here is exactly one the full run counts as checked and clean (it is parsed
+by CPython only, and nothing is cached for it); tests/test_quick.py runs both paths.
 """
 
 from __future__ import annotations
@@ -123,7 +125,11 @@ def _clean_file(path: str) -> bool:
         return False
     from gradlint.prefilter import may_hold_events
 
-    return not may_hold_events(text)
+    if may_hold_events(text):
+        return False
+    from gradlint.syntax import parses
+
+    return parses(text)  # a syntax error is reported by the full CLI (README, exit codes)
 
 
 def _regular_file_bytes(path: str):

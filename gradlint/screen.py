@@ -43,13 +43,18 @@ from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
     EVENT_WORDS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
+    GRAD_SCALERS,
     ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
+    OPTIMIZER_CLASSES,
+    OPTIMIZER_FACTORIES,
     STEP_FUNCTIONS,
     STEP_HOOK_METHODS,
     TRAINING_STEP,
     WRAPPER_METHODS,
     arguments_read_pattern,
+    named_like_optimizer,
+    named_like_scaler,
 )
 from gradlint.prefilter import for_wrappers
 from gradlint.settings import Wrappers
@@ -57,6 +62,7 @@ from gradlint.settings import Wrappers
 _WORD = re.compile(r"(?!\d)\w+")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_ASSIGNS = (ast.Assign, ast.AnnAssign)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
@@ -73,6 +79,7 @@ class _Walk:
     """One pass over the statements (not the expressions) of a module."""
 
     def __init__(self, tree: ast.Module, memo=None):
+        self.tree = tree
         # Pieces that can be blanked: top-level statements, and the methods of
         # top-level classes.  (start, end, droppable, parent piece or -1)
         self.pieces: list[tuple[int, int, bool, int]] = []
@@ -152,7 +159,9 @@ class _Walk:
 
     def _piece(self, stmt: ast.stmt, parent: int) -> int:
         start = _start(stmt)
-        droppable = isinstance(stmt, _FUNCS + (ast.ClassDef,))
+        # A top-level assignment too: bindings.py reads it only by the names it binds, which the
+        # reach below follows (a generated module's data tables are most of its text).
+        droppable = isinstance(stmt, _FUNCS + (ast.ClassDef,)) or (parent < 0 and isinstance(stmt, _ASSIGNS))
         self.pieces.append((start, stmt.end_lineno or start, droppable, parent))
         self.piece_nodes.append(stmt)
         return len(self.pieces) - 1
@@ -239,7 +248,7 @@ def screen(
         return source
     walk = _Walk(tree, memo)
     prefilter = for_wrappers(wrappers, project_words)
-    token_lines = set(prefilter.event_lines(source))
+    token_lines = set(prefilter.event_lines(source, _sampler_steps_dropped(source, walk, prefilter)))
     marks = set(token_lines)
     lines = source.split("\n")
 
@@ -253,8 +262,7 @@ def screen(
     while callees - searched:
         fresh = sorted(callees - searched)
         searched |= set(fresh)
-        calls = re.compile(r"(?:%s)\s*\(" % "|".join(map(re.escape, fresh)))
-        new_lines = _lines_of(calls, source)
+        new_lines = _call_lines(set(fresh), source)
         if not new_lines - marks:
             break
         marks |= new_lines
@@ -284,8 +292,10 @@ def screen(
         [walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)],
         memo,
     )
-    engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source))  # bindings reads them anywhere
+    engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source)  # bindings reads them anywhere
+                          | _lines_of(_RUNNER_ARGUMENT, source))  # `trainer = Engine(update)`: its handlers
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
+    keep |= _sharing_lines(walk)
     hooks = {match.group(1) for match in _at_words(_STEP_HOOK_CALL, source)}  # a hook function bindings looks into
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
@@ -318,6 +328,17 @@ def screen(
         for n in range(start, end + 1):
             out[n - 1] = kept.get(n, "")
     return "\n".join(out)
+
+
+def _sharing_lines(walk: "_Walk") -> set[int]:
+    """Top-level assignments that share a line with another statement (`a = 1; b = 2`): blanking
+    works by lines, so they stay."""
+    tops = [i for i, piece in enumerate(walk.pieces) if piece[3] < 0]
+    out = set()
+    for before, after in zip(tops, tops[1:]):
+        if walk.pieces[before][1] >= walk.pieces[after][0]:
+            out |= {i for i in (before, after) if isinstance(walk.piece_nodes[i], _ASSIGNS)}
+    return out
 
 
 def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dict[int, dict[int, str]]:
@@ -400,6 +421,94 @@ def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict
     return None
 
 
+# Words without which no `x.step(...)` of the file can be an optimizer's (or a scaler's)
+# step, whatever x is (gradlint/model/classify.py, _step_event): bindings.py gives a name the
+# kind optimizer or scaler only from a value built by one of these classes or factories, or
+# from torch.optim, and a manual update (`p -= lr * p.grad`) reads a `.grad`.
+_STEP_VOCABULARY = frozenset(OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | GRAD_SCALERS | {"optim", "grad"})
+
+
+def _steps_by_name(word: str) -> bool:
+    """A name of unknown kind whose `.step(...)` is a step: an optimizer's, or a scaler's
+    (`scaler.step(opt)`), as bindings.is_optimizer and is_scaler read names."""
+    return named_like_optimizer(word) or named_like_scaler(word)
+
+
+def _sampler_steps_dropped(source: str, walk: "_Walk", prefilter):
+    """For a file whose only spellings are calls of a method named `step`, written without any
+    word of an optimizer: a test that keeps the `x.step(` whose x could still be an optimizer
+    or a scaler by its name (the `self.scheduler.step(noise, t, latents)` of a diffusion
+    sampler cannot).  None (every spelling counts) for any other file."""
+    if not prefilter.only_plain_steps(source):
+        return None
+    if not _STEP_VOCABULARY.isdisjoint(_WORD.findall(source)):
+        return None
+    # A bare `x.step(` where x is a parameter of some def steps whatever a call hands that
+    # parameter (loops.py substitutes the argument's name, along the whole chain of inlined
+    # calls): such a name counts when some argument is named like an optimizer or a scaler.
+    parameters = {
+        arg.arg
+        for _, _, node, _ in walk.functions
+        for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+    }
+
+    def kept(text: str, where: int) -> bool:
+        i = _skip_back(text, where - 1)
+        if i < 0 or text[i] != "." or "\n" in text[i:where]:
+            return True  # not `x.step(` on one line as far as a cheap look tells: counts
+        dot = i
+        i = _skip_back(text, i - 1)
+        if "\n" in text[i:dot]:
+            return True  # a comment may stand between the name and its dot: counts
+        end = i + 1
+        while i >= 0 and _is_word(text[i]):
+            i -= 1
+        word = text[i + 1 : end]
+        if not word:
+            # `xs[0].step(`, `"s".step(`: no dotted name, no event (classify.py); a `)` may
+            # close a parenthesised name (`(opt).step(`): it counts
+            return end == 0 or text[end - 1] not in "]\"'"
+        if word[0].isdigit():
+            return False  # a number's attribute
+        if _steps_by_name(word):
+            return True  # an optimizer or a scaler by its name
+        before = _skip_back(text, i)
+        if before >= 0 and text[before] == "." and "\n" not in text[before:i]:
+            return False  # `a.b.step(`: the name's last part is b, whatever a stands for
+        return word in parameters and handed_an_optimizer()
+
+    handed: list[bool] = []
+
+    def handed_an_optimizer() -> bool:
+        """Does some call of the file hand a name that steps by its name (loops.py,
+        _argument_map: the dotted name of a positional or keyword argument)?  Asked only for
+        a bare parameter's step, so the walk of the tree is rare."""
+        if not handed:
+            handed.append(any(_steps_by_name(word) for word in _argument_names(walk.tree)))
+        return handed[0]
+
+    return kept
+
+
+def _argument_names(tree: ast.AST):
+    """The last part of every dotted name handed to a call of `tree` (not `*args`)."""
+    for node in ast_nodes(tree):
+        if isinstance(node, ast.Call):
+            values = [arg for arg in node.args if not isinstance(arg, ast.Starred)]
+            values += [keyword.value for keyword in node.keywords if keyword.arg is not None]
+            for value in values:
+                parts = _dotted_parts(value)
+                if parts:
+                    yield parts[-1]
+
+
+def _skip_back(text: str, i: int) -> int:
+    """The index of the last character at or before `i` that is not a blank or a backslash."""
+    while i >= 0 and text[i] in " \t\r\n\\":
+        i -= 1
+    return i
+
+
 def _engine_call_lines(statements, memo=None) -> list[int]:
     """Lines of `X.backward(loss)` and `X.step()` on a receiver that has both: bindings.py
     finds DeepSpeed-style engines from these calls wherever they are, so they stay."""
@@ -451,6 +560,23 @@ def _at_words(pattern: re.Pattern, text: str):
 
 def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"  # what re's `\w` matches in a str pattern
+
+
+# A word followed by a call's parenthesis: one scan of the text finds the calls of any number of
+# names (an alternation of 23,000 generated function names cost seconds per search).
+_CALLED_WORD = re.compile(r"(?<!\w)(\w+)\s*\(")
+
+
+def _call_lines(names: set[str], text: str) -> set[int]:
+    """Lines where a call `name(` of one of `names` begins a word."""
+    found: set[int] = set()
+    line, last = 1, 0
+    for match in _CALLED_WORD.finditer(text):
+        if match.group(1) in names:
+            line += text.count("\n", last, match.start())
+            last = match.start()
+            found.add(line)
+    return found
 
 
 def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
@@ -615,6 +741,8 @@ def _assignment_needs(node: ast.stmt) -> set[str]:
     out |= set(parts)  # the callee, receiver included (`b.to(dev)` aliases b)
     if any(_ARGUMENTS_READ.search(part) for part in parts[-2:]):
         out |= _names_in(value)
+    for keyword in value.keywords:  # `GradScaler(enabled=use_amp)`: bindings reads what use_amp holds
+        out |= _names_in(keyword.value)
     return out  # other calls' arguments alias nothing and hold no parameters (bindings.py)
 
 
@@ -651,6 +779,8 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
                 closures |= {sub.id for sub in ast_nodes(node) if isinstance(sub, ast.Name)}
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             out |= _names_in(node.iter)
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            out |= _names_in(node.test)  # a flag may be an accumulation test (bindings.accumulation_flag)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any("grad" in _names_in(t) for t in targets):

@@ -13,12 +13,12 @@ silences none of ours.
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from gradlint import source_lines
 from gradlint.findings import Finding, Span
 
 _NOQA = re.compile(
@@ -52,13 +52,13 @@ class Directive:
 def _comments(source: str) -> Iterable[tuple[int, int, str]]:
     """(line, 0-based column, text) of each comment."""
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(source_lines.reader(source)):
             if token.type == tokenize.COMMENT:
                 yield token.start[0], token.start[1], token.string
         return
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass
-    for number, line in enumerate(source.splitlines(), start=1):  # rough but never raises
+    for number, line in enumerate(source_lines.lines(source), start=1):  # rough but never raises
         index = line.find("#")
         if index >= 0:
             yield number, index, line[index:]

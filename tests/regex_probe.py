@@ -68,7 +68,10 @@ def _per_kb(run, text: str) -> float:
 def main() -> None:
     results = {}
     for name, pattern in patterns().items():
-        results[name] = slowest(lambda text, p=pattern: (p.search(text), p.match(text)))
+        if isinstance(pattern.pattern, bytes):  # the language server's input stream (gradlint/lsp/stream.py)
+            results[name] = slowest(lambda text, p=pattern: (p.search(text.encode()), p.match(text.encode())))
+        else:
+            results[name] = slowest(lambda text, p=pattern: (p.search(text), p.match(text)))
     prefilter = Prefilter()
     results["Prefilter.event_lines"] = slowest(prefilter.event_lines)
     json.dump(results, sys.stdout)

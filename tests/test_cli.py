@@ -98,7 +98,8 @@ def test_missing_path_is_reported_in_json(tmp_path, monkeypatch, capsys):
     code, out, _ = run_cli(capsys, "--output-format", "json", "missing.py")
     assert code == 1
     assert json.loads(out)["errors"] == [
-        {"path": "missing.py", "kind": "read-error", "message": "no such file or directory", "line": 1, "column": 1}
+        {"path": "missing.py", "kind": "read-error", "message": "no such file or directory", "line": 1, "column": 1,
+         "cell": None}
     ]
 
 

@@ -341,3 +341,34 @@ def _occurrences(text: str, word: str) -> list[int]:
     import re
 
     return [m.start() for m in re.finditer(r"\b%s\b" % word, text)]
+
+
+TRAINER = """\
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(self, x):
+        loss = self.model(x).sum()
+        loss.backward()
+        self.opt.step()
+
+
+trainer = Trainer(model)
+for x in data:
+    trainer.train_step(x)
+"""
+
+
+def test_a_statement_written_twice_is_two_statements_with_a_memo():
+    """The same class (a step missing its clear) and the same loop driving it, written twice:
+    equal texts once shared one libcst tree, whose nodes (numbered by identity) then took the
+    second copy's lines, and the memo's check reported GL001 twice where a fresh check says once."""
+    text = "import torch\n\nmodel = torch.nn.Linear(2, 1)\n\n\n" + TRAINER + "\n\n" + TRAINER
+    memo = DocumentMemo()
+    assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text)
+    assert outcome(engine.check_source(text, "f.py", EVERYTHING, memo)) == fresh(text)  # all reused
+    edited = text.replace("lr=0.1)", "lr=0.2)", 1)
+    assert outcome(engine.check_source(edited, "f.py", EVERYTHING, memo)) == fresh(edited)
+    assert [f.code for f in engine.check_source(text, "f.py", EVERYTHING).findings] == ["GL001"]

@@ -20,9 +20,9 @@ pytest.importorskip("pygls")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsprotocol import types
-from pygls.workspace import Workspace
 
 from gradlint.lsp.documents import check_document
+from gradlint.lsp.protocol import PythonLinesWorkspace
 from gradlint.lsp.server import make_server
 from gradlint.settings import Settings
 
@@ -57,6 +57,8 @@ for x, y in data:
 LINES = [
     "",
     "# a comment",
+    "\x0c",  # a page break: the lines below it are still LSP's (and Python's) next lines
+    "# a line separator \u2028 in a comment",
     "x = 1",
     "import torch.nn.functional as F",
     "    opt.zero_grad()",
@@ -129,7 +131,7 @@ def test_every_check_after_an_incremental_edit_is_a_full_check(tmp_path_factory,
     root = tmp_path_factory.mktemp("edits")
     uri = (root / "train.py").as_uri()
     server = make_server()
-    server.protocol._workspace = Workspace(root.as_uri(), sync_kind=types.TextDocumentSyncKind.Incremental)
+    server.protocol._workspace = PythonLinesWorkspace(root.as_uri(), sync_kind=types.TextDocumentSyncKind.Incremental)
     workspace = server.workspace
     text = BASE
     workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="python", version=0, text=text))

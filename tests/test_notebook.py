@@ -34,10 +34,13 @@ def test_code_cells_are_joined_and_lines_name_the_cell(tmp_path, monkeypatch, ca
     write(tmp_path, "train.ipynb", nb)
     code, out, err = run_cli(capsys, "train.ipynb")
     assert code == 1, err
-    # joined code-cell lines: cell 1 has 5 lines, cell 2 has 2, so cell 3 line 5 is line 12
+    # as ruff names it: the fourth cell (the markdown one counts), line 5 of that cell; the
+    # related lines are the cell's own
     (line,) = [l for l in out.splitlines() if "GL002" in l]
-    assert line.startswith("train.ipynb:12:5: GL002 [*] opt.zero_grad() discards")  # --fix repairs it
-    assert line.endswith("[cell 3, line 5]")
+    assert line == (  # --fix repairs it: marked [*]
+        "train.ipynb:cell 4:5:5: GL002 [*] opt.zero_grad() discards the gradients of loss.backward() (line 4) "
+        "before opt.step() (line 6)"
+    )
 
 
 def test_noqa_in_a_cell(tmp_path, monkeypatch, capsys):
@@ -62,7 +65,7 @@ def test_broken_notebook_is_a_file_error(tmp_path, monkeypatch, capsys):
     code, out, err = run_cli(capsys, "bad.ipynb", "syntax.ipynb")
     assert code == 1 and "Traceback" not in err
     assert "error: bad.ipynb: not a Jupyter notebook (invalid JSON" in out
-    assert "syntax.ipynb:2:" in out and "cell 2: syntax error at line 1 of the cell" in out
+    assert "syntax.ipynb:cell 2:1:10: error: syntax error: invalid syntax; the other cells were checked" in out
 
 
 def test_magics_keep_the_source_valid():
@@ -162,7 +165,7 @@ def test_a_fix_never_spans_two_cells():
     from gradlint.findings import Edit, Fix, Span
     from gradlint.fix.notebook import _Cells
 
-    cells = _Cells("a = 1\nb = 2\n", [(1, 1), (2, 1)], ["a = 1", "b = 2"])
+    cells = _Cells("a = 1\nb = 2\n", [(1, 1), (2, 1)], ["a = 1", "b = 2"], [0, 1])
     within = Fix("move", (Edit(Span(1, 1, 1, 6), "a = 3"),))
     across = Fix("move", (Edit(Span(1, 1, 2, 6), "a = 3\nb = 4"),))
     assert cells.allowed(within) and not cells.allowed(across)
@@ -190,9 +193,8 @@ def test_a_broken_cell_costs_that_cell_not_the_notebook(tmp_path, monkeypatch, c
     code, out, err = run_cli(capsys, "--no-cache", "nb.ipynb")
     assert code == 1, err
     errors = [line for line in out.splitlines() if "error:" in line]
-    assert errors == ["nb.ipynb:5:15: error: cell 2: syntax error at line 1 of the cell: invalid syntax; "
-                      "the other cells were checked"]
-    assert any("GL001" in line and "[cell 3, line 3]" in line for line in out.splitlines())
+    assert errors == ["nb.ipynb:cell 2:1:15: error: syntax error: invalid syntax; the other cells were checked"]
+    assert any(line.startswith("nb.ipynb:cell 3:3:5: GL001") for line in out.splitlines())
     assert "Found 1 problem in 1 file (1 file checked, 1 notebook cell skipped for a syntax error)." in out
 
 
@@ -202,7 +204,7 @@ def test_a_cell_indented_as_a_whole_is_dedented(tmp_path, monkeypatch, capsys):
     write(tmp_path, "nb.ipynb", notebook(("code", HEADER), ("code", "\n" + indented)))
     code, out, err = run_cli(capsys, "--no-cache", "nb.ipynb")
     assert code == 1 and "error" not in out, out
-    assert "GL001" in out and "[cell 2, line 4]" in out
+    assert "nb.ipynb:cell 2:4:9: GL001" in out  # the column in the cell as written, indented
 
 
 def test_mixed_indentation_is_not_dedented():
@@ -218,7 +220,7 @@ def test_stdin_notebooks_name_their_cells(tmp_path, monkeypatch, capsys):
     data = notebook(("code", HEADER), ("code", BUGGY_LOOP)).encode()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     code, out, err = run_cli(capsys, "-", "--stdin-filename", "nb.ipynb")
-    assert code == 1 and "[cell 2, line 3]" in out, out + err
+    assert code == 1 and "nb.ipynb:cell 2:3:5: GL001" in out, out + err
 
 
 def test_add_noqa_marks_each_finding_on_its_cell_line_and_the_rerun_is_clean(tmp_path, monkeypatch, capsys):

@@ -349,3 +349,47 @@ def test_language_server_started_by_hand_stops_at_the_first_ctrl_c(tmp_path):
         err = proc.communicate()[1]
     assert code == 130, err
     assert b"Fatal Python error" not in err and b"Traceback" not in err
+
+
+def _tgkill():
+    """glibc's tgkill (a signal to one thread of a process), or None where it is missing."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).tgkill
+    except (AttributeError, OSError):
+        return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or _tgkill() is None, reason="tgkill is Linux's")
+def test_language_server_stops_at_a_ctrl_c_that_lands_on_another_thread(tmp_path):
+    """A process-directed signal may be delivered to any thread (on Linux when the main thread
+    cannot take it at that moment, elsewhere at the system's choice).  The server's Ctrl-C
+    handler ran only when its main thread woke: a Ctrl-C delivered to the thread reading stdin
+    left the main thread asleep in the event loop until the next message came, possibly never
+    (the test above once waited 10 s in a parallel run).  Here the signal goes to that thread."""
+    pytest.importorskip("pygls")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gradlint", "lsp"], cwd=tmp_path,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=as_from_a_terminal,
+    )
+    try:
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"processId": None, "rootUri": None, "capabilities": {}}}
+        proc.stdin.write(_lsp_message(initialize))
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith(b"Content-Length:")
+        deadline = time.monotonic() + 10
+        others: list[int] = []
+        while not others and time.monotonic() < deadline:  # the stdin reader's thread
+            others = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+            time.sleep(0.05)
+        assert others
+        assert _tgkill()(proc.pid, others[0], signal.SIGINT) == 0
+        code = proc.wait(timeout=STOP_WITHIN)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        err = proc.communicate()[1]
+    assert code == 130, err

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import errno
 import glob
+import io
 import logging
 import os
 import pathlib
 import shutil
+import stat
 import tarfile
 import tempfile
 
@@ -310,3 +312,80 @@ def test_a_module_that_took_open_before_the_redirection_writes_into_the_view(vie
         archive.add("config.json")
     with tarfile.open("data.tar") as archive:
         assert archive.getnames() == ["config.json"]
+
+
+# --- issue 29: writes a plain run allows ---------------------------------------------------
+
+
+def test_temporary_files_in_the_scripts_folder_truncation_and_fileio_work_on_copies(view):
+    with tempfile.NamedTemporaryFile(dir=".") as handle:  # 3.12+: io.open(dir, opener=...)
+        handle.write(b"named")
+        handle.flush()
+        assert os.path.exists(handle.name)
+    with tempfile.TemporaryFile(dir=".") as handle:  # Linux: O_TMPFILE on the folder
+        handle.write(b"unnamed")
+        handle.seek(0)
+        assert handle.read() == b"unnamed"
+    fd = os.open("train.log", os.O_WRONLY | os.O_TRUNC)  # an existing file, without O_CREAT
+    os.write(fd, b"new\n")
+    os.close(fd)
+    assert read("train.log") == "new\n"
+    with io.FileIO("raw.bin", "w") as handle:
+        handle.write(b"raw")
+    assert isinstance(handle, io.FileIO) and handle.name == "raw.bin"
+    with io.FileIO("raw.bin") as handle:
+        assert handle.read() == b"raw"
+    with open("config.json", "rb", buffering=0) as handle:
+        assert isinstance(handle, io.FileIO)  # the real class's files still are FileIO
+
+
+def test_a_fifo_and_a_sqlite_database_are_made_in_the_overlay(view):
+    import sqlite3
+
+    os.mkfifo("pipe")
+    assert stat.S_ISFIFO(os.stat("pipe").st_mode)
+    connection = sqlite3.connect("runs.db")
+    connection.execute("create table t (x integer)")
+    connection.commit()
+    connection.close()
+    assert os.path.getsize("runs.db") > 0
+    assert {(e["action"], os.path.basename(e["path"])) for e in written(view.overlay.root)} >= {
+        ("create FIFO", "pipe"), ("write", "runs.db")}
+
+
+def test_references_taken_before_the_overlay_are_redirected(tmp_path, monkeypatch):
+    """A module imported before verify holds io.open in a dict of one of its objects (numpy's
+    DataSource openers, which np.savetxt writes through) and os.unlink as a default argument
+    (tempfile's closer): both go to the overlay."""
+    import sys
+    import types
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "kept.txt").write_text("real")
+    before = tree_digest(project)
+    module = types.ModuleType("captured_openers")
+
+    class Openers:
+        def __init__(self):
+            self.openers = {None: io.open}
+
+    def remove(path, unlink=os.unlink):
+        unlink(path)
+
+    Openers.__module__ = remove.__module__ = "captured_openers"
+    module.openers, module.remove, module.Openers = Openers(), remove, Openers
+    monkeypatch.setitem(sys.modules, "captured_openers", module)
+    monkeypatch.chdir(project)
+    verify_tmp = tmp_path / "gradlint-verify-test"
+    (verify_tmp / "overlay").mkdir(parents=True)
+    restore = redirect.install(Overlay(str(verify_tmp / "overlay"), own=(str(verify_tmp),)))
+    try:
+        with module.openers.openers[None]("kept.txt", "w") as handle:
+            handle.write("overlay")
+        module.remove("kept.txt")
+        assert not os.path.exists("kept.txt")
+    finally:
+        restore()
+    assert module.openers.openers[None] is io.open and remove.__defaults__ == (os.unlink,)
+    assert tree_digest(project) == before

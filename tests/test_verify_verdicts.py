@@ -254,3 +254,62 @@ def test_a_detection_goes_to_the_finding_on_its_own_call_first():
     found, runtime_only, full = verdicts_of(run, finding("GL007", 11), finding("GL005", 12))
     assert ("GL005", 12, "confirmed") in found and runtime_only == []
     assert full[1].evidence.startswith("the run saw this call's bug as GL004 at line 12")
+
+
+# --- issue 29: messages --------------------------------------------------------------------
+
+
+def _finding(code, line, message="static message", related=()):
+    return SimpleNamespace(code=code, path=F, span=SimpleNamespace(line=line, col=5), message=message,
+                           related=list(related))
+
+
+def test_a_gl008_verdict_names_the_schedulers_optimizer_and_its_learning_rates():
+    run = log(
+        ("O", 3, {"oid": 1, "params": [1], "state": NONE}), ("O", 4, {"oid": 2, "params": [2], "state": {"2": None}}),
+        B(10, pid=1),
+        ("L", 11, {"oid": 2, "scheduler": "sched_g", "text": "sched_g.step()", "lr_before": 0.1, "lr_after": 0.05}),
+        S(12, oid=1, pids=(1,)), B(14, pid=2), S(15, oid=2, pids=(2,), state=has(2)),
+        params=((1, 1), (2, 2)))
+    run.optimizers = {1: "opt_d", 2: "opt_g"}
+    verdicts, _ = judge([_finding("GL008", 11, "sched_g.step() runs before opt_d.step() (line 12)")], run, F)
+    assert verdicts[0].verdict == "confirmed"
+    assert "opt_g.step() (line 15)" in verdicts[0].message and "opt_d" not in verdicts[0].message
+    assert verdicts[0].evidence == (
+        "`sched_g.step()` at line 11 ran before the first opt_g.step() (line 15): opt_g's first iterations "
+        "trained with lr 0.05 instead of the schedule's first 0.1, a factor of 0.5")
+
+
+def test_a_gl003_verdict_cites_the_findings_own_clear():
+    # two clears between the step and the next backward, neither clears p1 (another optimizer's)
+    run = log(
+        ("O", 3, {"oid": 1, "params": [1], "state": NONE}), ("O", 4, {"oid": 2, "params": [2], "state": {"2": None}}),
+        B(10), S(11), Z(20, oid=2, pids=(2,)), Z(21, oid=2, pids=(2,)), B(10), S(11),
+        params=((1, 1), (2, 2)))
+    for line in (20, 21):
+        verdicts, _ = judge([_finding("GL003", line)], run, F)
+        assert verdicts[0].verdict == "confirmed", verdicts[0]
+        assert f"`Z` at line {line} ran in between" in verdicts[0].evidence
+
+
+def test_a_gl006_under_a_disabled_scaler_is_not_reached_never_not_reproduced():
+    events = [B(10), ("C", 11, {"params": [1], "state": has()}), S(12)] * 3
+    run = log(*events)
+    verdicts, _ = judge([_finding("GL006", 11)], run, F)
+    assert verdicts[0].verdict == "not reproduced"  # an enabled scaler's clean run: refuted
+    run.scalers_disabled = [{"why": "its enabled argument was false at run time", "sites": [[F, 9, "<module>"]]}]
+    verdicts, _ = judge([_finding("GL006", 11)], run, F)
+    assert verdicts[0].verdict == "not reached"
+    assert verdicts[0].evidence.startswith(
+        "could not be reproduced on this device: the GradScaler used at line 9 was disabled (its enabled argument "
+        "was false at run time)")
+
+
+def test_a_message_of_several_lines_is_not_followed_by_a_dangling_line_number():
+    from gradlint.verify.verdicts import end_reason
+
+    run = log(B(10))
+    run.end = {"reason": "exception", "message": "ValueError: first\nsecond", "file": F, "line": 8}
+    assert end_reason(run, F) == "the script raised ValueError at line 8: first\nsecond"
+    run.end["message"] = "ValueError: one line"
+    assert end_reason(run, F) == "the script raised ValueError: one line at line 8"

@@ -58,14 +58,18 @@ def test_a_script_that_writes_like_real_ones_is_verified_and_its_folder_is_uncha
     assert overlay["kept"] is False and not os.path.exists(overlay["path"])
 
 
-def test_keep_writes_keeps_the_overlay_under_absolute_paths(project, tmp_path):
+@pytest.mark.parametrize("mode", ["auto", "python"])
+def test_keep_writes_keeps_the_overlay_under_absolute_paths(project, tmp_path, mode):
     before = tree_digest(project)
     kept = tmp_path / "kept"
-    result = verify("--keep-writes", str(kept), os.path.join(SCRIPTS, "writes_outputs.py"), cwd=project)
+    result = verify("--containment", mode, "--keep-writes", str(kept), os.path.join(SCRIPTS, "writes_outputs.py"),
+                    cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert tree_digest(project) == before
-    assert f"the script's writes went to a copy-on-write overlay (kept in {kept}), not to your files:" \
-        in result.stdout
+    assert (f"the script ran in its own namespaces: its writes, and those of every process it started, went to a "
+            f"kernel overlay (kept in {kept}), not to your files:" in result.stdout
+            or f"the script's writes through Python's file functions went to a copy-on-write overlay (kept in {kept}):"
+            in result.stdout)
     assert "    write outputs/config.json (25 bytes)\n" in result.stdout
     mirror = kept / str(project).lstrip(os.sep)
     log = (mirror / "train.log").read_text().splitlines()
@@ -90,15 +94,28 @@ def test_writes_outside_the_project_go_to_the_overlay_too(project, tmp_path):
                        str(outside / "out" / "metrics.txt"): len("loss 1.0\n")}
 
 
-def test_a_write_that_goes_around_the_overlay_is_still_refused(project):
+def test_a_write_that_goes_around_the_python_overlay_is_still_refused(project):
     before = tree_digest(project)
-    result = verify("--format", "json", os.path.join(SCRIPTS, "writes_around_overlay.py"), cwd=project)
+    result = verify("--containment", "python", "--format", "json", os.path.join(SCRIPTS, "writes_around_overlay.py"),
+                    cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert tree_digest(project) == before
     report = json.loads(result.stdout)
     assert report["run"]["steps"] == 5
     refused = [(w["action"], os.path.basename(w["path"])) for w in report["run"]["writes"] if w["refused"]]
     assert refused == [("write", "around.txt")]
+
+
+def test_in_the_namespace_a_write_around_python_lands_in_the_kernel_overlay(project):
+    before = tree_digest(project)
+    result = verify("--format", "json", os.path.join(SCRIPTS, "writes_around_overlay.py"), cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert tree_digest(project) == before
+    report = json.loads(result.stdout)
+    if report["run"]["containment"]["mode"] != "namespace":
+        pytest.skip("this system does not allow user namespaces with overlayfs")
+    assert [(w["action"], w["path"], w["refused"]) for w in report["run"]["writes"]] == [
+        ("write", "around.txt", False)]
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 
 
 def tree_digest(root) -> dict:
@@ -17,6 +18,8 @@ def tree_digest(root) -> dict:
                 digest[key] = "link:" + os.readlink(path)
             elif os.path.isdir(path):
                 digest[key] = "dir"
+            elif not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO: opening it would block
+                digest[key] = "special"
             else:
                 with open(path, "rb") as handle:
                     digest[key] = hashlib.sha256(handle.read()).hexdigest()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from gradlint import source_lines
 from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
 from gradlint.fix.statements import Statement, Statements
 from gradlint.model.event import Event
@@ -81,7 +82,7 @@ def _reindent(text: str, old: str, new: str) -> Optional[str]:
     if '"""' in text or "'''" in text:
         return None  # a string spanning lines would change
     out = []
-    for line in text.splitlines(keepends=True):
+    for line in source_lines.lines(text, keepends=True):
         if line.strip() and not line.startswith(old):
             return None
         out.append(new + line[len(old) :] if line.strip() else line)
@@ -155,7 +156,7 @@ def insert(
 
 def apply(source: str, fix: Fix) -> str:
     """Apply a Fix's edits (positions refer to the original source)."""
-    lines = source.splitlines(keepends=True)
+    lines = source_lines.lines(source, keepends=True)
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line))
@@ -175,7 +176,7 @@ def apply(source: str, fix: Fix) -> str:
 def apply_all(source: str, fixes) -> str:
     """Apply the edits of several fixes at once (positions refer to the original source, and
     no two edits overlap: fix/session.py keeps them apart), in one pass over the text."""
-    lines = source.splitlines(keepends=True)
+    lines = source_lines.lines(source, keepends=True)  # as the positions count them
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line))

@@ -14,6 +14,7 @@ import copy
 import json
 from typing import Optional
 
+from gradlint import source_lines
 from gradlint.findings import Edit, FileResult, Fix, Span
 from gradlint.fix import apply
 from gradlint.fix.session import FileFix
@@ -23,7 +24,7 @@ from gradlint.notebook_edit import code_cells, replace_cell_sources, source_span
 def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool, count_unsafe: bool = False) -> Optional[FileFix]:
     from gradlint.engine import check_source
     from gradlint.fix.session import fix_source
-    from gradlint.notebook import check_notebook_data, notebook_source
+    from gradlint.notebook import check_notebook_data, read_notebook
 
     try:
         text = data.decode("utf-8")
@@ -31,12 +32,13 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool, count_
     except (UnicodeDecodeError, ValueError):
         return None
     spans = source_spans(text)
-    joined, where, error = notebook_source(data, result.path)
-    if error is not None or spans is None or joined is None:
+    read = read_notebook(data, result.path)
+    joined, where = read.source, read.where
+    if read.error is not None or spans is None or joined is None:
         return None
     found = code_cells(notebook)
     indices = [index for index, _ in found]
-    cells = _Cells(joined, where, [source for _, source in found])
+    cells = _Cells(joined, where, [source for _, source in found], indices)
     safe_cells: dict = {}
     outcome = fix_source(
         joined,
@@ -61,14 +63,15 @@ def fix_notebook(data: bytes, result: FileResult, settings, unsafe: bool, count_
 class _Cells:
     """Which code cell each line of the joined text is in, kept up to date as fixes land."""
 
-    def __init__(self, joined: str, where: list[tuple[int, int]], real: list[str]):
+    def __init__(self, joined: str, where: list[tuple[int, int]], real: list[str], indices: list[int]):
+        self.indices = indices  # code cell n -> its index among all the cells (n - 1 -> index)
         self.counts = [0] * len(real)
         for cell, _ in where:
             self.counts[cell - 1] += 1
         self.blanked = {
             (cell, line)
             for (cell, line), text in zip(where, joined.split("\n"))
-            if text != real[cell - 1].splitlines()[line - 1]
+            if text != source_lines.lines(real[cell - 1])[line - 1]
         }
         self.real = real
         self.changed: set[int] = set()
@@ -82,8 +85,8 @@ class _Cells:
         return None
 
     def name(self, line: int) -> str:
-        where = self._locate(line)
-        return f"cell {where[0]}, line {where[1]}" if where else f"line {line}"
+        where = self._locate(line)  # cells counted over every cell, as the reports count them
+        return f"cell {self.indices[where[0] - 1] + 1}, line {where[1]}" if where else f"line {line}"
 
     def _cell_of(self, fix: Fix) -> Optional[int]:
         cells = set()
@@ -121,7 +124,7 @@ class _Cells:
         joined = after.split("\n")[start - 1 : start - 1 + self.counts[number - 1]]
         self.blanked = {(cell, line) for cell, line in self.blanked if cell != number} | {
             (number, line)
-            for line, (code, real) in enumerate(zip(joined, new.splitlines()), start=1)
+            for line, (code, real) in enumerate(zip(joined, source_lines.lines(new)), start=1)
             if code != real
         }
         self.changed.add(number)

@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Optional
 
-from gradlint import python_ast
+from gradlint import python_ast, source_lines
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -35,7 +35,7 @@ class Statements:
     """The simple statements of one source that a fix may move or anchor on."""
 
     def __init__(self, source: str):
-        self.lines = source.splitlines(keepends=True)
+        self.lines = source_lines.lines(source, keepends=True)
         self.tree = python_ast.parse(source)  # the check's own tree of the file (read, never changed; also code for a newer Python)
         # Top-level statements are indexed when a fix first asks about their lines: a fix looks
         # at one loop's statements, and indexing the whole file per check grew with the file

@@ -67,24 +67,34 @@ class ByIdentity(_Generations):
 
 
 class CstPieces(_Generations):
-    """libcst modules of piece texts (trees are never changed: an equal text may share one)."""
+    """libcst modules of piece texts, kept from one check to the next.
+
+    Trees are never changed, but their nodes are told apart by identity (positions number
+    them, bindings keep defs): two equal pieces of one file (a class written twice) must be two
+    trees, or the first copy's nodes would take the second's lines.  So a tree is kept by its
+    text and by which occurrence of that text in the check it is."""
 
     def __init__(self) -> None:
         super().__init__()
         self.parsed = 0  # pieces parsed by the current check (tests and benchmarks read it)
+        self._seen: dict[str, int] = {}  # text -> how many times the current check asked for it
 
     def parse(self, text: str):
-        module = self._find(text)
+        occurrence = self._seen.get(text, 0)
+        self._seen[text] = occurrence + 1
+        key = (text, occurrence)
+        module = self._find(key)
         if module is None:
             import libcst as cst
 
-            module = self._used[text] = cst.parse_module(text)
+            module = self._used[key] = cst.parse_module(text)
             self.parsed += 1
         return module
 
     def next_check(self) -> None:
         super().next_check()
         self.parsed = 0
+        self._seen = {}
 
 
 class DocumentMemo:

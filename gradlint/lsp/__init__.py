@@ -60,15 +60,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     server = make_server()
     _settle_imports()
-    _ctrl_c_ends_the_server()
+    leave = _ctrl_c_ends_the_server()
+    _read_messages_robustly(leave)
     if args.tcp is not None:
         _quiet_exit_in_tcp_mode()
-        _disconnect_ends_the_session()
         server.start_tcp(*args.tcp)
     else:
         server.start_io()
     # `exit` after `shutdown` is a clean stop; `exit` without it is 1 (the LSP rule).
-    return 0 if server.shutdown_requested else 1
+    code = 0 if server.shutdown_requested else 1
+    _leave_now_if_threads_remain(code)
+    return code
+
+
+def _leave_now_if_threads_remain(code: int) -> None:
+    """The session is over.  Python would wait for every thread before exiting: a check stuck in
+    native code, or pygls's reader waiting for input the client never sends or closes.  Each
+    message was flushed as it was sent and the server writes no file, so leave without them."""
+    import os
+    import threading
+
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def _settle_imports() -> None:
@@ -84,12 +101,13 @@ def _settle_imports() -> None:
     gc.freeze()
 
 
-def _ctrl_c_ends_the_server() -> None:
+def _ctrl_c_ends_the_server():
     """A server started by hand stops at the first Ctrl-C, exit 130.  pygls would catch the
     KeyboardInterrupt and then wait for its reader thread, which is blocked reading stdin
     for good: the first Ctrl-C seemed ignored and the second killed the interpreter while
     that thread held stdin's lock (`Fatal Python error: _enter_buffered_busy`).  The server
-    writes no file and each message is flushed as it is sent: nothing is lost by leaving now."""
+    writes no file and each message is flushed as it is sent: nothing is lost by leaving now.
+    Returns the handler, which the event loop takes over once it runs (_read_messages_robustly)."""
     import os
     import signal
 
@@ -102,6 +120,25 @@ def _ctrl_c_ends_the_server() -> None:
     try:
         signal.signal(signal.SIGINT, leave)
     except ValueError:  # not the main thread (an embedding program): its own Ctrl-C handling stands
+        return None
+    return leave
+
+
+def _ctrl_c_wakes_the_loop(leave) -> None:
+    """Hand the Ctrl-C handler to the running event loop.  A signal sent to the process may be
+    delivered to any of its threads; Python runs a handler in the main thread only, when that
+    thread next wakes, and the main thread sleeps in the event loop's poll while the client is
+    quiet.  A Ctrl-C that landed on the thread reading stdin was thus lost until the next
+    message (the test of the first Ctrl-C once waited 10 s for it).  The loop's signal handler
+    writes to a pipe the loop watches, from whatever thread receives the signal."""
+    import asyncio
+    import signal
+
+    if leave is None:
+        return
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, leave, signal.SIGINT, None)
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
         pass
 
 
@@ -115,22 +152,21 @@ def _quiet_exit_in_tcp_mode() -> None:
     logging.getLogger("asyncio").addFilter(not_a_clean_exit)
 
 
-def _disconnect_ends_the_session() -> None:
-    """A TCP client that goes away mid-message (a reset, a half-sent request) ends the
-    session as the end of its input does: pygls would let the read error escape into
-    asyncio, which prints a traceback and keeps a server with no client running."""
-    import asyncio
-
+def _read_messages_robustly(leave=None) -> None:
+    """pygls's message loop with gradlint's (gradlint/lsp/stream.py): a malformed message is
+    skipped and logged and the next well-formed one answered, where pygls's lost every later
+    message; and a TCP client that goes away mid-message (a reset, a half-sent request) ends the
+    session as the end of its input does, where pygls let the read error escape into asyncio,
+    which printed a traceback and kept a server with no client running.  The loop, once running,
+    also takes over the Ctrl-C handler `leave` (_ctrl_c_wakes_the_loop)."""
     import pygls.server
 
-    read_messages = getattr(pygls.server, "run_async", None)
-    if read_messages is None:  # another pygls layout: keep its own behaviour
+    from gradlint.lsp import stream
+
+    if getattr(pygls.server, "run_async", None) is None:  # another pygls layout: keep its own loop
         return
+    async def run_async(*args, **kwargs):
+        _ctrl_c_wakes_the_loop(leave)
+        return await stream.run_async(*args, **kwargs)
 
-    async def until_disconnect(*args, **kwargs):
-        try:
-            return await read_messages(*args, **kwargs)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            logging.getLogger(__name__).info("the client disconnected")
-
-    pygls.server.run_async = until_disconnect
+    pygls.server.run_async = run_async

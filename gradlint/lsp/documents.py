@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
-from gradlint.findings import INTERNAL_ERROR, SYNTAX_ERROR, FileError, Finding
+from gradlint import source_lines
+from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR, FileError, Finding
 from gradlint.settings import Settings
 
 SOURCE = "gradlint"
@@ -39,10 +40,14 @@ class DocumentCheck:
 def check_document(text: str, path: str, uri: str, settings: Settings, memo=None, project=None) -> DocumentCheck:
     """`memo` (a gradlint.incremental.DocumentMemo kept per open buffer): what the last checks
     of this buffer parsed, so that an edit re-parses only what it touched; the same result.
+    A buffer over the command line's size limit is not analysed, as a file on disk is not.
     `project`: the workspace's index as it is now (gradlint/project/workspace.py), or None."""
     from gradlint.engine import check_source
     from gradlint.report.lsp import to_diagnostic
 
+    too_large = _too_large(text, path)
+    if too_large is not None:
+        return DocumentCheck(diagnostics=[error_diagnostic(too_large, text)])
     result = check_source(text, path, settings, memo, project)
     check = DocumentCheck(findings=list(result.findings))
     check.diagnostics = [to_diagnostic(finding, uri) for finding in result.findings]
@@ -52,6 +57,27 @@ def check_document(text: str, path: str, uri: str, settings: Settings, memo=None
         else:  # a syntax error (or undecodable text): the one thing to show for this buffer
             check.diagnostics.append(error_diagnostic(_locate(error, text), text))
     return check
+
+
+def _too_large(text: str, path: str) -> FileError | None:
+    """The command line's error for a file over its size limit (engine.MAX_FILE_BYTES), or None."""
+    from gradlint import engine
+
+    limit = engine.MAX_FILE_BYTES
+    size = len(text)
+    if size <= limit and size * 4 > limit:  # only then can the encoded size differ in the verdict
+        size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return FileError(path, READ_ERROR, f"file too large to check ({size // 1024} KiB > {limit // 1024} KiB)")
+
+
+def stopped_check(text: str, path: str, seconds: float) -> DocumentCheck:
+    """What a check stopped at its time limit shows: the command line's timeout error."""
+    from gradlint.pool import stopped
+
+    (error,) = stopped(path, seconds).errors
+    return DocumentCheck(diagnostics=[error_diagnostic(error, text)])
 
 
 def _locate(error: FileError, text: str) -> FileError:
@@ -75,9 +101,8 @@ def _locate(error: FileError, text: str) -> FileError:
 
 def error_diagnostic(error: FileError, text: str) -> dict:
     """A diagnostic at the place where the buffer stopped parsing (one character wide)."""
-    lines = text.splitlines()
-    line = min(max(error.line, 1), max(len(lines), 1)) - 1
-    length = len(lines[line]) if line < len(lines) else 0
+    line, text_of_line = source_lines.line_at(text, max(error.line, 1))
+    length = len(text_of_line)
     start = min(max(error.col - 1, 0), length)
     end = min(start + 1, length)
     return {
@@ -85,7 +110,9 @@ def error_diagnostic(error: FileError, text: str) -> dict:
         "severity": SEVERITY_ERROR,
         "code": error.kind,
         "source": SOURCE,
-        "message": f"gradlint cannot check this file until it parses: {error.message}",
+        "message": f"gradlint cannot check this file until it parses: {error.message}"
+        if error.kind == SYNTAX_ERROR
+        else f"gradlint could not check this file: {error.message}",
     }
 
 

@@ -4,8 +4,12 @@ All analysis is ``gradlint.engine.check_source`` (through
 ``documents.check_document``); this module only schedules checks and
 speaks the protocol.
 
+Limits: a check stops at the file's time limit (file-timeout, as on the
+command line; gradlint/lsp/limits.py) and at ``shutdown``; a buffer over the
+size limit is not analysed (documents.py).  Each says so in one diagnostic.
+
 Scheduling: ``didOpen`` and ``didSave`` check at once; ``didChange``
-waits ``debounce`` seconds (0.25 by default, ``initializationOptions``
+waits ``debounce`` seconds (0.05 by default, ``initializationOptions``
 ``{"debounce_ms": N}`` changes it) and each change cancels the check still
 waiting for the previous one.  Checks run one at a time on a worker
 thread so the server keeps answering while a large buffer is parsed; a
@@ -40,14 +44,24 @@ from gradlint import __version__
 from gradlint.incremental import DocumentMemo
 from gradlint.lsp import actions
 from gradlint.lsp.config_source import SettingsCache, is_config_file
+from gradlint.lsp.protocol import GradlintProtocol, use_python_lines
 from gradlint.lsp.documents import (
     DocumentCheck,
     check_document,
     finding_at,
     findings_on_lines,
+    stopped_check,
 )
+from gradlint.lsp.limits import SHUT_DOWN, Analyses
 
-DEFAULT_DEBOUNCE = 0.25  # seconds: longer than the gap between keystrokes, short enough to feel live
+# Seconds a change waits for the next one before it is checked.  Keystrokes come 100 to 200 ms
+# apart at 60 to 100 words a minute, a held key's autorepeat every 30 to 50 ms: 50 ms gathers a
+# burst and an autorepeat into one check, yet a pause after one keystroke shows its result at
+# once (an edit's check of a 3,000-line module costs about 20 ms, so diagnostics arrive about
+# 70 ms after the key; benchmarks/lsp_large_document.py).  Checks run one at a time and a result
+# for an outdated version is never published, so a check between two keystrokes costs only
+# CPU.  250 ms made every result wait a quarter of a second longer than its analysis.
+DEFAULT_DEBOUNCE = 0.05
 PYTHON_SUFFIXES = (".py", ".pyi")
 
 _converter = get_converter()
@@ -91,7 +105,12 @@ def guarded(handler: Callable) -> Callable:
 
 class GradlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("gradlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "gradlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=GradlintProtocol,  # no future kept per notification (gradlint/lsp/protocol.py)
+        )
         self.debounce = DEFAULT_DEBOUNCE
         self.settings = SettingsCache()
         self.push = True
@@ -105,6 +124,7 @@ class GradlintServer(LanguageServer):
         # uri -> (version key, finding -> the fix --fix would apply to it): code actions are asked often
         self.proven: dict[str, tuple[tuple, dict]] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-check")
+        self.analyses = Analyses()  # the running check, stoppable at its time limit or at shutdown
         self._config_problems_shown: set[str] = set()
         self._internal_logged: dict[str, set[str]] = {}
         # The workspace's project index (gradlint/project), built in the background: a check
@@ -130,7 +150,12 @@ class GradlintServer(LanguageServer):
 
     def shutdown(self) -> None:
         # a check still running on the worker must not hold up the process's exit
+        self.analyses.stop(SHUT_DOWN)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        # nor the thread reading the client's input, which may wait for bytes that never come
+        readers, self._thread_pool = getattr(self, "_thread_pool", None), None
+        if readers is not None:
+            readers.shutdown(wait=False, cancel_futures=True)
         super().shutdown()
 
     # --- messages to the client ---------------------------------------------------
@@ -191,7 +216,13 @@ class GradlintServer(LanguageServer):
         def run() -> Optional[DocumentCheck]:
             if not self.is_current(uri, key):
                 return None  # superseded while waiting for the worker: do not spend a check on it
-            return check_document(text, path, uri, settings, memo, index.project_for(path, text))
+            checked, stopped = self.analyses.run(
+                lambda: check_document(text, path, uri, settings, memo, index.project_for(path, text)), settings.file_timeout
+            )
+            if stopped is not None:
+                self.memos.pop(uri, None)  # the memo may be half updated
+                return None if stopped == SHUT_DOWN else stopped_check(text, path, settings.file_timeout)
+            return checked
 
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(self._pool, run)
@@ -336,6 +367,7 @@ def make_server() -> GradlintServer:
     @server.feature(types.INITIALIZE)
     @guarded
     def initialize(ls: GradlintServer, params: types.InitializeParams):
+        use_python_lines(ls.workspace)  # lines end where LSP ends them (gradlint/lsp/protocol.py)
         ls.push = _get(params.capabilities, "text_document", "diagnostic") is None
         options = params.initialization_options
         if isinstance(options, dict) and isinstance(options.get("debounce_ms"), (int, float)):
@@ -364,6 +396,7 @@ def make_server() -> GradlintServer:
     @guarded
     def shutdown(ls: GradlintServer, params: None):
         ls.shutdown_requested = True
+        ls.analyses.stop(SHUT_DOWN)  # no check outlives the session's end
         for uri in list(ls.pending):
             ls.forget(uri)
 

@@ -19,6 +19,15 @@ from gradlint.model.events import S
 from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, steps_in
 
 MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
+# Work per loop is bounded by its size (the nodes of its model): a path enumeration may take
+# STEPS_PER_NODE steps per node, and the walks may hold WALK_EVENTS_PER_NODE events per node
+# (the rules read every event of every walk).  Inner loops run once or twice, so each level of
+# nesting can double the paths and their length: without a bound, seven nested loops around
+# one backward took minutes.  Both bounds leave room for 64 paths through two nested levels
+# (64 x 2 x 2 x 2 steps per node, 64 x 64 walks of 2 x 4 times the nodes): no loop of the
+# benchmark repositories or of the real-code study comes near them (benchmarks/nesting.py).
+STEPS_PER_NODE = 2048
+WALK_EVENTS_PER_NODE = 64 * 64 * 2 * 4
 NORMAL, CONTINUE, BREAK, RETURN = "normal", "continue", "break", "return"
 
 
@@ -26,9 +35,57 @@ class TooComplex(Exception):
     pass
 
 
+class _Sequence:
+    """The events of a path so far, shared with every path that extends it: appending is one
+    step, and equal sequences are one object (`_Enumeration.append` keeps one per value), so a
+    state hashes and compares in constant time instead of by its whole history."""
+
+    __slots__ = ("before", "event", "length")
+
+    def __init__(self, before: "Optional[_Sequence]", event: Optional[Event], length: int):
+        self.before, self.event, self.length = before, event, length
+
+    def events(self) -> tuple[Event, ...]:
+        out = []
+        node = self
+        while node.event is not None:
+            out.append(node.event)
+            node = node.before
+        return tuple(reversed(out))
+
+
+class _Enumeration:
+    """The shared sequences and the step budget of one loop's path enumeration."""
+
+    def __init__(self, size: int):
+        self.empty = _Sequence(None, None, 0)
+        self.steps_left = STEPS_PER_NODE * max(size, 1)
+        self._codes: dict = {}  # an Event (by value: equal events are one code) -> its code
+        self._by_id: dict[int, tuple[Event, int]] = {}  # the same, by identity (held: ids stay unique)
+        self._sequences: dict[tuple[int, int], _Sequence] = {}  # (id of the sequence before, code)
+
+    def append(self, sequence: _Sequence, event: Event) -> _Sequence:
+        known = self._by_id.get(id(event))
+        if known is None:
+            code = self._codes.setdefault(event, len(self._codes))
+            self._by_id[id(event)] = (event, code)
+        else:
+            code = known[1]
+        key = (id(sequence), code)
+        found = self._sequences.get(key)
+        if found is None:
+            found = self._sequences[key] = _Sequence(sequence, event, sequence.length + 1)
+        return found
+
+    def spend(self) -> None:
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            raise TooComplex
+
+
 @dataclass(frozen=True)
 class _State:
-    events: tuple[Event, ...]
+    events: _Sequence
     decisions: frozenset  # of (key, side, invariant)
     status: str = NORMAL
     # optimizers whose step this iteration skipped on an accumulation condition
@@ -62,7 +119,7 @@ class Walk:
         return [i for i, it in enumerate(self.iteration) if it == 0]
 
 
-def _run(nodes, states: list[_State]) -> list[_State]:
+def _run(run: _Enumeration, nodes, states: list[_State]) -> list[_State]:
     for node in nodes:
         active = [s for s in states if s.status == NORMAL]
         if not active:
@@ -70,31 +127,32 @@ def _run(nodes, states: list[_State]) -> list[_State]:
         finished = [s for s in states if s.status != NORMAL]
         produced: list[_State] = []
         for state in active:
-            produced.extend(_step(node, state))
+            produced.extend(_step(run, node, state))
         states = finished + list(dict.fromkeys(produced))
         if len(states) > MAX_PATHS:
             raise TooComplex
     return states
 
 
-def _step(node, state: _State) -> list[_State]:
+def _step(run: _Enumeration, node, state: _State) -> list[_State]:
+    run.spend()
     if isinstance(node, Event):
         # a step consumes what an earlier accumulation branch left pending for its optimizer
         deferred = state.deferred - {node.optimizer} if node.kind == S else state.deferred
-        return [_State(state.events + (node,), state.decisions, state.status, deferred)]
+        return [_State(run.append(state.events, node), state.decisions, state.status, deferred)]
     if isinstance(node, Jump):
         return [_State(state.events, state.decisions, node.kind, state.deferred)]
     if isinstance(node, Helper):
-        out = _run(node.body, [state])
+        out = _run(run, node.body, [state])
         return [_State(s.events, s.decisions, NORMAL if s.status == RETURN else s.status, s.deferred) for s in out]
     if isinstance(node, Branch):
-        return _branch(node, state)
+        return _branch(run, node, state)
     if isinstance(node, Nested):
-        return _nested(node, state)
+        return _nested(run, node, state)
     raise TypeError(node)
 
 
-def _branch(node: Branch, state: _State) -> list[_State]:
+def _branch(run: _Enumeration, node: Branch, state: _State) -> list[_State]:
     out: list[_State] = []
     for side in (True, False):
         implied = node.then_implies if side else node.else_implies
@@ -106,7 +164,7 @@ def _branch(node: Branch, state: _State) -> list[_State]:
         deferred = state.deferred
         if node.accumulation:
             deferred = deferred | (steps_in(other) - steps_in(body))
-        out.extend(_run(body, [_State(state.events, decisions, NORMAL, deferred)]))
+        out.extend(_run(run, body, [_State(state.events, decisions, NORMAL, deferred)]))
     return out
 
 
@@ -129,9 +187,9 @@ def _next_iteration(state: _State) -> _State:
     return _State(state.events, kept, NORMAL, state.deferred)
 
 
-def _nested(node: Nested, state: _State) -> list[_State]:
+def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
     """An inner loop runs its body once or twice (never zero: that adds no events)."""
-    once = _run(node.body, [_next_iteration(state)])
+    once = _run(run, node.body, [_next_iteration(state)])
     results = []
     again = []
     for s in once:
@@ -142,21 +200,38 @@ def _nested(node: Nested, state: _State) -> list[_State]:
         else:
             results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
             again.append(_next_iteration(s))
-    for s in _run(node.body, again) if again else []:
+    for s in _run(run, node.body, again) if again else []:
         results.append(_State(s.events, s.decisions, RETURN if s.status == RETURN else NORMAL, s.deferred))
     return list(dict.fromkeys(results))
 
 
 def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
+    run = _Enumeration(model_size(loop.body))
     try:
-        states = _run(loop.body, [_State((), frozenset())])
+        states = _run(run, loop.body, [_State(run.empty, frozenset())])
     except TooComplex:
         return None
     paths = []
     for s in states:
         invariants = frozenset((k, side) for k, side, inv in s.decisions if inv)
-        paths.append(Path(s.events, invariants, s.status in (BREAK, RETURN), s.deferred))
+        paths.append(Path(s.events.events(), invariants, s.status in (BREAK, RETURN), s.deferred))
     return list(dict.fromkeys(paths))
+
+
+def model_size(nodes) -> int:
+    """The nodes of a loop body's model, each counted once (branches, nested loops, helpers and
+    jumps as well as events): what its paths and walks may cost is bounded by it."""
+    size = 0
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        size += 1
+        if isinstance(node, Branch):
+            stack.extend(node.then)
+            stack.extend(node.orelse)
+        elif isinstance(node, (Nested, Helper)):
+            stack.extend(node.body)
+    return size
 
 
 def _consistent(a: Path, b: Path) -> bool:
@@ -177,6 +252,8 @@ def walks(loop: LoopModel) -> list[Walk]:
 def _walks(loop: LoopModel) -> list[Walk]:
     paths = iteration_paths(loop)
     result: Optional[list[Walk]] = None
+    if paths is not None and _walk_events(paths) > WALK_EVENTS_PER_NODE * max(model_size(loop.body), 1):
+        paths = None  # more to read than the loop's size allows: too tangled to judge, as above
     if paths is not None:
         result = []
         for first, second in product(paths, repeat=2):
@@ -191,6 +268,11 @@ def _walks(loop: LoopModel) -> list[Walk]:
             if first.exits:
                 result.append(Walk(first.events, (0,) * len(first.events), (first,)))
     return result or []
+
+
+def _walk_events(paths: list[Path]) -> int:
+    """The events of every pair of paths (an upper bound of what the walks hold)."""
+    return 2 * len(paths) * sum(len(path.events) for path in paths)
 
 
 def conditional(loop: LoopModel) -> dict:

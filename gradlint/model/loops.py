@@ -14,6 +14,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from gradlint import source_lines
 from gradlint.findings import Span
 from gradlint.model import classify
 from gradlint.model import events as api
@@ -99,7 +100,7 @@ class FileModel:
     def lines(self) -> list[str]:
         """The source split into lines with their ends (computed once: fixes read it often)."""
         if "_lines" not in self.__dict__:
-            self.__dict__["_lines"] = self.source.splitlines(keepends=True)
+            self.__dict__["_lines"] = source_lines.lines(self.source, keepends=True)
         return self.__dict__["_lines"]
 
     def reads_grad(self) -> bool:

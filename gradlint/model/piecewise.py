@@ -63,6 +63,26 @@ def cut(tree: ast.Module, piece_lines: Optional[int] = None) -> list[tuple[int, 
     return spans
 
 
+# A run of more blank or comment lines than this between two statements ends a piece and is
+# left out of every piece: the screen blanks what the analysis cannot reach, and libcst would
+# spend a fifth of a parse on blank lines (a generated module screened down to one loop: its
+# 250,000 blank lines cost libcst seconds).
+GAP_LINES = 50
+
+
+def grouped(tree: ast.Module, piece_lines: Optional[int] = None) -> list[tuple[int, int]]:
+    """statement_spans gathered into pieces of fewer than piece_lines lines (default PIECE_LINES),
+    a piece ending where a gap of more than GAP_LINES lines follows; the gaps are in no piece."""
+    piece_lines = PIECE_LINES if piece_lines is None else piece_lines
+    out: list[tuple[int, int]] = []
+    for start, end in statement_spans(tree):
+        if out and start - out[-1][1] - 1 <= GAP_LINES and end - out[-1][0] < piece_lines:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
     """(first line, last line) of each top-level statement with its decorators (statements
     sharing a line, `a = 1; b = 2`, make one span); the blank and comment lines between are
@@ -153,6 +173,8 @@ class _Piece:
     counts_before: dict
     log: Log
     slots: range  # its entries in the file's outline
+    # its tree, kept only when a memo keeps it anyway (the second pass models the same nodes)
+    module: Optional[cst.Module] = None
 
 
 class _Disagrees(Exception):
@@ -250,7 +272,8 @@ class _Build:
                 models.append(self.slots[-1] if entry[0] == "loop" else None)
             if self.models is not None:
                 self.models.put(module, (first, self.model_key), (log, models))
-        self.pieces.append(_Piece(first, last, before, log, range(start, len(self.slots))))
+        kept = module if self.models is not None else None
+        self.pieces.append(_Piece(first, last, before, log, range(start, len(self.slots)), kept))
         bindings.end_piece()
         self.builder.use_piece(self.config, bindings)  # drops the piece's tree
 
@@ -278,7 +301,7 @@ class _Build:
     def second_pass(self, piece: _Piece) -> None:
         """Model a piece again with the complete bindings (its first answers have changed)."""
         self.second_passes += 1
-        module = self.parse(self.piece_text(piece.first, piece.last))
+        module = piece.module or self.parse(self.piece_text(piece.first, piece.last))
         again = Bindings(self.names)  # numbers, outline and loop facts of the new nodes only
         again.counts = dict(piece.counts_before)
         walk(module, again)

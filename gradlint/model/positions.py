@@ -22,7 +22,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint import python_ast
+from gradlint import python_ast, source_lines
 from gradlint.ast_nodes import ast_nodes
 from gradlint.findings import Span
 from gradlint.model.names import dotted
@@ -124,7 +124,7 @@ class Positions:
         self.numbering = numbering
         self.extra: Optional[Numbering] = None
         self.strict = strict
-        self._lines = source.splitlines(keepends=True)
+        self._lines = source_lines.lines(source, keepends=True)  # as the ast counts them
         self._table = table
         self._checked = False
         self._fallback = None

@@ -4,6 +4,10 @@
 
 (endColumn only when the finding is on one line, as GitHub requires.)
 
+A notebook's annotation points at the line of the .ipynb file that holds
+the finding's source line (no column: the JSON's columns are not the
+code's), and its message starts with the cell, `cell 3, line 4, column 5:`.
+
 Bug rules are `error` annotations, advice rules `warning`; a file that could
 not be checked is an `error` titled with its kind (`syntax-error`).
 """
@@ -21,8 +25,8 @@ def _prop(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(level: str, path: str, line: int, col: int, title: str, message: str, end=None) -> str:
-    props = [f"file={_prop(path)}", f"line={line}", f"col={col}"]
+def _command(level: str, path: str, line: int, col, title: str, message: str, end=None) -> str:
+    props = [f"file={_prop(path)}", f"line={line}"] + ([f"col={col}"] if col is not None else [])
     if end is not None:
         props.append(f"endLine={end[0]}")
         if end[0] == line:
@@ -34,15 +38,27 @@ def _command(level: str, path: str, line: int, col: int, title: str, message: st
 def render(run, show_suppressed: bool = False) -> str:
     lines = []
     for error in run.errors():
+        if error.cell is not None:
+            lines.append(_command("error", error.path, error.cell.file_line, None, f"gradlint {error.kind}",
+                                  f"{_in_cell(error.cell)}: {error.message}"))
+            continue
         lines.append(_command("error", error.path, error.line, error.col, f"gradlint {error.kind}", error.message))
     for finding in run.findings():
         meta = info(finding.code)
         level = "error" if meta.default else "warning"
+        related = "".join(f"\n  {r.label(finding.cell, finding.path)}: {r.message}" for r in finding.related)
+        if finding.cell is not None:
+            lines.append(_command(level, finding.path, finding.cell.file_line, None, finding.code,
+                                  f"{_in_cell(finding.cell)}: {finding.message}{related}"))
+            continue
         span = finding.span
         end = (span.end_line, span.end_col) if span.end_line >= span.line else None
-        related = "".join(f"\n  {r.where(finding.path)}: {r.message}" for r in finding.related)
         lines.append(
             _command(level, finding.path, span.line, span.col, finding.code,
                      finding.message + related, end)
         )
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _in_cell(cell) -> str:
+    return f"cell {cell.cell}, line {cell.span.line}, column {cell.span.col}"

@@ -3,7 +3,10 @@
 One <testsuite> per checked file.  Each finding is a failed <testcase>
 named after its code and line; a file that could not be checked is a
 <testcase> with an <error>; a clean file is one passing <testcase>, so a
-report of a clean run still lists what was checked.
+report of a clean run still lists what was checked.  In a notebook the
+name says the cell (`GL002 ... (cell 3, line 4)`), the `line` attribute is
+the line of the .ipynb file that holds the source line, and the text reads
+as the text format's `nb.ipynb:cell 3:4:5: GL002 ...`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,15 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from gradlint.report.meta import info
+from gradlint.report.text import location
+
+
+def _file_line(item) -> str:
+    return str(item.cell.file_line if item.cell is not None else item.line)
+
+
+def _named_line(item) -> str:
+    return item.cell.label() if item.cell is not None else f"line {item.line}"
 
 
 def render(run, show_suppressed: bool = False) -> str:
@@ -32,18 +44,18 @@ def render(run, show_suppressed: bool = False) -> str:
         for finding in items["findings"]:
             meta = info(finding.code)
             case = ET.SubElement(
-                suite, "testcase", name=f"{finding.code} {meta.name} (line {finding.line})",
-                classname=path, file=path, line=str(finding.line),
+                suite, "testcase", name=f"{finding.code} {meta.name} ({_named_line(finding)})",
+                classname=path, file=path, line=_file_line(finding),
             )
             failure = ET.SubElement(case, "failure", message=finding.message, type=finding.code)
-            failure.text = f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}" + "".join(
-                f"\n  {r.where(finding.path)}: {r.message}" for r in finding.related
+            failure.text = f"{location(finding)}: {finding.code} {finding.message}" + "".join(
+                f"\n  {r.label(finding.cell, finding.path)}: {r.message}" for r in finding.related
             )
             cases += 1
         for error in items["errors"]:
-            case = ET.SubElement(suite, "testcase", name=error.kind, classname=path, file=path, line=str(error.line))
+            case = ET.SubElement(suite, "testcase", name=error.kind, classname=path, file=path, line=_file_line(error))
             element = ET.SubElement(case, "error", message=error.message, type=error.kind)
-            element.text = f"{error.path}:{error.line}:{error.col}: error: {error.message}"
+            element.text = f"{location(error)}: error: {error.message}"
             cases += 1
         if cases == 0:
             ET.SubElement(suite, "testcase", name="gradlint", classname=path, file=path)

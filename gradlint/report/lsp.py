@@ -3,7 +3,9 @@
 Shared by `--output-format lsp` and the language server, so an editor and
 a CI log describe a finding identically.  LSP positions are 0-based; our
 spans are 1-based lines and 1-based columns.  (Columns count code points;
-LSP's default is UTF-16 units, equal for ASCII source.)
+LSP's default is UTF-16 units, equal for ASCII source.)  A notebook's
+diagnostic has the range in its cell and names the cell in `data`,
+`{"cell": 3}` (cells counted from 1 over every cell, as in the other formats).
 """
 
 from __future__ import annotations
@@ -40,16 +42,24 @@ def to_diagnostic(finding: Finding, uri: str | None = None) -> dict:
     uri = uri or path_uri(finding.path)
     rule = rules_by_code().get(finding.code)
     diagnostic = {
-        "range": lsp_range(finding.span),
+        "range": lsp_range(_span(finding)),
         "severity": severity(finding.code),
         "code": finding.code,
         "source": "gradlint",
         "message": finding.message,
         "relatedInformation": [
-            {"location": {"uri": path_uri(r.path) if r.path else uri, "range": lsp_range(r.span)}, "message": r.message}
+            {"location": {"uri": path_uri(r.path) if r.path else uri, "range": lsp_range(_span(r))}, "message": r.message}
             for r in finding.related
         ],
     }
     if rule is not None:
         diagnostic["codeDescription"] = {"href": rule.docs_url}
+    if finding.cell is not None:
+        diagnostic["data"] = {"cell": finding.cell.cell}
     return diagnostic
+
+
+def _span(item) -> Span:
+    """The span to show: in a notebook, the one in the cell."""
+    cell = getattr(item, "cell", None)
+    return cell.span if cell is not None else item.span

@@ -16,13 +16,17 @@ from gradlint.report.lsp import SEVERITY_ERROR, lsp_range, path_uri, to_diagnost
 
 
 def error_diagnostic(error) -> dict:
-    return {
-        "range": lsp_range(Span(error.line, error.col, error.line, error.col)),
+    line, col = (error.cell.span.line, error.cell.span.col) if error.cell is not None else (error.line, error.col)
+    diagnostic = {
+        "range": lsp_range(Span(line, col, line, col)),
         "severity": SEVERITY_ERROR,
         "code": error.kind,
         "source": "gradlint",
         "message": error.message,
     }
+    if error.cell is not None:
+        diagnostic["data"] = {"cell": error.cell.cell}
+    return diagnostic
 
 
 def render(run, show_suppressed: bool = False) -> str:

@@ -14,6 +14,11 @@
 
 Paths given relative on the command line stay relative URIs against
 %SRCROOT% (the working directory), which is what code scanning expects.
+
+In a notebook a region is the line of the .ipynb file that holds the source
+line (no columns: the JSON's are not the code's); the location's
+`properties` hold the cell, line and column in the cell, and the message
+starts with them (`cell 3, line 4, column 5: ...`), which viewers show.
 """
 
 from __future__ import annotations
@@ -34,10 +39,20 @@ def _region(span) -> dict:
     return {"startLine": span.line, "startColumn": span.col, "endLine": span.end_line, "endColumn": span.end_col}
 
 
-def _location(path: str, span, **extra) -> dict:
-    location = {"physicalLocation": {"artifactLocation": _artifact(path), "region": _region(span)}}
+def _location(path: str, span, cell=None, **extra) -> dict:
+    if cell is None:
+        location = {"physicalLocation": {"artifactLocation": _artifact(path), "region": _region(span)}}
+    else:
+        location = {
+            "physicalLocation": {"artifactLocation": _artifact(path), "region": {"startLine": cell.file_line}},
+            "properties": {"cell": cell.cell, **_region(cell.span)},
+        }
     location.update(extra)
     return location
+
+
+def _in_cell(cell) -> str:
+    return f"cell {cell.cell}, line {cell.span.line}, column {cell.span.col}: " if cell is not None else ""
 
 
 def _artifact(path: str) -> dict:
@@ -87,26 +102,27 @@ def _linked_message(finding) -> str:
     `([line N](id))`; the events the message does not name are linked at its end."""
     text, unnamed = finding.message, []
     for number, related in enumerate(finding.related, start=1):
-        where = related.where(finding.path)
-        named = f"({where})"
+        label = related.label(finding.cell, finding.path)  # `line 7`; in a notebook `cell 2, line 3` for another cell
+        named = f"({label})"
         if named in text:
-            text = text.replace(named, f"([{where}]({number}))", 1)
+            text = text.replace(named, f"([{label}]({number}))", 1)
         else:
-            unnamed.append(f"[{where}]({number})")
+            unnamed.append(f"[{label}]({number})")
+    text = _in_cell(finding.cell) + text
     return f"{text} ({'; '.join(unnamed)})" if unnamed else text
 
 
 def _result(finding, index: dict[str, int], suppressed: bool = False) -> dict:
     meta = info(finding.code)
     related = [
-        _location(r.path or finding.path, r.span, id=number, message={"text": r.message})
+        _location(r.path or finding.path, r.span, r.cell, id=number, message={"text": r.message})
         for number, r in enumerate(finding.related, start=1)
     ]
     result = {
         "ruleId": finding.code,
         "level": "warning" if meta.default else "note",
         "message": {"text": _linked_message(finding)},
-        "locations": [_location(finding.path, finding.span)],
+        "locations": [_location(finding.path, finding.span, finding.cell)],
     }
     if finding.code in index:
         result["ruleIndex"] = index[finding.code]
@@ -124,9 +140,9 @@ def _notification(error) -> dict:
 
     return {
         "level": "error",
-        "message": {"text": error.message},
+        "message": {"text": _in_cell(error.cell) + error.message},
         "descriptor": {"id": error.kind},
-        "locations": [_location(error.path, Span(error.line, error.col, error.line, error.col))],
+        "locations": [_location(error.path, Span(error.line, error.col, error.line, error.col), error.cell)],
     }
 
 

@@ -17,12 +17,21 @@ from gradlint.findings import SAFE, SYNTAX_ERROR, UNSAFE
 from gradlint.quick import clean_summary  # the early answer of a clean run prints the same line
 
 
+def location(item) -> str:
+    """`path:line:col` of a finding or an error; in a notebook `path:cell 3:4:5` (the line and
+    column in that cell), as ruff prints it."""
+    cell = item.cell
+    if cell is not None:
+        return f"{item.path}:cell {cell.cell}:{cell.span.line}:{cell.span.col}"
+    return f"{item.path}:{item.line}:{item.col}"
+
+
 def error_line(error) -> str:
     """A syntax error has a place in the file; the other kinds (a missing or
     unreadable path, a binary file, an internal error) concern the whole
     path: `error: PATH: no such file or directory`."""
     if error.kind == SYNTAX_ERROR:
-        return f"{error.path}:{error.line}:{error.col}: error: {error.message}"
+        return f"{location(error)}: error: {error.message}"
     return f"error: {error.path}: {error.message}"
 
 
@@ -36,7 +45,7 @@ def render(run, show_suppressed: bool = False, quiet: bool = False) -> str:
     rows = sorted(findings + [(f, " (suppressed)") for f in suppressed], key=lambda row: row[0].sort_key())
     for finding, mark in rows:
         fixable = "[*] " if not mark and fix_kind(finding) == SAFE else ""
-        lines.append(f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {fixable}{finding.message}{mark}")
+        lines.append(f"{location(finding)}: {finding.code} {fixable}{finding.message}{mark}")
     if quiet:
         return "\n".join(lines) + ("\n" if lines else "")
     summary = run.summary() or clean_summary(run.files_checked)

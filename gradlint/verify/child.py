@@ -1,4 +1,7 @@
-"""The verify child: `python -m gradlint.verify.child --events LOG [--steps N] [--timeout S] TARGET [-- ARGS...]`.
+"""The verify child: `python .../gradlint/verify/child.py --events LOG [--steps N] [--timeout S] TARGET [-- ARGS...]`.
+
+Started on its file, not with `-m`: `-m` would put the working directory on
+sys.path, where `python script.py` puts the script's folder only.
 
 Installs the probes, runs the user's script (runpy, as `python script.py`
 would) or calls `module:function`, and writes a JSON-lines event log.  The
@@ -26,6 +29,7 @@ def _parse(argv):
     parser.add_argument("--scratch", default=None)
     parser.add_argument("--allow-writes", action="store_true")
     parser.add_argument("--overlay", default=None)  # the copy-on-write overlay's folder (none: real writes)
+    parser.add_argument("--contained", action="store_true")  # in sandbox.py's namespace: the kernel contains
     parser.add_argument("--sums", action="store_true")
     parser.add_argument("target")
     if "--" in argv:
@@ -92,7 +96,7 @@ def _die_with_parent(events: str) -> None:
     """If gradlint itself is killed (SIGKILL gives it no chance to clean up), remove verify's
     temporary directory and end this process group (the script and whatever it started)."""
     parent = os.getppid()
-    temporary = os.path.dirname(os.path.abspath(events))
+    temporary = os.path.dirname(os.path.dirname(os.path.abspath(events)))  # events is in TEMP/box/
 
     def watch():
         while True:
@@ -118,7 +122,11 @@ def _die_with_parent(events: str) -> None:
 def main(argv=None) -> None:
     args, script_args = _parse(list(sys.argv[1:] if argv is None else argv))
     _die_with_parent(args.events)
-    from gradlint.verify import probes
+    import warnings
+
+    with warnings.catch_warnings():  # torch's import-time warnings are not the script's
+        warnings.simplefilter("ignore")
+        from gradlint.verify import probes
 
     recorder = probes.Recorder(args.events, args.steps, sums=args.sums)
     end: dict = {"reason": "completed"}
@@ -131,13 +139,18 @@ def main(argv=None) -> None:
     recorder.write({"type": "start", "ok": True, "file": os.path.realpath(target_file) if target_file else None})
     if target_file:
         probes.HOME_DIR = os.path.dirname(os.path.normpath(os.path.abspath(target_file))) + os.sep
-    probes.install(recorder)  # before any of the user's code, so its imports get the probed functions
-    if args.scratch:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        probes.install(recorder)  # before any of the user's code, so its imports get the probed functions
+    from gradlint.verify import routes
+
+    routes.install(recorder.write, contained=args.contained or args.allow_writes)
+    if args.scratch and not args.contained:
         from gradlint.verify import protect
 
         global GUARD
         GUARD = protect.install(args.scratch, args.allow_writes, recorder.write, args.overlay)
-    if args.overlay:
+    if args.overlay and not args.contained:
         from gradlint.verify import redirect
         from gradlint.verify.overlay import Overlay
 
@@ -153,6 +166,7 @@ def main(argv=None) -> None:
 
             signal.signal(signal.SIGALRM, on_alarm)
             signal.setitimer(signal.ITIMER_REAL, args.timeout)
+        _forget_own_path()
         try:
             entry()
         finally:
@@ -181,6 +195,7 @@ def main(argv=None) -> None:
     if end["reason"] in ("completed", "exception") and recorder.stop_reason:
         end = {"reason": recorder.stop_reason, "swallowed": True}
     recorder.stopped = True
+    routes.end_processes()  # what the script started (and left running) ends with it
     try:
         recorder.close(end)
     finally:
@@ -189,5 +204,27 @@ def main(argv=None) -> None:
         os._exit(0)  # the script's non-daemon threads must not keep the child alive
 
 
+_ADDED_ROOT = None  # gradlint's folder, when this file's start had to put it on sys.path
+
+
+def _forget_own_path() -> None:
+    """gradlint's own folder leaves sys.path once its modules are imported (the script's imports
+    must resolve as under `python script.py`)."""
+    if _ADDED_ROOT is not None and _ADDED_ROOT in sys.path:
+        sys.path.remove(_ADDED_ROOT)
+
+
 if __name__ == "__main__":
-    main()
+    # Run on this file: sys.path[0] is this folder, which the script must not see.
+    _own = sys.path.pop(0)
+    try:
+        import gradlint.verify.child as _module
+    except ImportError:
+        _module = None
+    if _module is None:
+        _root = os.path.dirname(os.path.dirname(os.path.abspath(_own)))
+        sys.path.append(_root)
+        import gradlint.verify.child as _module
+
+        _module._ADDED_ROOT = _root
+    _module.main()

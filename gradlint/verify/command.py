@@ -48,15 +48,16 @@ arguments for the script go after `--`:
   gradlint verify train.py -- --epochs 1 --data data/small.csv
   gradlint verify mypkg.train:main -- --lr 0.1   (imports mypkg.train, calls main())
 
-the script's files: the script sees your folders as they are, and everything
-it writes (open() for writing or appending, torch.save, numpy.save, os.remove,
-os.rename, os.makedirs, shutil, pathlib, in your project, /tmp or your home
-folder) goes to a copy-on-write overlay instead: it reads back what it wrote,
-your files never change.  The report lists what it wrote (path and size) and
-where the overlay was; the overlay is removed at the end unless --keep-writes
-DIR keeps it.  A write that goes around the overlay (C code writing on its
-own) is refused with PermissionError.  --allow-writes lets the script write
-your files for real.
+verify runs the script's code: treat it as `python SCRIPT`.  The script's files: it
+sees your folders as they are, and what it writes goes to an overlay that is
+removed at the end (--keep-writes DIR keeps it); the report lists what it
+wrote (path and size).  On Linux, where the system allows it, the script and
+every process it starts run in their own user, mount and pid namespaces over
+a kernel overlay: nothing they do reaches your files, and no process outlives
+the run.  Elsewhere (or --containment python) the overlay lives in the
+script's Python file functions, and the report lists what it could not
+contain (processes started, C functions called through ctypes).
+--allow-writes lets the script write your files for real.
 
 exit codes:
   0  the script ran and no bug was confirmed or seen at run time
@@ -94,6 +95,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-writes", action="store_true",
                    help="let the script write, rename and delete your files for real (default: its writes go "
                         "to a copy-on-write overlay, listed in the report)")
+    p.add_argument("--containment", choices=("auto", "namespace", "python"), default="auto",
+                   help="how the script's writes and processes are contained: namespace (Linux: its own user, "
+                        "mount and pid namespaces over a kernel overlay: everything it starts is contained), "
+                        "python (a copy-on-write overlay in the script's Python file functions; the report lists "
+                        "what it could not contain), auto (default: namespace where the system allows it)")
     p.add_argument("--keep-writes", metavar="DIR",
                    help="keep what the script wrote in DIR (a new or empty folder), each file under its "
                         "absolute path: DIR/home/me/proj/ckpt.pt for /home/me/proj/ckpt.pt (default: removed)")
@@ -181,7 +187,7 @@ def main(argv) -> int:
     from gradlint.verify.runner import Child, Interrupted
 
     child = Child(args.target, script_args, steps=args.steps, timeout=args.timeout, allow_writes=args.allow_writes,
-                  trace=args.trace, keep_writes=args.keep_writes)
+                  trace=args.trace, keep_writes=args.keep_writes, containment=args.containment)
     try:
         with child.stopped_on_signals():
             early = None
@@ -232,9 +238,13 @@ def static_findings(path: str):
 
 
 def build_report(target: str, run, early=None) -> dict:
+    from gradlint.verify import verdicts as verdicts_module
     from gradlint.verify.verdicts import end_reason, judge, unverified_reason
 
     home = run.target_file or os.path.realpath(target)
+    # the script given as `../proj/train.py`: its folder is spelled relative, as the user spelled it
+    relative = os.path.isfile(target) and not os.path.isabs(target)
+    verdicts_module.SCRIPT_DIR = os.path.dirname(os.path.abspath(target)) if relative else None
     if early is not None and early[0] == home:
         findings, errors = early[1]
     else:
@@ -272,6 +282,8 @@ def build_report(target: str, run, early=None) -> dict:
             "subprocesses": [dict(s, sites=sites(s.get("sites"))) for s in run.subprocesses],
             "writes": [dict(w, path=_display(w.get("path"))) if w.get("redirected") else w for w in run.writes],
             "overlay": getattr(run, "overlay", None),
+            "containment": getattr(run, "containment", None) or {"mode": "none"},
+            "uncontained": [dict(u, sites=sites(u.get("sites"))) for u in getattr(run, "uncontained", ())],
             "end": {k: (_display(v) if k == "file" else v) for k, v in run.end.items() if k != "type"},
             "output_tail": run.output,
         },
@@ -325,7 +337,8 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.append(f"    evidence: {evidence}")
     if not entries and not report["run"]["unverified"]:
         out.append("No static findings, and the run saw no gradient bug.")
-    _render_writes(report["run"]["writes"], out, report["run"].get("overlay"))
+    _render_writes(report["run"]["writes"], out, report["run"].get("overlay"), report["run"].get("containment"))
+    _render_uncontained(report["run"].get("uncontained") or (), report["run"].get("containment") or {}, out)
     unverified = report["run"]["unverified"]
     if unverified:
         out.append("")
@@ -344,8 +357,9 @@ def render_text(report: dict, run, trace: bool) -> str:
     return "\n".join(out)
 
 
-def _render_writes(writes: list, out: list, overlay=None) -> None:
+def _render_writes(writes: list, out: list, overlay=None, containment=None) -> None:
     overlay = overlay or {}
+    mode = (containment or {}).get("mode")
     refused = [w for w in writes if w.get("refused")]
     redirected = [w for w in writes if w.get("redirected")]
     allowed = [w for w in writes if not w.get("refused") and not w.get("redirected")]
@@ -353,7 +367,12 @@ def _render_writes(writes: list, out: list, overlay=None) -> None:
         where = (f"kept in {overlay.get('path')}" if overlay.get("kept")
                  else f"{overlay.get('path')}, removed after the run: --keep-writes DIR keeps it")
         out.append("")
-        out.append(f"the script's writes went to a copy-on-write overlay ({where}), not to your files:")
+        if mode == "namespace":
+            out.append(f"the script ran in its own namespaces: its writes, and those of every process it started, "
+                       f"went to a kernel overlay ({where}), not to your files:")
+        else:
+            out.append(f"the script's writes through Python's file functions went to a copy-on-write overlay "
+                       f"({where}):")
         out.extend(f"    {w['action']} {w['path']}" + (f" ({_size(w['size'])})" if "size" in w else "")
                    + (f" -> {w['target']}" if "target" in w else "") for w in redirected[:20])
         if len(redirected) > 20:
@@ -369,6 +388,30 @@ def _render_writes(writes: list, out: list, overlay=None) -> None:
         out.append("")
         out.append(f"the script wrote {len(allowed)} file{'s' if len(allowed) != 1 else ''} (--allow-writes):")
         out.extend(f"    {w['action']} {w['path']}" for w in allowed[:20])
+
+
+_ROUTES = {
+    "subprocess": "started a process", "os.system": "ran a shell command", "os.exec": "replaced itself with",
+    "os.posix_spawn": "started a process", "os.spawn": "started a process",
+    "multiprocessing": "started a fresh interpreter (multiprocessing)", "ctypes": "called the C function",
+    "new session": "left verify's process group:",
+}
+
+
+def _render_uncontained(uncontained, containment: dict, out: list) -> None:
+    """What the Python-level overlay could not contain: listed, never called "not your files"."""
+    if not uncontained:
+        return
+    out.append("")
+    why = containment.get("namespace_unavailable")
+    out.append("verify could not contain these (they ran outside its Python-level overlay and may have changed "
+               "your files" + (f"; namespaces unavailable: {why}" if why else "") + "):")
+    for entry in uncontained[:20]:
+        sites = entry.get("sites") or []
+        where = f" (line {sites[0][1]} of {sites[0][0]})" if sites else ""
+        out.append(f"    {_ROUTES.get(entry.get('route'), entry.get('route'))} {entry.get('what')}{where}")
+    if len(uncontained) > 20:
+        out.append(f"    ... and {len(uncontained) - 20} more (--format json lists them all)")
 
 
 def _size(n: int) -> str:

@@ -25,6 +25,7 @@ import io
 import os
 import shutil
 import stat
+import threading
 
 # The real functions, taken before redirect.install replaces them in os and builtins.
 _open, _os_open = io.open, os.open
@@ -33,12 +34,21 @@ _listdir, _scandir = os.listdir, os.scandir
 _mkdir, _unlink, _rmdir, _rename = os.mkdir, os.unlink, os.rmdir, os.rename
 _truncate, _chmod, _utime = os.truncate, os.chmod, os.utime
 _symlink, _readlink = os.symlink, os.readlink
+os_mkfifo, os_mknod = getattr(os, "mkfifo", None), getattr(os, "mknod", None)
 _getcwd, _chdir = os.getcwd, os.chdir
 _listxattr, _getxattr = getattr(os, "listxattr", None), getattr(os, "getxattr", None)  # Linux only
 _setxattr, _removexattr = getattr(os, "setxattr", None), getattr(os, "removexattr", None)
 
 _ALWAYS_REAL = ("/dev/", "/proc/", "/sys/")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)  # Linux: an unnamed file in a folder (tempfile.TemporaryFile)
+_OPENERS = threading.local()  # open(path, opener=f) in progress: f opens through os.open, not io
+
+
+def opener_active() -> bool:
+    """An open() with an opener is running: its audit event names a path the opener may not open
+    (tempfile passes the folder); the opener's own os.open goes through the overlay."""
+    return getattr(_OPENERS, "depth", 0) > 0
 _MAX_LINKS = 40  # as the kernel's ELOOP limit
 
 
@@ -242,8 +252,14 @@ class Overlay:
     def open(self, file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True,
              opener=None):
         p = self.virtual(file)
-        if p is None or opener is not None:  # an opener gets the path and opens it itself (through os.open)
+        if p is None:
             return _open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        if opener is not None:  # an opener gets the path and opens it itself (through os.open)
+            _OPENERS.depth = getattr(_OPENERS, "depth", 0) + 1
+            try:
+                return _open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+            finally:
+                _OPENERS.depth -= 1
         if any(c in mode for c in "wax+"):
             target = self.writable(file, create="r" not in mode, truncate="w" in mode, exclusive="x" in mode)
         else:
@@ -257,9 +273,17 @@ class Overlay:
         p = self._redirected(path, dir_fd)
         if p is None:
             return _os_open(path, flags, mode, dir_fd=dir_fd)
+        if _O_TMPFILE and flags & _O_TMPFILE == _O_TMPFILE:  # an unnamed file in the overlay's copy of the folder
+            self._check_folder(p, path)
+            folder = self.upper(self.follow(p)[0])
+            self._folders(folder)
+            return _os_open(folder, flags, mode)
         if flags & _WRITE_FLAGS:
             target = self.writable(path, create=bool(flags & os.O_CREAT), truncate=bool(flags & os.O_TRUNC),
                                    exclusive=bool(flags & os.O_CREAT and flags & os.O_EXCL))
+            if not flags & os.O_CREAT and _lstat_or_none(target) is None:
+                # O_TRUNC of a real file: the view has it, its copy is made empty here
+                flags, mode = flags | os.O_CREAT, stat.S_IMODE(self.view_stat(p).st_mode)
         else:
             target = self.held(p, path, follow=not flags & getattr(os, "O_NOFOLLOW", 0))
         return _os_open(target, flags, mode)
@@ -357,6 +381,24 @@ class Overlay:
         if cwd.startswith(self.root) and cwd[len(self.root):len(self.root) + 1] in ("", os.sep):
             return cwd[len(self.root):] or os.sep
         return cwd
+
+    def mkfifo(self, path, mode=0o666, *, dir_fd=None):
+        p = self._redirected(path, dir_fd)
+        if p is None:
+            return os_mkfifo(path, mode, dir_fd=dir_fd)
+        if self.view_stat(p, follow=False) is not None:
+            raise _error(errno.EEXIST, path)
+        self._parent_ready(p, path)
+        os_mkfifo(self.upper(p), mode)
+
+    def mknod(self, path, mode=0o600, device=0, *, dir_fd=None):
+        p = self._redirected(path, dir_fd)
+        if p is None:
+            return os_mknod(path, mode, device, dir_fd=dir_fd)
+        if self.view_stat(p, follow=False) is not None:
+            raise _error(errno.EEXIST, path)
+        self._parent_ready(p, path)
+        os_mknod(self.upper(p), mode, device)
 
     def mkdir(self, path, mode=0o777, *, dir_fd=None):
         p = self._redirected(path, dir_fd)
@@ -616,6 +658,8 @@ def written(root: str, removed=()) -> list[dict]:
                 target = os.readlink(entry.path)
                 entries.append({"action": "link", "path": p, "target": target[len(root):]
                                 if target.startswith(root + os.sep) else target})
+            elif stat.S_ISFIFO(entry.stat(follow_symlinks=False).st_mode):
+                entries.append({"action": "create FIFO", "path": p})
             else:
                 entries.append({"action": "write", "path": p, "size": entry.stat(follow_symlinks=False).st_size})
 

@@ -1014,6 +1014,13 @@ def _patch_scalers():
 
     def scale(self, outputs):
         result = original_scale(self, outputs)
+        if RECORDER is not None and not self.is_enabled() and not getattr(self, "_gradlint_told", False):
+            self._gradlint_told = True  # once per scaler: GL006 cannot show through it
+            device = getattr(self, "_device", "cuda")
+            no_cuda = device == "cuda" and not torch.cuda.is_available()
+            why = ("torch turns a GradScaler off when CUDA is not available, as on this machine" if no_cuda
+                   else "its enabled argument was false at run time")
+            RECORDER.write({"type": "scaler-disabled", "why": why, "sites": _sites(user_frames(2)[:1])})
         if RECORDER is not None and self.is_enabled():
             factor = _number(self.get_scale())
             items = [result] if isinstance(result, torch.Tensor) else result if isinstance(result, (list, tuple)) else []
@@ -1081,6 +1088,14 @@ def _patch_schedulers():
             cls.step = _scheduler_step(cls.step)
 
 
+def _first_lr(optimizer):
+    try:
+        value = optimizer.param_groups[0]["lr"]
+        return float(value.item() if isinstance(value, torch.Tensor) else value)
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError, RuntimeError):
+        return None
+
+
 def _scheduler_step(original):
     def step(self, *args, **kwargs):
         rec = _active()
@@ -1090,10 +1105,14 @@ def _scheduler_step(original):
         opt = getattr(self, "optimizer", None)
         oid = rec.optimizer(opt, frames)["oid"] if isinstance(opt, Optimizer) else None
         label = rec.name_of(self, frames, type(self).__name__)
+        def learning_rate(result, event):  # the factor a premature step gives the next update
+            event["lr_after"] = _first_lr(opt)
+
         return rec.around(
-            "L", frames, lambda: original(self, *args, **kwargs), api="scheduler.step", oid=oid, scheduler=label,
-            cls=type(self).__name__, plateau=isinstance(self, _sched_module.ReduceLROnPlateau),
+            "L", frames, lambda: original(self, *args, **kwargs), post=learning_rate, api="scheduler.step", oid=oid,
+            scheduler=label, cls=type(self).__name__, plateau=isinstance(self, _sched_module.ReduceLROnPlateau),
             positioned=bool(args or kwargs),  # step(epoch): the schedule is set to that position
+            lr_before=_first_lr(opt),
         )
 
     step.__wrapped__ = original

@@ -17,6 +17,7 @@ import io
 import os
 import shutil
 import sys
+import warnings
 
 # os function -> the Overlay method that stands in for it
 OS_FUNCTIONS = {
@@ -25,7 +26,7 @@ OS_FUNCTIONS = {
     "mkdir": "mkdir", "remove": "remove", "unlink": "unlink", "rmdir": "rmdir",
     "rename": "rename", "replace": "replace", "truncate": "truncate", "chmod": "chmod", "utime": "utime",
     "symlink": "symlink", "listxattr": "listxattr", "getxattr": "getxattr", "setxattr": "setxattr",
-    "removexattr": "removexattr",
+    "removexattr": "removexattr", "mkfifo": "mkfifo", "mknod": "mknod",
 }
 
 
@@ -34,8 +35,14 @@ def install(overlay):
     saved = []
 
     def put(owner, name, value):
-        saved.append((owner, name, vars(owner).get(name)))  # a class's staticmethod itself, not its function
+        own = getattr(owner, "__dict__", None)
+        old = own[name] if own is not None and name in own else getattr(owner, name, None)
+        saved.append((setattr, owner, name, old))  # a class's staticmethod itself, not its function
         setattr(owner, name, value)
+
+    def put_item(mapping, key, value):
+        saved.append((dict.__setitem__, mapping, key, mapping[key]))
+        mapping[key] = value
 
     replacements = {id(io.open): (io.open, overlay.open)}
     for name, method in OS_FUNCTIONS.items():
@@ -47,13 +54,19 @@ def install(overlay):
         if hasattr(os, name):
             put(os, name, getattr(overlay, method))
     put(shutil, "rmtree", _rmtree(overlay, shutil.rmtree))
-    _replace_captured(replacements, put)
+    file_io = _file_io(overlay)
+    replacements[id(io.FileIO)] = (io.FileIO, file_io)
+    put(io, "FileIO", file_io)
+    _wrap_sqlite(overlay, put)
+    with warnings.catch_warnings():  # looking at a deprecated module attribute is not using it
+        warnings.simplefilter("ignore")
+        _replace_captured(replacements, put, put_item)
     if "torch" in sys.modules:  # probes.install imported it; a run without torch has nothing to wrap
         _wrap_torch(overlay, put)
 
     def restore():
-        for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
+        for setter, owner, name, value in reversed(saved):
+            setter(owner, name, value)
 
     return restore
 
@@ -63,14 +76,39 @@ _KEEP_REAL = ("gradlint.verify", "importlib", "_frozen_importlib", "zipimport", 
 _STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
-def _replace_captured(replacements: dict, put) -> None:
+def _replace_captured(replacements: dict, put, put_item) -> None:
     """Redirect the references to the real functions that modules took before this ran: module names
-    (tarfile's `bltn_open`, `from os import stat`) and, in the standard library, class attributes
-    (pathlib's accessor before 3.11, glob's `scandir = staticmethod(os.scandir)` in 3.13)."""
+    (tarfile's `bltn_open`, `from os import stat`), default arguments (tempfile's
+    `close(self, unlink=_os.unlink)`), the values of a module's dicts and of its objects' dicts
+    (numpy's `_file_openers = {None: io.open}`, which np.savetxt writes through) and, in the standard
+    library, class attributes (pathlib's accessor before 3.11, glob's `scandir = staticmethod(os.scandir)`
+    in 3.13)."""
 
     def replacement(value):
         found = replacements.get(id(value))
         return found[1] if found is not None and found[0] is value else None
+
+    def defaults(function):
+        for attr in ("__defaults__", "__kwdefaults__"):
+            held = getattr(function, attr, None)
+            if not held:
+                continue
+            values = held.values() if isinstance(held, dict) else held
+            if any(replacement(v) is not None for v in values):
+                if isinstance(held, dict):
+                    new = {k: replacement(v) or v for k, v in held.items()}
+                else:
+                    new = tuple(replacement(v) or v for v in held)
+                put(function, attr, new)
+
+    def items(mapping):
+        try:
+            found = [(k, replacement(v)) for k, v in list(mapping.items())]
+        except (TypeError, AttributeError, RuntimeError):
+            return
+        for key, new in found:
+            if new is not None:
+                put_item(mapping, key, new)
 
     for name, module in list(sys.modules.items()):
         if module is None or name.partition(".")[0] in _KEEP_REAL or name.startswith(_KEEP_REAL[0]):
@@ -82,16 +120,97 @@ def _replace_captured(replacements: dict, put) -> None:
         stdlib = (getattr(module, "__file__", None) or "").startswith(_STDLIB)
         for attr, value in names:
             new = replacement(value)
+            kind = type(value)
             if new is not None:
                 put(module, attr, new)
-            elif stdlib and isinstance(value, type) and value.__module__ == name:
+            elif kind is _FUNCTION:
+                defaults(value)
+            elif kind is dict:
+                items(value)
+            elif issubclass(kind, type):
+                if vars(value).get("__module__") != name:
+                    continue
                 for class_attr, held in list(vars(value).items()):
-                    new = replacement(held.__func__ if isinstance(held, staticmethod) else held)
+                    function = held.__func__ if isinstance(held, (staticmethod, classmethod)) else held
+                    if type(function) is _FUNCTION:
+                        defaults(function)
+                    if not stdlib:
+                        continue
+                    new = replacement(function)
                     if new is not None:
                         try:
                             put(value, class_attr, staticmethod(new))
                         except TypeError:  # a type defined in C: its attributes are fixed
                             pass
+            elif vars(kind).get("__module__") == name:
+                try:  # a module's own object (never its __getattr__): its dicts' values
+                    own = object.__getattribute__(value, "__dict__")
+                except (AttributeError, TypeError):
+                    continue
+                if type(own) is dict:
+                    for held in list(own.values()):
+                        if type(held) is dict:
+                            items(held)
+
+
+_FUNCTION = type(_replace_captured)
+
+
+class _IsFileIO(type):
+    """isinstance(f, io.FileIO) stays true of the files open() makes (the real class's)."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _REAL_FILE_IO)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _REAL_FILE_IO)
+
+
+_REAL_FILE_IO = io.FileIO
+
+
+def _file_io(overlay):
+    """io.FileIO(path, mode): the class opens the path in C, so its constructor is redirected here."""
+
+    class FileIO(_REAL_FILE_IO, metaclass=_IsFileIO):
+        def __init__(self, file, mode="r", closefd=True, opener=None):
+            target = file
+            if not isinstance(file, int) and opener is None and overlay.virtual(file) is not None:
+                if any(c in mode for c in "wax+"):
+                    target = overlay.writable(file, create="r" not in mode, truncate="w" in mode,
+                                              exclusive="x" in mode)
+                else:
+                    target = overlay.held(overlay.virtual(file), file)
+            super().__init__(target, mode, closefd, opener)
+            if target is not file:
+                self.name = file
+
+    FileIO.__module__, FileIO.__qualname__ = "io", "FileIO"
+    return FileIO
+
+
+def _wrap_sqlite(overlay, put) -> None:
+    """sqlite3 opens its database (and journal) in C: a file path is given the overlay's copy."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None:
+        try:
+            import sqlite3
+        except ImportError:
+            return
+    original = sqlite3.connect
+
+    @functools.wraps(original)
+    def connect(database, *args, **kwargs):
+        uri = kwargs.get("uri", args[5] if len(args) > 5 else False)
+        if not uri and _is_path(database) and os.fsdecode(database) not in ("", ":memory:") \
+                and overlay.virtual(database) is not None:
+            database = overlay.writable(database)
+        return original(database, *args, **kwargs)
+
+    put(sqlite3, "connect", connect)
+    dbapi = sys.modules.get("sqlite3.dbapi2")
+    if dbapi is not None:
+        put(dbapi, "connect", connect)
 
 
 def _rmtree(overlay, original):
@@ -130,6 +249,18 @@ def _wrap_torch(overlay, put) -> None:
 
         return load
 
+    original_from_file = torch.from_file
+
+    @functools.wraps(original_from_file)
+    def from_file(filename, shared=None, size=0, **kwargs):
+        if _is_path(filename) and overlay.virtual(filename) is not None:
+            if shared:  # a shared map writes the file: the overlay's copy
+                filename = overlay.writable(filename)
+            else:
+                filename = overlay.held(overlay.virtual(filename), filename)
+        return original_from_file(filename, shared, size, **kwargs)
+
+    put(torch, "from_file", from_file)
     save, load = saving(torch.save), loading(torch.load)
     put(torch, "save", save)
     put(torch.serialization, "save", save)

@@ -35,16 +35,24 @@ NOT_PROBED = "not probed"
 MANUAL_OID = 0  # probes.MANUAL_OID: parameters updated by hand
 
 
+SCRIPT_DIR: Optional[str] = None  # the folder of the script under verify (set by the command)
+
+
 def display_path(path: Optional[str]) -> str:
-    """A path as the checker prints it: relative to the working directory, absolute outside it.
-    Every path in one report (verdicts, evidence, the end of the run) is spelled this way."""
+    """A path as the checker prints it: relative to the working directory (`../proj/train.py` for a
+    script given so, and the files beside it), absolute elsewhere.  Every path in one report
+    (verdicts, evidence, the end of the run) is spelled this way."""
     if not path:
         return "?"
     try:
         relative = os.path.relpath(path)
     except ValueError:
         return path
-    return path if relative.startswith("..") else relative
+    if not relative.startswith(".."):
+        return relative
+    if SCRIPT_DIR and os.path.abspath(path).startswith(os.path.join(SCRIPT_DIR, "")):
+        return relative
+    return path
 
 
 @dataclass
@@ -94,6 +102,7 @@ class Run:
     output: str = ""
     subprocesses: list = field(default_factory=list)  # training started in processes without probes
     writes: list = field(default_factory=list)  # files the script tried to write (refused or allowed)
+    scalers_disabled: list = field(default_factory=list)  # GradScalers that scaled nothing (off, or no CUDA)
 
     @staticmethod
     def from_records(records: list[dict]) -> "Run":
@@ -114,6 +123,8 @@ class Run:
                 run.subprocesses.append({k: v for k, v in record.items() if k != "type"})
             elif kind == "write":
                 run.writes.append({k: v for k, v in record.items() if k != "type"})
+            elif kind == "scaler-disabled":
+                run.scalers_disabled.append(record)
             elif kind == "names":
                 run.optimizers = _distinct({int(k): v for k, v in record.get("optimizers", {}).items()})
             elif kind == "end":
@@ -177,6 +188,8 @@ class Detection:
     count: int = 1
     col: int = 0
     calls: set = field(default_factory=set)  # (file, line) of the calls themselves (no caller's line)
+    message: str = ""  # the bug as the run saw it, when the checker's message may name another object
+    by_line: dict = field(default_factory=dict)  # (file, line) -> the evidence told from that call's side
 
     @property
     def key(self):
@@ -492,11 +505,15 @@ class Analysis:
         orphans = [j for j in clears if not (set(self.events[j].params) & stepped)]
         zs = [self.events[j] for j in clears]
         blamed = self.events[orphans[0]] if orphans else event
-        self.detect(
+        cited = self.events[orphans[0]] if orphans else zs[0]
+        found = self.detect(
             "GL003", blamed,
-            evidence + f": {self.call(zs[0])} ran in between but does not clear {self.run.param(pid)}",
+            evidence + f": {self.call(cited)} ran in between but does not clear {self.run.param(pid)}",
             also=zs + [event, self.events[consumer]],
         )
+        for clear in zs:  # a finding on one of these clears is told about its own call
+            found.by_line.setdefault(
+                clear.site, evidence + f": {self.call(clear)} ran in between but does not clear {self.run.param(pid)}")
 
     def _check_clip_before_backward(self, i, event):
         for pid in event.params:
@@ -525,20 +542,35 @@ class Analysis:
             return
         name = self.run.optimizer(oid)
         sched = event.raw.get("scheduler") or "the scheduler"
+        before, after = event.raw.get("lr_before"), event.raw.get("lr_after")
         if not self.steps.get(oid):
-            self.detect(
+            found = self.detect(
                 "GL008", event,
-                f"{sched}.step() {self.call(event)} ran before the first {name}.step() ({self.where(later)}): "
-                "the schedule's first learning rate was skipped",
+                f"{self.call(event)} ran before the first {name}.step() ({self.where(later)}): "
+                + _learning_rates(f"{name}'s first iterations trained with", before, after, "the schedule's first",
+                                  "the schedule's first learning rate was skipped"),
                 also=[later],
             )
+            found.message = (f"{sched}.step() runs before {name}.step() ({self.where(later)}): the first learning "
+                             "rate of the schedule is skipped (since PyTorch 1.1 the scheduler steps after the optimizer)")
         elif self.fresh.get(oid):
-            self.detect(
+            found = self.detect(
                 "GL008", event,
-                f"{sched}.step() {self.call(event)} ran before the step of its iteration ({self.where(later)}): "
-                "the update used the next iteration's learning rate",
+                f"{self.call(event)} ran before the step of its iteration ({self.where(later)}): "
+                + _learning_rates(f"{name}'s update used", before, after, "this iteration's",
+                                  "the update used the next iteration's learning rate"),
                 also=[later],
             )
+            found.message = (f"{sched}.step() runs before {name}.step() ({self.where(later)}) of the same iteration: "
+                             "the update uses the next iteration's learning rate")
+
+
+def _learning_rates(trained, before, after, meant, fallback) -> str:
+    """The learning rates a premature scheduler step gave the optimizer, as numbers."""
+    if not (isinstance(before, (int, float)) and isinstance(after, (int, float))) or before == after:
+        return fallback
+    factor = f", a factor of {after / before:.4g}" if before else ""
+    return f"{trained} lr {after:.4g} instead of {meant} {before:.4g}{factor}"
 
 
 # --- matching static findings ----------------------------------------------------------
@@ -594,7 +626,11 @@ def end_reason(run: Run, home: Optional[str] = None) -> str:
     if reason == "exit":
         return f"the script called sys.exit({end.get('code')!r}){where}"
     if reason == "exception":
-        return f"the script raised {end.get('message')}{where}"
+        message = str(end.get("message"))
+        if "\n" in message:  # "at line N" after a message of several lines would dangle at its end
+            kind, _, rest = message.partition(": ")
+            return f"the script raised {kind}{where}: {rest}"
+        return f"the script raised {message}{where}"
     if reason == "not-started":
         return f"the script could not be started: {end.get('message')}"
     return f"the script's process died ({end.get('message', 'no report')})"
@@ -639,6 +675,19 @@ _PATH = {
     "GL001": ("B", "S"), "GL003": ("B", "S"), "GL002": ("Z", "S"), "GL004": ("C", "B"),
     "GL005": ("C", "S"), "GL006": ("C", "S"), "GL007": ("S", "S"), "GL008": ("L", "S"),
 }
+
+
+def _disabled_scaler(run: Run, home: str) -> str:
+    """GL006 cannot show on this device: the GradScaler scaled nothing."""
+    first = run.scalers_disabled[0]
+    sites = first.get("sites") or []
+    where = ""
+    if sites:
+        where = f" at line {sites[0][1]}" if sites[0][0] == home else f" at {display_path(sites[0][0])}:{sites[0][1]}"
+    why = first.get("why") or "it was disabled"
+    return (f"could not be reproduced on this device: the GradScaler used{where} was disabled ({why}), so the "
+            "gradients it clipped were never scaled; the clip still needs scaler.unscale_ before it where the "
+            "scaler is enabled")
 
 
 def _path_ran(finding, run: Run, home: str) -> Optional[str]:
@@ -734,15 +783,19 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
             None,
         ) or _related_match(finding, detections, used, home)
         line = finding.span.line
+        message = finding.message
         if match is not None:
             used.add(id(match))
-            verdict, evidence = CONFIRMED, match.evidence
+            verdict, evidence = CONFIRMED, match.by_line.get((home, line), match.evidence)
+            message = match.message or message
         else:
             missing = _path_ran(finding, run, home)
             times = _ran(run, home, line)
             if missing is None:
                 missing = _nothing_to_act_on(finding, findings, run, home)
-            if missing is None:
+            if missing is None and finding.code == "GL006" and run.scalers_disabled:
+                verdict, evidence = NOT_REACHED, _disabled_scaler(run, home)
+            elif missing is None:
                 verdict = NOT_REPRODUCED
                 evidence = f"line {line} ran {times} times over {run.steps} optimizer steps and the gradients behaved correctly"
             elif run.subprocesses and times == 0:
@@ -750,7 +803,7 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
                 evidence = f"training ran in a subprocess ({_spawned(run, home)}), which verify does not probe"
             else:
                 verdict, evidence = NOT_REACHED, missing
-        verdicts.append(Verdict(finding.code, finding.path, line, finding.span.col, finding.message, verdict, evidence))
+        verdicts.append(Verdict(finding.code, finding.path, line, finding.span.col, message, verdict, evidence))
     for detection in detections:
         if id(detection) in used:
             continue

@@ -1,0 +1,450 @@
+"""Runs a command in its own user, mount and pid namespaces (Linux), over a kernel overlay.
+
+    python sandbox.py --base DIR --status FILE --bind PATH -- COMMAND...
+
+The command sees the file system as it is, but every writable file system
+is mounted as an overlayfs whose lower layer is the real folder and whose
+upper layer is a folder under DIR: whatever the command and everything it
+starts write (Python, C extensions, sqlite, mmap, subprocesses, FIFOs) lands
+in DIR/upper, by construction.  /dev, /proc and /sys stay the system's; a
+read-only mount stays read-only; the --bind paths (verify's own event log
+and scratch folder) are the real ones.  The process tree lives in a pid
+namespace: when the command exits, or this process dies, the kernel kills
+every process left in it (a `setsid` daemon included).
+
+Only the standard library (ctypes for unshare, mount and pivot_root): this
+runs as a file, before anything of the user's.  An unprivileged user's
+namespace cannot overlay a folder that has mounts below it (the kernel keeps
+them hidden), so such a folder is rebuilt in a skeleton (DIR/root) and each
+of its entries is overlaid on its own.  The layout goes to --status (JSON)
+before the command starts, or the reason it could not be built (exit 111:
+the caller then falls back to verify's Python-level overlay).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import re
+import signal
+import stat
+import sys
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG = 1
+SETUP_FAILED = 111
+_PIVOT_ROOT = {"x86_64": 155, "amd64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "loongarch64": 41,
+               "ppc64le": 203, "ppc64": 203, "s390x": 217, "i686": 217, "i386": 217, "armv7l": 218}
+# Kept as the system's (bound recursively): devices, /dev/shm, kernel interfaces.
+_SYSTEM = ("/dev", "/proc", "/sys")
+
+_libc = None
+
+
+def _c():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def _enc(value):
+    return None if value is None else os.fsencode(value)
+
+
+def _mount(source, target, fstype, flags, data=None) -> None:
+    enc = _enc
+    _check(_c().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {fstype or 'bind'} on {target}")
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def read_mounts(path="/proc/self/mountinfo") -> dict:
+    """mount point -> (file system type, read-only), the last mount on a point winning."""
+    mounts = {}
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+        for line in handle:
+            fields = line.split()
+            if "-" not in fields:
+                continue
+            cut = fields.index("-")
+            point, options, fstype = _unescape(fields[4]), fields[5].split(","), fields[cut + 1]
+            mounts[point] = (fstype, "ro" in options)
+    return mounts
+
+
+def _escape_option(path: str) -> str:
+    return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
+
+
+class Layout:
+    """Builds the new root in `base`/root: overlays, system binds, a skeleton where needed."""
+
+    def __init__(self, base: str, binds=()):
+        self.base = os.path.realpath(base)
+        self.root = os.path.join(self.base, "root")
+        self.binds = [os.path.realpath(b) for b in binds]
+        self.mounts = {p: v for p, v in read_mounts().items() if not self._ours(p)}
+        self.points = sorted(self.mounts)
+        self.layers: list[list[str]] = []  # [real folder, its upper folder]
+        self.skeleton: list[str] = []  # paths this made in the skeleton (not the script's writes)
+        self.readonly: list[list[str]] = []  # [path, why it could not be overlaid]
+        self.proc_fresh = False
+
+    def _ours(self, p: str) -> bool:
+        return p == self.base or p.startswith(self.base + os.sep)
+
+    def _below(self, p: str) -> bool:
+        prefix = p.rstrip(os.sep) + os.sep
+        return any(m.startswith(prefix) for m in self.points)
+
+    def at(self, p: str) -> str:
+        return self.root + p if p != os.sep else self.root
+
+    def _make(self, p: str, like) -> str:
+        """The skeleton's place for real path p: a folder, or an empty file to bind a file on."""
+        target = self.at(p)
+        if stat.S_ISDIR(like.st_mode):
+            os.mkdir(target, stat.S_IMODE(like.st_mode) | 0o700)
+        else:
+            with open(target, "wb"):
+                pass
+        self.skeleton.append(p)
+        return target
+
+    def build(self) -> None:
+        os.mkdir(self.root, 0o755)
+        os.mkdir(os.path.join(self.base, "upper"))
+        os.mkdir(os.path.join(self.base, "work"))
+        _mount(self.root, self.root, None, MS_BIND)  # a mount point of its own, for pivot_root
+        self.skeleton.append(os.sep)
+        self._children(os.sep)
+        for path in self.binds:
+            _mount(path, self.at(path), None, MS_BIND | MS_REC)
+
+    def _children(self, folder: str) -> None:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return
+        for name in names:
+            path = os.path.join(folder, name)
+            if not self._ours(path):
+                self._place(path)
+
+    def _place(self, p: str) -> None:
+        if p in self.mounts:
+            return self._place_mount(p)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(p), self.at(p))
+            self.skeleton.append(p)
+        elif stat.S_ISDIR(st.st_mode) and self._below(p):
+            self._make(p, st)
+            self._children(p)
+        elif stat.S_ISDIR(st.st_mode):
+            self._overlay(p, st)
+        else:  # a file beside mount points (/.dockerenv): the real one, read-only
+            self._bind(p, st, readonly=True, why="a file in a folder that holds mount points")
+
+    def _place_mount(self, p: str) -> None:
+        fstype, readonly = self.mounts[p]
+        try:
+            st = os.stat(p)
+        except OSError:
+            return
+        system = any(p == s or p.startswith(s + os.sep) for s in _SYSTEM)
+        if p == "/proc":
+            self._make(p, st)
+            try:  # a procfs of the new pid namespace: the script sees its own processes
+                _mount("proc", self.at(p), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+                self.proc_fresh = True
+            except OSError:
+                _mount(p, self.at(p), None, MS_BIND | MS_REC)
+        elif system:
+            self._make(p, st)
+            _mount(p, self.at(p), None, MS_BIND | MS_REC)
+        elif readonly:
+            self._make(p, st)
+            _mount(p, self.at(p), None, MS_BIND | MS_REC)
+        elif not stat.S_ISDIR(st.st_mode):
+            self._bind(p, st, readonly=True, why="a file mounted on its own")
+        elif self._below(p):
+            self._make(p, st)
+            self._children(p)
+        else:
+            self._overlay(p, st)
+
+    def _bind(self, p: str, st, readonly: bool, why: str) -> None:
+        target = self._make(p, st)
+        _mount(p, target, None, MS_BIND | MS_REC)
+        if readonly:
+            try:
+                _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            except OSError:
+                pass
+            self.readonly.append([p, why])
+
+    def _overlay(self, p: str, st) -> None:
+        n = str(len(self.layers))
+        upper, work = os.path.join(self.base, "upper", n), os.path.join(self.base, "work", n)
+        os.mkdir(upper)
+        os.mkdir(work)
+        target = self._make(p, st)
+        options = f"lowerdir={_escape_option(p)},upperdir={_escape_option(upper)},workdir={_escape_option(work)}"
+        try:
+            _mount("overlay", target, "overlay", 0, options)
+        except OSError as exc:  # a file system overlayfs cannot stack on: the real one, read-only
+            _mount(p, target, None, MS_BIND | MS_REC)
+            try:
+                _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            except OSError:
+                pass
+            self.readonly.append([p, f"overlayfs refused it ({exc.strerror})"])
+            return
+        self.layers.append([p, upper])
+
+    def pivot(self, cwd: str) -> None:
+        number = _PIVOT_ROOT.get(platform.machine())
+        os.chdir(self.root)
+        if number is not None and _c().syscall(number, b".", b".") == 0:
+            _check(_c().umount2(b".", MNT_DETACH), "umount the old root")
+        else:
+            os.chroot(".")
+        os.chdir("/")
+        try:
+            os.chdir(cwd)
+        except OSError:
+            pass
+
+    def describe(self) -> dict:
+        return {"ok": True, "base": self.base, "root": self.root, "layers": self.layers,
+                "skeleton": self.skeleton, "readonly": self.readonly, "binds": self.binds,
+                "fresh_proc": self.proc_fresh}
+
+
+_OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
+
+
+def _whiteout(st) -> bool:
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def _opaque(path: str) -> bool:
+    for name in _OPAQUE:
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+        except (OSError, AttributeError):
+            continue
+    return False
+
+
+def written(status: dict) -> list:
+    """What the command left in the overlays' upper folders (and the skeleton), one report entry per
+    path: files with their size, links with their target, folders it made, FIFOs, and the real
+    paths it removed.  Read in the parent, after the namespace is gone."""
+    entries = []
+
+    def walk(upper: str, real: str) -> None:
+        with os.scandir(upper) as listing:
+            found = sorted(listing, key=lambda entry: entry.name)
+        for entry in found:
+            path = os.path.join(real, entry.name)
+            st = entry.stat(follow_symlinks=False)
+            if _whiteout(st):
+                if os.path.lexists(path):
+                    entries.append({"action": "delete", "path": path})
+            elif stat.S_ISDIR(st.st_mode):
+                if not os.path.isdir(path) or os.path.islink(path):
+                    entries.append({"action": "create directory", "path": path})
+                elif _opaque(entry.path):
+                    entries.append({"action": "replace directory", "path": path})
+                walk(entry.path, path)
+            elif stat.S_ISLNK(st.st_mode):
+                entries.append({"action": "link", "path": path, "target": os.readlink(entry.path)})
+            elif stat.S_ISFIFO(st.st_mode):
+                entries.append({"action": "create FIFO", "path": path})
+            else:
+                entries.append({"action": "write", "path": path, "size": st.st_size})
+
+    for real, upper in status.get("layers", ()):
+        walk(upper, real)
+    made = set(status.get("skeleton", ()))
+    root = status["root"]
+    for folder, dirs, files in os.walk(root):
+        real_folder = folder[len(root):] or os.sep
+        for name in sorted(dirs + files):
+            real = os.path.join(real_folder, name)
+            if real in made:
+                continue
+            full = os.path.join(folder, name)
+            if os.path.isdir(full) and not os.path.islink(full):
+                entries.append({"action": "create directory", "path": real})
+            else:
+                entries.append({"action": "write", "path": real, "size": os.lstat(full).st_size})
+    return entries
+
+
+def keep(status: dict, destination: str) -> None:
+    """Copy what the command wrote to `destination`, each path under its absolute path (--keep-writes)."""
+    import shutil
+
+    destination = os.path.abspath(destination)
+    os.makedirs(destination, exist_ok=True)
+
+    def ignore(folder, names):
+        return [n for n in names if _whiteout(os.lstat(os.path.join(folder, n)))
+                or stat.S_ISFIFO(os.lstat(os.path.join(folder, n)).st_mode)]
+
+    for real, upper in status.get("layers", ()):
+        if os.listdir(upper):
+            shutil.copytree(upper, destination + real, symlinks=True, dirs_exist_ok=True, ignore=ignore)
+    for entry in written({"root": status["root"], "skeleton": status.get("skeleton", ())}):
+        source = status["root"] + entry["path"]
+        target = destination + entry["path"]
+        if entry["action"] == "create directory":
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+
+
+def _write_status(path: str, data: dict) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+
+
+def _die_with_parent(signum: int) -> None:
+    parent = os.getppid()
+    _c().prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl
+        os._exit(1)
+
+
+def _exit_like(status: int) -> None:
+    code = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8
+    if code < 0:  # killed by a signal: end the same way
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        code = 128 - code
+    os._exit(code)
+
+
+def _init(layout: Layout, status: str, cwd: str, command: list, report: int) -> None:
+    """pid 1 of the new namespace: build the root, start the command, reap until it ends.
+    The command's wait status goes to `report` (a pipe): pid 1 cannot end by its own signal."""
+    try:
+        _die_with_parent(signal.SIGKILL)
+        _check(_c().unshare(CLONE_NEWNS), "unshare the mount namespace")
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        layout.build()
+        _write_status(status, layout.describe())
+        layout.pivot(cwd)
+    except BaseException as exc:  # nothing of the user's ran: the caller falls back
+        try:
+            _write_status(status, {"ok": False, "error": str(exc)})
+        finally:
+            os._exit(SETUP_FAILED)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execvp(command[0], command)
+        finally:
+            os._exit(127)
+    while True:  # as an init: reap orphans; when the command ends, the namespace ends with us
+        try:
+            done, state = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+        if done == pid:
+            os.write(report, str(state).encode())
+            os._exit(0)
+
+
+def _remove_temporary(base: str) -> None:
+    import shutil
+
+    temporary = os.path.dirname(os.path.abspath(base))
+    if os.path.basename(temporary).startswith("gradlint-verify-"):
+        def writable(function, path, info):  # overlayfs leaves its work folder without permissions
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(temporary, onexc=lambda f, p, e: writable(f, p, None))
+        else:
+            shutil.rmtree(temporary, onerror=writable)
+
+
+def main(argv=None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--")
+    options, command = argv[:cut], argv[cut + 1:]
+    base = status = None
+    binds = []
+    for flag, value in zip(options[::2], options[1::2]):
+        if flag == "--base":
+            base = value
+        elif flag == "--status":
+            status = value
+        elif flag == "--bind":
+            binds.append(value)
+    uid, gid, cwd = os.getuid(), os.getgid(), os.getcwd()
+    try:
+        if not sys.platform.startswith("linux"):
+            raise OSError(0, "namespaces are Linux's")
+        layout = Layout(base, binds)
+        _check(_c().unshare(CLONE_NEWUSER | CLONE_NEWPID), "unshare the user and pid namespaces")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    except OSError as exc:
+        _write_status(status, {"ok": False, "error": exc.strerror or str(exc)})
+        os._exit(SETUP_FAILED)
+    # Our parent's death (verify killed, even by SIGKILL) ends the namespace and removes verify's
+    # temporary folder; a SIGTERM or SIGINT ends the namespace.
+    parent = os.getppid()
+    _die_with_parent(signal.SIGTERM)
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reading)
+        _init(layout, status, cwd, command, writing)
+    os.close(writing)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, lambda s, f: os.kill(pid, signal.SIGKILL))
+    while True:
+        try:
+            _, state = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    told = os.read(reading, 64)
+    if os.getppid() != parent:
+        _remove_temporary(base)
+    _exit_like(int(told) if told.strip().isdigit() else state)
+
+
+if __name__ == "__main__":
+    main()

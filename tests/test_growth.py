@@ -1,0 +1,138 @@
+"""Work and memory that must not grow faster than the input (issue 34).
+
+benchmarks/growth.py times the same shapes; these tests count work, never time."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst
+import pytest
+
+from gradlint import engine, pool
+from gradlint.engine import check_source
+from gradlint.model import flow
+from gradlint.settings import Settings
+
+HEADER = "import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+
+
+def nested(depth: int, clear: bool = True) -> str:
+    lines, indent = [], ""
+    for level in range(depth):
+        lines.append(f"{indent}for i{level} in range(2):")
+        indent += "    "
+    if clear:
+        lines.append(f"{indent}opt.zero_grad()")
+    lines += [f"{indent}model(x).sum().backward()", f"{indent}opt.step()"]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def steps(monkeypatch):
+    """Counts the path enumeration's steps; fails at once past `limit` (old code: millions)."""
+    state = {"count": 0, "limit": 10**9}
+    real = flow._step
+
+    def counted(*args):
+        state["count"] += 1
+        assert state["count"] <= state["limit"], "the path enumeration does not stop"
+        return real(*args)
+
+    monkeypatch.setattr(flow, "_step", counted)
+    return state
+
+
+def _loop_sizes(source: str) -> int:
+    """The sizes of the models of every loop of `source` (what the budget is proportional to)."""
+    from gradlint.model.loops import build
+
+    module = libcst.parse_module(source)
+    return sum(flow.model_size(loop.body) for loop in build(module, "n.py", source).loops)
+
+
+@pytest.mark.parametrize("depth", [6, 7, 8])
+def test_nested_loops_cost_steps_in_proportion_to_their_models(depth, steps):
+    source = nested(depth, clear=False)
+    bound = flow.STEPS_PER_NODE * _loop_sizes(source)
+    steps["limit"] = bound
+    result = check_source(source, "n.py", Settings.default())
+    # The innermost loop is judged: it never clears (its outer loops may be too tangled to judge).
+    assert [f.code for f in result.findings] == ["GL001"]
+    assert steps["count"] <= bound
+
+
+def test_the_bound_leaves_shallow_nests_as_they_were(steps):
+    """Three levels, the deepest real code has: every loop is judged (no step budget reached)."""
+    for depth in (1, 2, 3):
+        steps["count"] = 0
+        assert [f.code for f in check_source(nested(depth, clear=False), "n.py", Settings.default()).findings] == ["GL001"]
+        source = nested(depth)
+        for loop_paths in _paths_of_every_loop(source):
+            assert loop_paths is not None
+
+
+def _paths_of_every_loop(source: str):
+    from gradlint.model.loops import build
+
+    module = libcst.parse_module(source)
+    return [flow.iteration_paths(loop) for loop in build(module, "n.py", source).loops]
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    counts = {"libcst": 0, "ast chars": 0}
+    real_cst, real_ast = libcst.parse_module, ast.parse
+
+    def counted_cst(*args, **kwargs):
+        counts["libcst"] += 1
+        return real_cst(*args, **kwargs)
+
+    def counted_ast(source, *args, **kwargs):
+        counts["ast chars"] = max(counts["ast chars"], len(source))
+        return real_ast(source, *args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counted_cst)
+    monkeypatch.setattr(ast, "parse", counted_ast)
+    return counts
+
+
+def test_a_huge_line_in_a_training_loop_is_one_error_before_any_parse(parses):
+    items = ", ".join(["x.y"] * 120_000)  # 600 KB on one line: libcst would need over a gigabyte
+    source = HEADER + f"for x in loader:\n    z = [{items}]\n    model(x).sum().backward()\n    opt.step()\n"
+    result = check_source(source, "huge.py", Settings.default())
+    assert [(e.kind, e.line) for e in result.errors] == [("syntax-error", 5)]
+    assert "statement too large to check" in result.errors[0].message
+    assert parses["libcst"] == 0 and parses["ast chars"] == 0
+
+
+def test_a_huge_statement_on_many_lines_never_reaches_libcst(parses):
+    items = ",\n        ".join(["x.y"] * 90_000)
+    source = HEADER + f"for x in loader:\n    z = [\n        {items}\n    ]\n    model(x).sum().backward()\n    opt.step()\n"
+    result = check_source(source, "huge.py", Settings.default())
+    assert [(e.kind, e.line) for e in result.errors] == [("syntax-error", 5)]
+    assert parses["libcst"] == 0
+
+
+def test_a_large_line_below_the_bound_is_still_analysed():
+    items = ", ".join(["x.y"] * 4_000)
+    source = HEADER + f"for x in loader:\n    z = [{items}]\n    model(x).sum().backward()\n    opt.step()\n"
+    assert [f.code for f in check_source(source, "big.py", Settings.default()).findings] == ["GL001"]
+
+
+def test_the_per_file_limit_bounds_memory(monkeypatch):
+    """An analysis that grows past the per-file memory limit is one error for its file, and the
+    process's own limit is as it was afterwards."""
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    monkeypatch.setattr(pool, "FILE_MEMORY_BYTES", 300 * 1024**2)
+
+    def hungry(source, path, settings, memo=None):
+        blocks = [bytearray(10**6) for _ in range(2_000)]  # 2 GB
+        return [len(blocks)]
+
+    monkeypatch.setattr(engine, "_analyse", hungry)
+    result, _ = pool.guarded(lambda path, settings: (check_source("x = 1\n", path, settings), None), "f.py", Settings.default())
+    assert [(e.kind, e.message) for e in result.errors] == [("timeout", "analysis stopped: out of memory")]
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
