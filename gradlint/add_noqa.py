@@ -93,7 +93,10 @@ def add_noqa_to_file(result: FileResult, settings, staging=None) -> tuple[FileRe
     if not marked:
         return result, 0
     edited = "\ufeff" + edited if bom else edited
-    after = check_source(edited.encode("utf-8"), result.path, settings)  # decoded as a run would
+    from gradlint.project.run import project_for
+
+    # decoded as a run would, in the run's project (a finding about another module's function stays)
+    after = check_source(edited.encode("utf-8"), result.path, settings, project=project_for(result.path))
     if after.errors:
         return result, 0
     left = {(f.span.line, f.code) for f in after.findings}

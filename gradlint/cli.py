@@ -702,6 +702,7 @@ def _check_paths(args, resolver):
         jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
         prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
         notebooks=check_notebook_data,
+        roots=tuple(p for p in args.paths if p != "-"),
     )
     results = engine.check_files(tasks, options) if tasks else []
     from dataclasses import replace

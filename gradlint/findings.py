@@ -50,10 +50,16 @@ class Related:
     span: Span
     message: str
     cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader
+    # The file it is in when that is not the finding's own (project-wide analysis: the clip
+    # inside a trainer method that a loop of this file calls); None: the finding's file.
+    path: Optional[str] = None
 
-    def label(self, finding_cell: "CellSpan | None" = None) -> str:
+    def label(self, finding_cell: "CellSpan | None" = None, finding_path: "str | None" = None) -> str:
         """How a message names this event's line: `line 14` (in a notebook, the line in the
-        cell, with the cell named when it is not the finding's own)."""
+        cell, with the cell named when it is not the finding's own; in another file of the
+        project, `trainer.py line 14`)."""
+        if self.path is not None and self.path != finding_path:
+            return f"{self.path} line {self.span.line}"
         if self.cell is None:
             return f"line {self.span.line}"
         if finding_cell is not None and finding_cell.cell == self.cell.cell:
@@ -129,7 +135,7 @@ class Finding:
             message=data["message"],
             span=Span(**data["span"]),
             related=tuple(
-                Related(Span(**r["span"]), r["message"], CellSpan.from_dict(r.get("cell")))
+                Related(Span(**r["span"]), r["message"], CellSpan.from_dict(r.get("cell")), r.get("path"))
                 for r in data.get("related", ())
             ),
             fix=None if fix is None else Fix.from_dict(fix),

@@ -49,6 +49,7 @@ from gradlint.model.events import (
     ITERATION_RUNNERS,
     OPTIMIZER_CLASSES,
     OPTIMIZER_FACTORIES,
+    STEP_FUNCTIONS,
     STEP_HOOK_METHODS,
     TRAINING_STEP,
     WRAPPER_METHODS,
@@ -252,8 +253,13 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
     return i < len(marks) and marks[i] <= end
 
 
-def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None) -> Optional[str]:
-    """The text libcst should parse; None when no loop in `source` can hold a gradient event."""
+def screen(
+    source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None, project_words: tuple = (),
+    callbacks: tuple = (),
+) -> Optional[str]:
+    """The text libcst should parse; None when no loop in `source` can hold a gradient event.
+    `project_words`: names of functions of other modules that touch gradients (gradlint/project);
+    `callbacks`: names those functions call, which may be defs of this file handed to them."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
     try:
@@ -261,7 +267,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return source
     walk = _Walk(tree, memo)
-    prefilter = for_wrappers(wrappers)
+    prefilter = for_wrappers(wrappers, project_words)
     token_lines = set(prefilter.event_lines(source, _sampler_steps_dropped(source, walk, prefilter)))
     marks = set(token_lines)
     lines = source.split("\n")
@@ -313,7 +319,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
     hooks = {match.group(1) for match in _at_words(_STEP_HOOK_CALL, source)}  # a hook function bindings looks into
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
-        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo)
+        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo, callbacks)
         keep |= whole
         skeletons = _skeletons(walk, partial, keep, lines)
         keep |= set(skeletons)
@@ -550,6 +556,8 @@ def _receiver_calls(statement: ast.stmt) -> list[tuple[str, str, int]]:
                 out.append((".".join(parts), "backward", node.lineno))
             elif node.func.attr == "step" and not node.args:
                 out.append((".".join(parts), "step", node.lineno))
+            elif node.func.attr in STEP_FUNCTIONS and node.args:
+                out.append((".".join(parts), "step", node.lineno))
     return out
 
 
@@ -607,7 +615,9 @@ def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
 FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `self.m()`
 
 
-def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None) -> set[int]:
+def _needed_tops(
+    walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None, callbacks=()
+) -> set[int]:
     """Top-level statements whose functions, classes, imports or assignments the analysis can reach."""
     from gradlint.model.loops import MAX_HELPER_DEPTH
 
@@ -677,6 +687,9 @@ def _needed_tops(walk: _Walk, lines: list[str], candidates, marked: list[int], c
 
     for loop in candidates:
         add_code(loop[3], 0)
+    for word in callbacks:  # called from another module's function that a loop calls
+        call(FUNCTION, word, 1)
+        call(METHOD, word, 1)
     for _, unit, node, _ in walk.functions:
         if _contains(marked, unit.start, unit.end):
             add_code(node, 0)

@@ -81,8 +81,12 @@ def fix_data(
     source, error = decode(data, result.path)
     if error is not None or source is None:
         return None
+    from gradlint.project.run import project_for
+
+    project = project_for(result.path)  # the run's index: its cross-file findings must stay comparable
     outcome = fix_source(
-        source, lambda text: check_source(text, result.path, settings), unsafe, initial=result, count_unsafe=count_unsafe
+        source, lambda text: check_source(text, result.path, settings, project=project), unsafe, initial=result,
+        count_unsafe=count_unsafe,
     )
     return FileFix(source, outcome.text, outcome)
 
