@@ -56,6 +56,8 @@ class Bindings(Numbering):
         self.outline: list[tuple] = []
         self.imports = Imports()
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
+        # names the file updates in place anywhere (`step += 1`): counters, never settings
+        self.incremented: set[str] = set()
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
         self.all_functions: dict[str, list[cst.FunctionDef]] = {}  # at any depth (closures)
         self.plain_functions: dict[str, list[cst.FunctionDef]] = {}  # not methods: callable by bare name
@@ -181,6 +183,7 @@ class Bindings(Numbering):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.number(node, self._function_depth > 0)
         self._assigned(node.target)
+        self.incremented.update(target_names(node.target))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.number(node, self._function_depth > 0)

@@ -179,6 +179,8 @@ def _possible(node: Branch, side: bool, state: _State) -> bool:
     taken = state.decided(node.key)
     if taken is not None:
         return taken == side
+    if not side and any(state.decided(key) == part for key, part in node.always_then):
+        return False  # `x % accum == 0` where a setting made `accum` 1: no accumulation
     implied = node.then_implies if side else node.else_implies
     if any(state.decided(key) not in (None, part) for key, part, _ in implied):
         return False

@@ -48,6 +48,9 @@ class Branch:
     else_implies: tuple = ()
     reads: frozenset = frozenset()  # the dotted names the condition reads (after substitution)
     calls: bool = False  # the condition calls something (`torch.is_grad_enabled()`): not a plain setting
+    divisor: Optional[str] = None  # `accum` of a boundary `(i + 1) % accum == 0`
+    # (key, side) of the setting tests whose side makes that count 1: there the boundary always holds
+    always_then: tuple = ()
 
 
 @dataclass
@@ -282,6 +285,8 @@ class Builder:
         self.positions = positions
         # key -> names read, of the conditions of the loop being built (for its Rebind nodes)
         self.conditions: dict[str, frozenset] = {}
+        # key -> (count, side) of the loop's setting tests whose side means the count is 1
+        self.single_steps: dict[str, tuple[str, bool]] = {}
         self._reassigned: dict[int, frozenset] = {}  # id of a helper def -> names its body assigns
 
     def use_piece(self, module: cst.Module, bindings) -> None:
@@ -463,7 +468,10 @@ class Builder:
             then, orelse = _mark_boundary(then, key), _mark_boundary(orelse, "!" + key)
         reads = self.conditions.get(key, frozenset())
         calls = conditions.calls_something(test)
-        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies, reads, calls)
+        divisor = conditions.modulo_divisor(test) if accumulation else None
+        if divisor is not None:
+            divisor = ctx.substitute(divisor) or divisor
+        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies, reads, calls, divisor)
 
     def condition(self, test: cst.BaseExpression, ctx: Context) -> tuple[str, bool, bool]:
         """A condition's key (its text), whether it is an accumulation test, whether it is loop-invariant."""
@@ -473,17 +481,30 @@ class Builder:
         key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
         reads = frozenset(ctx.substitute(name) or name for name in names.names)
         self.conditions[key] = self.conditions.get(key, frozenset()) | reads
-        accumulation = (
-            names.has_modulo
-            or bool(api.ACCUMULATION_WORDS.search(key))
-            or any(self.bindings.accumulation_flag(n) for n in names.names)
-        )
         assigned = ctx.assigned
         # Only what the loop itself assigns can change between iterations as far as this file
         # shows: a call of nothing else (`torch.is_grad_enabled()`, `dist.get_rank() == 0`) is
         # read as the same on every iteration (precision first: an unread call is no evidence
         # that an event under it runs only sometimes).
         varying = any(n in assigned or root(n) in assigned for n in names.names)
+        flag = any(self.bindings.accumulation_flag(n) for n in names.names)
+        accumulation = names.has_modulo or flag or bool(api.ACCUMULATION_WORDS.search(key))
+        # `if cfg.accum_steps > 1:` compares a setting with a number: it picks one regime for the
+        # whole loop (accumulate, or clear and step every batch), the same side in every
+        # iteration, though what it guards keeps its accumulation marks.  A window's boundary
+        # (a modulo, a flag such as `accelerator.sync_gradients`) moves; so does a counter (a
+        # name the file increments anywhere).
+        setting = (
+            accumulation
+            and not (names.has_modulo or flag or varying or names.has_call)
+            and conditions.compares_with_number(test)
+            and not any(conditions.incremented(n, self.bindings.incremented) for n in names.names)
+        )
+        if setting:
+            accumulation = False
+            single = conditions.single_step_side(test)
+            if single is not None:
+                self.single_steps[key] = (ctx.substitute(single[0]) or single[0], single[1])
         return key, accumulation, not (varying or accumulation)
 
     def implied(self, test: cst.BaseExpression, operator: type, side: bool, ctx: Context) -> tuple:
@@ -726,7 +747,7 @@ class Builder:
             walk(node, names)
             assigned = frozenset(names.names)
         ctx = Context(self, class_name, assigned)
-        self.conditions = {}
+        self.conditions, self.single_steps = {}, {}
         if isinstance(node, cst.For):
             owner = self.iteration_owner(node.iter, ctx)
             if owner is not None:
@@ -745,7 +766,7 @@ class Builder:
         assigned = _AssignedNames()
         walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
-        self.conditions = {}
+        self.conditions, self.single_steps = {}, {}
         # Its `return` ends one iteration, not the loop: the body runs as an inlined helper.
         body = [Helper(self.suite(node.body, ctx))]
         return self._finish(LoopModel(self._header_span(node), kind, body))
@@ -755,7 +776,9 @@ class Builder:
             loop.body = _resolve_rebinds(loop.body, self.conditions, conditions.by_root(self.conditions))
         else:
             loop.body = _resolve_rebinds(loop.body, {}, {})
-        self.conditions = {}
+        if self.single_steps:
+            _mark_single_steps(loop.body, self.single_steps)
+        self.conditions, self.single_steps = {}, {}
         everything: list[Event] = []
         own: list[tuple] = []
         _flatten(loop.body, everything, own, inside_nested=False)
@@ -811,6 +834,18 @@ def _resolve_rebinds(nodes: list[Node], read: dict, index: dict) -> list[Node]:
         else:
             out.append(node)
     return out
+
+
+def _mark_single_steps(nodes: list[Node], single_steps: dict) -> None:
+    """Tell each boundary `x % accum == 0` which setting sides make `accum` 1 (it holds there)."""
+    for node in nodes:
+        if isinstance(node, Branch):
+            if node.divisor is not None:
+                node.always_then = tuple((k, side) for k, (count, side) in single_steps.items() if count == node.divisor)
+            _mark_single_steps(node.then, single_steps)
+            _mark_single_steps(node.orelse, single_steps)
+        elif isinstance(node, (Nested, Helper)):
+            _mark_single_steps(node.body, single_steps)
 
 
 def _mark_boundary(nodes: list[Node], key: str) -> list[Node]:
