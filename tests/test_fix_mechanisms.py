@@ -247,6 +247,98 @@ def test_same_test_same_branch(name):
     assert marks(source) == expected_marks(source)
 
 
+# --- an accumulation setting compared with a number picks a regime for the whole loop --------
+
+SETTING_REGIME = {
+    "accumulate or clear-backward-step, the step of one side under a modulo": ("""
+import torch
+def train(config, model, loader, optimizer):
+    for idx, x in enumerate(loader):
+        loss = model(x).sum()
+        if config.TRAIN.ACCUMULATION_STEPS > 1:
+            loss = loss / config.TRAIN.ACCUMULATION_STEPS
+            loss.backward()
+            if (idx + 1) % config.TRAIN.ACCUMULATION_STEPS == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+        else:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "the same with the setting's sides swapped (== 1)": ("""
+import torch
+def train(accum, model, loader, optimizer):
+    for idx, x in enumerate(loader):
+        loss = model(x).sum()
+        if accum == 1:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        else:
+            (loss / accum).backward()
+            if (idx + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""),
+    "a clear before every micro-batch on the accumulating side": ("""
+import torch
+def train(cfg, model, loader, optimizer):
+    for idx, x in enumerate(loader):
+        loss = model(x).sum()
+        if cfg.grad_accum_steps > 1:
+            optimizer.zero_grad()  # expect: GL002
+            (loss / cfg.grad_accum_steps).backward()
+            if (idx + 1) % cfg.grad_accum_steps == 0:
+                optimizer.step()
+        else:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "where the setting makes the count 1, the modulo boundary always holds": ("""
+import torch
+def train(accum_steps, model, loader, optimizer):
+    for idx, x in enumerate(loader):
+        loss = model(x).sum()
+        if accum_steps > 1:
+            (loss / accum_steps).backward()
+        else:
+            optimizer.zero_grad()
+            loss.backward()
+        if (idx + 1) % accum_steps == 0:
+            optimizer.step()
+            if accum_steps > 1:
+                optimizer.zero_grad()
+"""),
+    "a counter the file increments is no setting: the window still moves": ("""
+import torch
+class Trainer:
+    def __init__(self, model, accum):
+        self.model, self.accum, self.accum_count = model, accum, 0
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    def micro(self, x):
+        self.model(x).sum().backward()
+        self.accum_count += 1
+    def fit(self, loader):
+        for x in loader:
+            self.optimizer.zero_grad()  # expect: GL002
+            self.micro(x)
+            if self.accum_count >= 4:
+                self.optimizer.step()
+                self.restart()
+    def restart(self):
+        self.accum_count = 0
+"""),
+}
+
+
+@pytest.mark.parametrize("name", list(SETTING_REGIME))
+def test_an_accumulation_setting_picks_one_regime(name):
+    source = case(SETTING_REGIME[name])
+    assert marks(source) == expected_marks(source)
+
+
 # --- constant arguments switch a helper's events; no backward without gradients ------------
 
 _HELPER = """
