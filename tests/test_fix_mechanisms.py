@@ -720,3 +720,50 @@ class Teacher:
     result = check_source(source, "train.py", Settings.default())
     assert result.errors == []
     assert found_marks(result.findings) == expected_marks(source)
+
+
+# --- a decision no other branch reads does not split the paths -------------------------------
+
+def test_guards_that_nothing_reads_again_do_not_multiply_the_paths():
+    """Logging, saving and evaluating every so many steps (each a branch around a method with no
+    event) split no path that matters: the loop is still judged (it was `too complex` once a
+    scheduler step under a setting added one more branch: a TorchSSL fix of the fix study)."""
+    source = case("""
+import torch
+class Trainer:
+    def log(self):
+        print(self.it)
+    def save(self):
+        torch.save(self.model.state_dict(), "m.pt")
+    def evaluate(self):
+        return self.model.eval()
+    def train(self, args):
+        scaler = torch.amp.GradScaler("cuda")
+        for x in self.loader:
+            if self.it > args.max_iter:
+                break
+            loss = self.model(x).sum()
+            if args.amp:
+                scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)  # expect: GL006
+                scaler.step(self.optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                self.optimizer.step()
+            if args.optim == "SGD":
+                self.scheduler.step()
+            self.model.zero_grad()
+            if self.it % 10 == 0:
+                self.log()
+            if self.it % 100 == 0:
+                self.save()
+            if self.it % 1000 == 0:
+                self.evaluate()
+            if self.it % 50 == 0 and args.rank == 0:
+                self.log()
+            if self.it % 7 == 0:
+                self.save()
+            self.it += 1
+""")
+    assert marks(source) == expected_marks(source)
