@@ -767,3 +767,49 @@ class Trainer:
             self.it += 1
 """)
     assert marks(source) == expected_marks(source)
+
+
+# --- issue 27's guards: `or`, `not` and `!=` read as sets of iterations -----------------------
+
+GUARDS = {
+    "step and clear on the boundary or the last batch (or)": ("""
+import torch
+def train(model, loader, k):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    last = len(loader) - 1
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if (i + 1) % k == 0 or i == last:
+            opt.step()
+            opt.zero_grad()
+"""),
+    "a clear on the iterations the negated `or` leaves out": ("""
+import torch
+def train(model, loader, k):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    last = len(loader) - 1
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if not ((i + 1) % k == 0 or i == last):
+            opt.zero_grad()  # expect: GL002
+        if (i + 1) % k == 0 or i == last:
+            opt.step()
+"""),
+    "skip the step off the boundary (`!=` and `not` under `and`)": ("""
+import torch
+def train(model, loader, k, accelerator):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if (i + 1) % k != 0 and not accelerator.sync_gradients:
+            continue
+        opt.step()
+        opt.zero_grad()
+"""),
+}
+
+
+@pytest.mark.parametrize("name", list(GUARDS))
+def test_guards_combined_by_any_boolean_operator(name):
+    source = case(GUARDS[name])
+    assert marks(source) == expected_marks(source)
