@@ -822,15 +822,30 @@ def _render(args, run) -> str:
 
 
 def _write(text: str, output_file: Optional[str]) -> None:
-    """stdout, or a file replaced atomically: a reader never sees half a report."""
+    """stdout, or the report file: a regular file is replaced atomically (a reader never sees
+    half a report), reached through its symlinks (the link stays a link).  Anything else that
+    exists there (`/dev/null`, `/dev/stdout`, a FIFO) is opened and written, as a shell
+    redirection does: a rename would put a plain file in place of the device or pipe itself."""
     if output_file is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    import os
+    import stat
+
     from gradlint.atomic import write_atomically
 
     try:
-        write_atomically(output_file, text, fsync=True)
+        target = os.path.realpath(output_file)
+        try:
+            regular = stat.S_ISREG(os.stat(target).st_mode)
+        except FileNotFoundError:
+            regular = True  # a new file
+        if regular:
+            write_atomically(target, text, fsync=True)
+        else:
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(text)
     except OSError as exc:
         raise UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
 

@@ -243,6 +243,38 @@ def test_output_file_in_missing_directory(tree, capsys):
     assert code == 2 and "cannot write --output-file" in err
 
 
+def test_output_file_through_a_symlink_writes_its_target_and_keeps_the_link(tree, capsys):
+    real = tree / "reports" / "latest.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tree / "report.json"
+    link.symlink_to(real)
+    code, _, _ = run_cli(capsys, "--output-format", "json", "-o", str(link), ".")
+    assert code == 1
+    assert link.is_symlink() and os.readlink(link) == str(real)  # the link is not replaced by a file
+    assert len(json.loads(real.read_text())["findings"]) == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+def test_output_file_that_is_not_a_regular_file_is_written_into_never_replaced(tree, capsys):
+    """`-o /dev/null`, `-o /dev/stdout`, a FIFO: opened and written, as a shell redirection
+    does.  A rename over them replaced the device node itself (as root: /dev/null became a
+    regular file for every program on the machine)."""
+    import stat
+    import threading
+
+    fifo = tree / "report.fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    code, _, _ = run_cli(capsys, "--output-format", "json", "-o", str(fifo), ".")
+    reader.join(timeout=30)
+    assert code == 1
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO, not a file put in its place
+    assert received and len(json.loads(received[0])["findings"]) == 2
+
+
 # --- --statistics, --exit-zero --------------------------------------------------------
 
 
