@@ -41,9 +41,11 @@ from typing import Optional
 from gradlint import python_ast
 from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
+    DOCUMENTED_RUNNERS,
     EVENT_WORDS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
     GRAD_SCALERS,
+    HANDLER_REGISTRATION_METHODS,
     ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
     OPTIMIZER_CLASSES,
@@ -210,6 +212,14 @@ class _Walk:
 _RUNNER_ARGUMENT = re.compile(r"(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w+)" % "|".join(map(re.escape, ITERATION_RUNNERS)))
 
 
+# `trainer.add_event_handler(Events.X, handler, ...)`: the handler runs around the engine's process
+# function (model/engines.py); `create_supervised_trainer(...)`: an engine whose process it documents.
+_REGISTRATION = re.compile(
+    r"(?:%s)\s*\(\s*[\w.]+(?:\([^()]*\))?\s*,\s*(?:self\s*\.\s*)?(\w+)" % "|".join(sorted(HANDLER_REGISTRATION_METHODS))
+)
+_DOCUMENTED_RUNNER = re.compile(r"(?:%s)\s*\(" % "|".join(sorted(DOCUMENTED_RUNNERS)))
+
+
 _STEP_HOOK_CALL = re.compile(
     r"(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w*)" % "|".join(sorted(STEP_HOOK_METHODS | GLOBAL_STEP_HOOK_FUNCTIONS))
 )
@@ -272,11 +282,22 @@ def screen(
     candidates = [loop for loop in walk.loops if _contains(marked, loop[0], loop[1])]
     # A function a framework runs once per iteration (`Engine(update)`) is a loop body too.
     run = {match.group(1) for match in _at_words(_RUNNER_ARGUMENT, source)}
-    candidates += [
+    run |= {match.group(1) for match in _at_words(_REGISTRATION, source)}
+    handlers = [
         (unit.start, unit.end, unit.top, node)
         for name, unit, node, _ in walk.functions
         if (name in run or _handler(node)) and _contains(marked, unit.start, unit.end)
     ]
+    candidates += handlers
+    if handlers:
+        # The statements that register a handler or build an engine a framework documents: the
+        # model reads the engine they name and the arguments they hand over (model/engines.py).
+        engine_lines = sorted(_lines_of(_REGISTRATION, source) | _lines_of(_DOCUMENTED_RUNNER, source))
+        candidates += [
+            (start, end, index, walk.piece_nodes[index])
+            for index, (start, end, _, parent) in enumerate(walk.pieces)
+            if parent < 0 and _contains(engine_lines, start, end)
+        ]
     if not candidates and not walk.training_step_tops:
         return None
 

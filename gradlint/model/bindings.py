@@ -64,6 +64,14 @@ class Bindings(Numbering):
         self.iteration_functions: list[str] = []
         self._run_functions: list[str] = []  # `update` of `Engine(update)`, in the file's order
         self._handlers: list[tuple[Optional[str], str]] = []  # (`trainer`, `update`) of `@trainer.on(...)`
+        # Every handler registration (model/engines.py reads them): `@trainer.on(event, *args)` on a
+        # def and `trainer.add_event_handler(event, handler, *args)`, as
+        # (enclosing def or None, enclosing class name, receiver, event, handler def or expression, args).
+        self.registrations: list[tuple] = []
+        self._scopes: list[cst.FunctionDef] = []  # the defs being visited, innermost last
+        # id of an assigned call -> the def it is assigned in (None: the module): which `trainer`
+        # a handler registered in a function is registered on
+        self.value_scope: dict[int, Optional[cst.FunctionDef]] = {}
         # optimizers with a step hook that clears (ALL_OPTIMIZERS: a global hook)
         self.cleared_by_step_hook: set[str] = set()
         self._step_hooks: list[tuple[str, cst.BaseExpression]] = []
@@ -101,6 +109,11 @@ class Bindings(Numbering):
                 and call.func.attr.value in api.ITERATION_HANDLER_DECORATORS
             ):
                 self._handlers.append((dotted(call.func.value), node.name.value))
+                if call.args:
+                    self.registrations.append((
+                        self._scopes[-1] if self._scopes else None, self._enclosing_class(), dotted(call.func.value),
+                        call.args[0].value, node, tuple(a.value for a in call.args[1:]),
+                    ))
         self.all_functions.setdefault(node.name.value, []).append(node)
         if not (self._class_stack and self._function_depth == 0):
             self.plain_functions.setdefault(node.name.value, []).append(node)
@@ -109,9 +122,11 @@ class Bindings(Numbering):
         elif not self._class_stack and self._function_depth == 0:
             self.functions.setdefault(node.name.value, node)
         self._function_depth += 1
+        self._scopes.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
+        self._scopes.pop()
 
     def _enclosing_class(self) -> Optional[str]:
         return self._class_stack[-1].name if self._class_stack else None
@@ -178,6 +193,8 @@ class Bindings(Numbering):
         for target in node.targets:
             self._bind(target.target, node.value)
             self._assigned(target.target)
+        if isinstance(node.value, cst.Call):
+            self.value_scope[id(node.value)] = self._scopes[-1] if self._scopes else None
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.number(node, self._function_depth > 0)
@@ -186,7 +203,8 @@ class Bindings(Numbering):
             self._bind(node.target, node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.number(node, self._function_depth > 0)
+        # (a framework's engine factory at module level too: its documented events sit on it)
+        self.number(node, self._function_depth > 0 or last(dotted(node.func) or "") in api.DOCUMENTED_RUNNERS)
         if self._open_loops:
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -205,6 +223,11 @@ class Bindings(Numbering):
             receiver = dotted(node.func.value)
             if receiver is None:
                 return
+            if node.func.attr.value in api.HANDLER_REGISTRATION_METHODS and len(node.args) >= 2:
+                self.registrations.append((
+                    self._scopes[-1] if self._scopes else None, self._enclosing_class(), receiver,
+                    node.args[0].value, node.args[1].value, tuple(a.value for a in node.args[2:] if a.keyword is None),
+                ))
             if node.func.attr.value == "backward" and node.args:
                 self._backward_receivers.add(receiver)
             elif node.func.attr.value == "step" and not node.args:

@@ -109,6 +109,31 @@ TRAINING_STEP = "training_step"  # the LightningModule method run once per batch
 ITERATION_RUNNERS = {"Engine": "ignite."}
 # `@trainer.on(Events.EPOCH_COMPLETED)` on such an object: the handler runs again and again.
 ITERATION_HANDLER_DECORATORS = frozenset({"on"})
+# `trainer.add_event_handler(Events.EPOCH_STARTED, handler, *args)`: the same, registered by a call.
+HANDLER_REGISTRATION_METHODS = frozenset({"add_event_handler"})
+# Where an engine runs a handler of each event (ignite's `Events`, its documented order: per
+# epoch EPOCH_STARTED, then per batch GET_BATCH_*, ITERATION_STARTED, the process function,
+# ITERATION_COMPLETED, then EPOCH_COMPLETED).  ONCE: before or after the whole run, in no loop.
+EPOCH_START, ITERATION_START, ITERATION_END, EPOCH_END, ONCE = "epoch start", "iteration start", "iteration end", "epoch end", "once"
+ENGINE_EVENTS = {
+    "ignite.": {
+        "EPOCH_STARTED": EPOCH_START,
+        "GET_BATCH_STARTED": ITERATION_START,
+        "GET_BATCH_COMPLETED": ITERATION_START,
+        "ITERATION_STARTED": ITERATION_START,
+        "ITERATION_COMPLETED": ITERATION_END,
+        "EPOCH_COMPLETED": EPOCH_END,
+        "STARTED": ONCE,
+        "COMPLETED": ONCE,
+        "TERMINATE": ONCE,
+        "EXCEPTION_RAISED": ONCE,
+        "DATALOADER_STOP_ITERATION": ONCE,
+    },
+}
+# A framework's own factories of such engines, with the process function they document:
+# ignite's `create_supervised_trainer(model, optimizer, loss_fn)` clears, backpropagates and
+# steps `optimizer` once per batch; (package, position and keyword of the optimizer argument).
+DOCUMENTED_RUNNERS = {"create_supervised_trainer": ("ignite.", 1, "optimizer")}
 # `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`:
 # a hook whose body clears acts as a clear right after every step (of `opt`, or of any optimizer).
 STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})
@@ -142,6 +167,24 @@ def iteration_runner(qualified: str | None) -> bool:
     return package is not None and qualified.startswith(package)
 
 
+def engine_event(qualified: str | None) -> str | None:
+    """Where an engine runs a handler of the event named `qualified` (`ignite.engine.Events.EPOCH_STARTED`)."""
+    if not qualified:
+        return None
+    for package, phases in ENGINE_EVENTS.items():
+        if qualified.startswith(package) and ".Events." in qualified:
+            return phases.get(qualified.rsplit(".", 1)[-1])
+    return None
+
+
+def documented_runner(qualified: str | None) -> tuple | None:
+    """(position, keyword) of the optimizer argument of a framework's engine factory, or None."""
+    if not qualified:
+        return None
+    found = DOCUMENTED_RUNNERS.get(qualified.rsplit(".", 1)[-1])
+    return found[1:] if found is not None and qualified.startswith(found[0]) else None
+
+
 def lightning_module(bases: list[str]) -> bool:
     return any(base.rsplit(".", 1)[-1] in LIGHTNING_MODULES for base in bases)
 
@@ -167,4 +210,5 @@ def arguments_read_pattern() -> str:
     """A regex for the callee names whose arguments bindings.py reads (screen.py keeps them)."""
     exact = OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | WRAPPER_CALLS | PARAMETER_SEQUENCES | PARAMETER_CHAINS
     exact |= frozenset(name.rsplit(".", 1)[-1] for name in ENGINE_FACTORIES)
+    exact |= frozenset(DOCUMENTED_RUNNERS)  # `create_supervised_trainer(model, optimizer, loss_fn)`
     return r"optim|Optimizer|^(?:%s)$" % "|".join(sorted(map(re.escape, exact)))

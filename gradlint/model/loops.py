@@ -20,6 +20,7 @@ from gradlint.model import classify
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
+from gradlint.model.engines import engine_runs
 from gradlint.model.event import Event
 from gradlint.model.names import ExpressionNames, dotted, root, target_names
 from gradlint.model.positions import Positions
@@ -183,14 +184,14 @@ class Context:
             return self.foreign.code.span(node)
         return self.builder.span(node)
 
-    def event(self, kind: str, node: cst.CSTNode, **fields) -> Event:
+    def event(self, kind: str, node: cst.CSTNode, text: Optional[str] = None, **fields) -> Event:
         for key in ("optimizer", "module"):
             if fields.get(key) is not None:
                 fields[key] = self.substitute(fields[key])
         span = self.span(node)
         if self.foreign is not None:
             fields.update(path=self.foreign.path, anchor=self.foreign.anchor)
-        return Event(kind, span, self.text(node, span), via=self.via, **fields)
+        return Event(kind, span, text if text is not None else self.text(node, span), via=self.via, **fields)
 
 
 class _CallsInOrder(cst.CSTVisitor):
@@ -623,6 +624,60 @@ class Builder:
         body = [Helper(self.suite(node.body, ctx))]
         return self._finish(LoopModel(self._header_span(node), kind, body))
 
+    def engine_model(self, run) -> Optional[LoopModel]:
+        """An engine (model/engines.py's EngineRun) as the loops it runs: per epoch its epoch
+        handlers around a batch loop of the iteration handlers and the process function."""
+        defs = [h.definition for h in run.handlers] + ([run.process] if run.process is not None else [])
+        assigned = _AssignedNames()
+        for definition in defs:
+            walk(definition, assigned)
+        ctx = Context(self, run.process_class, frozenset(assigned.names))
+
+        def handlers(phase: str) -> list[Node]:
+            out: list[Node] = []
+            for handler in run.handlers:
+                if handler.phase != phase:
+                    continue
+                inner = ctx.child(class_name=handler.class_name)
+                params = [p.name.value for p in handler.definition.params.params][1:]  # after the engine
+                for param, argument in zip(params, handler.arguments):
+                    name = ctx.name(argument)
+                    if name and name != param:
+                        inner.substitution[param] = name
+                body = self.inline(handler.definition, None, handler.class_name, f"{handler.definition.name.value}()", inner)
+                if handler.filtered is not None:  # `Events.X(every=k)`: on some firings only
+                    key = f"{phase} filter@{self.span(handler.definition).line}"
+                    body = [Branch(key, False, False, _mark(body, skips_first=handler.filtered), [])]
+                out.append(Helper(body))
+            return out
+
+        if run.process is not None:
+            process_ctx = ctx
+            if run.factory is not None:  # the factory's parameters are the caller's arguments
+                process_ctx = ctx.child()
+                process_ctx.substitution.update(_argument_map(run.factory, run.built, ctx))
+            process = [Helper(self.inline(run.process, None, run.process_class, f"{run.process.name.value}()", process_ctx))]
+            header = run.process
+        else:
+            process = self.documented_process(run, ctx)
+            header = run.handlers[0].definition
+        batch = handlers(api.ITERATION_START) + process + handlers(api.ITERATION_END)
+        body = handlers(api.EPOCH_START) + [Nested(batch)] + handlers(api.EPOCH_END)
+        return self._finish(LoopModel(self._header_span(header), "iteration", body))
+
+    def documented_process(self, run, ctx: Context) -> list[Node]:
+        """What a framework's own process function does each batch (events.py's
+        DOCUMENTED_RUNNERS): clear, backward, step of its optimizer, at the factory call."""
+        optimizer = ctx.name(run.optimizer)
+        if optimizer is None:
+            return []
+        call = self.code(run.built.func)
+        return [
+            ctx.event(api.Z, run.built, optimizer=optimizer, text=f"{optimizer}.zero_grad() in {call}()"),
+            ctx.event(api.B, run.built, text=f"loss.backward() in {call}()"),
+            ctx.event(api.S, run.built, optimizer=optimizer, text=f"{optimizer}.step() in {call}()"),
+        ]
+
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
         everything: list[Event] = []
         own: list[tuple] = []
@@ -792,11 +847,14 @@ class LoopFinder:
         return self.builder.loop_model(node, class_name, assigned)
 
     def iteration_functions(self) -> list[LoopModel]:
-        """`update` of ignite's `Engine(update)` and its `@trainer.on(...)` handlers: loop bodies."""
-        found = (self.iteration_function(name) for name in self.builder.bindings.iteration_functions)
-        return [model for model in found if model is not None]
+        """`update` of ignite's `Engine(update)` and its `@trainer.on(...)` handlers: loop bodies.
+        An engine whose handlers run on known events is one model of both (model/engines.py)."""
+        runs, placed = engine_runs(self.builder.bindings)
+        models = [self.builder.engine_model(run) for run in runs]
+        found = (self.iteration_function(name, placed) for name in self.builder.bindings.iteration_functions)
+        return [model for model in models + list(found) if model is not None]
 
-    def iteration_function(self, name: str) -> Optional[LoopModel]:
+    def iteration_function(self, name: str, placed: frozenset = frozenset()) -> Optional[LoopModel]:
         bindings = self.builder.bindings
         found = None
         if name.startswith("self.") and name.count(".") == 1:
@@ -810,7 +868,7 @@ class LoopFinder:
                 found = bindings.functions[name], None
             elif len(defs) == 1:
                 found = defs[0], None
-        if found is None:
+        if found is None or id(found[0]) in placed:
             return None
         return self.builder.step_function_model(found[0], found[1], kind="iteration")
 
