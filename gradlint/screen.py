@@ -43,6 +43,7 @@ from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
     DOCUMENTED_RUNNERS,
     EVENT_WORDS,
+    FRAMEWORK_TRAINERS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
     GRAD_SCALERS,
     HANDLER_REGISTRATION_METHODS,
@@ -66,6 +67,11 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _ASSIGNS = (ast.Assign, ast.AnnAssign)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+# A class defining one of these may be a framework's per-batch method (Lightning's training_step,
+# an override of a framework trainer's): kept whole, like a Lightning module.
+_PER_BATCH_METHODS = frozenset({TRAINING_STEP}) | frozenset(
+    method for _, _, methods in FRAMEWORK_TRAINERS for method in methods
+)
 
 
 class _Unit:
@@ -147,7 +153,7 @@ class _Walk:
     def _class_piece(self, node: ast.ClassDef, index: int) -> None:
         """A class of the module or of a class body: its methods and nested classes are pieces
         of their own (a Lightning module is kept whole)."""
-        lightning = any(isinstance(m, _FUNCS) and m.name == TRAINING_STEP for m in node.body)
+        lightning = any(isinstance(m, _FUNCS) and m.name in _PER_BATCH_METHODS for m in node.body)
         self._class(node, index)
         if lightning:
             self.training_step_tops.add(index)
@@ -183,7 +189,7 @@ class _Walk:
                 self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node, method))
             elif isinstance(node, ast.ClassDef):
                 self._class(node, top)
-                if any(isinstance(m, _FUNCS) and m.name == TRAINING_STEP for m in node.body):
+                if any(isinstance(m, _FUNCS) and m.name in _PER_BATCH_METHODS for m in node.body):
                     self.training_step_tops.add(top)
             elif isinstance(node, _LOOPS):
                 self.loops.append((node.lineno, node.end_lineno, top, node))

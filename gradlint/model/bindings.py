@@ -119,6 +119,8 @@ class Bindings(Numbering):
             self.plain_functions.setdefault(node.name.value, []).append(node)
         if self._class_stack and self._function_depth == 0:
             self._class_stack[-1].methods.setdefault(node.name.value, node)
+            if node.name.value == api.AUTOMATIC_OPTIMIZATION and _returns_false(node):
+                self._class_stack[-1].manual_optimization = True  # `@property def automatic_optimization`
         elif not self._class_stack and self._function_depth == 0:
             self.functions.setdefault(node.name.value, node)
         self._function_depth += 1
@@ -349,7 +351,7 @@ class Bindings(Numbering):
 
     def _bind_name(self, name: str, value: cst.BaseExpression) -> None:
         if self._class_stack and root(name) == "self":
-            if last(name) == "automatic_optimization" and isinstance(value, cst.Name) and value.value == "False":
+            if last(name) == api.AUTOMATIC_OPTIMIZATION and isinstance(value, cst.Name) and value.value == "False":
                 self._class_stack[-1].manual_optimization = True
         self.assigns.setdefault(name, []).append(value)
         source = self._alias_source(value)
@@ -488,6 +490,8 @@ class Bindings(Numbering):
         source = self._alias_source(value)
         if source is not None:
             return self.kind(source, depth + 1)
+        if callee.startswith("self.") and callee.count(".") == 1 and name in api.LIGHTNING_SCHEDULER_ACCESSORS:
+            return SCHEDULER  # Lightning hands the schedulers configure_optimizers built
         if callee.startswith("torch.") and name[:1].islower():
             return VALUE  # `w_opt = torch.tensor(...)`: a tensor, whatever its name says
         return MODULE if name[:1].isupper() else None
@@ -822,6 +826,19 @@ class _ClearCall(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in api.ZERO_GRAD_METHODS:
             self.found = True
+
+
+def _returns_false(node: cst.FunctionDef) -> bool:
+    """A body that is one `return False`."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    statements = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr))]
+    return (
+        len(statements) == 1
+        and isinstance(statements[0], cst.SimpleStatementLine)
+        and isinstance(statements[0].body[0], cst.Return)
+        and isinstance(statements[0].body[0].value, cst.Name)
+        and statements[0].body[0].value.value == "False"
+    )
 
 
 def _clears(node: Optional[cst.CSTNode]) -> bool:

@@ -104,6 +104,34 @@ STEP_FUNCTIONS = frozenset({"optimizer_step"})  # torch_xla: xm.optimizer_step(o
 MANUAL_UPDATE_METHODS = frozenset({"add_", "sub_", "addcdiv_", "addcmul_", "copy_"})
 LIGHTNING_MODULES = frozenset({"LightningModule"})
 TRAINING_STEP = "training_step"  # the LightningModule method run once per batch
+# Per-batch methods of a framework's trainer class that a subclass may override, by the package
+# the base comes from and the end of its name: the framework calls the method once per batch.
+# Per method: (what a `super().method(...)` call inside it does, what the framework does after
+# it returns), as (event kind, `self` attribute it acts on).  transformers' Trainer (and trl's,
+# built on it): training_step computes the loss and backpropagates, then the trainer steps
+# self.optimizer and self.lr_scheduler and clears the model; its training_step calls
+# compute_loss and then backward.  SpeechBrain's Brain.fit calls fit_batch, which does it all.
+_HF_AFTER = ((S, "self.optimizer"), (L, "self.lr_scheduler"), (Z, "self.optimizer"))
+FRAMEWORK_TRAINERS = (
+    ("transformers.", "Trainer", {"training_step": (((B, None),), _HF_AFTER), "compute_loss": ((), ((B, None),) + _HF_AFTER)}),
+    ("trl.", "Trainer", {"training_step": (((B, None),), _HF_AFTER), "compute_loss": ((), ((B, None),) + _HF_AFTER)}),
+    ("speechbrain.", "Brain", {"fit_batch": ((), ())}),
+)
+
+
+def framework_trainer(bases: list[str]) -> dict:
+    """The per-batch methods (FRAMEWORK_TRAINERS) of a class with one of these qualified bases."""
+    for base in bases:
+        for package, suffix, methods in FRAMEWORK_TRAINERS:
+            if base.startswith(package) and base.rsplit(".", 1)[-1].endswith(suffix):
+                return methods
+    return {}
+
+
+# `sch = self.lr_schedulers()` in a LightningModule: the schedulers configure_optimizers built.
+LIGHTNING_SCHEDULER_ACCESSORS = frozenset({"lr_schedulers"})
+# `self.automatic_optimization = False`, or a property of that name returning False: manual optimization
+AUTOMATIC_OPTIMIZATION = "automatic_optimization"
 # Framework objects built from a function that they run once per iteration, with the
 # package they must come from: `Engine(update_fn)` (ignite) makes update_fn a loop body.
 ITERATION_RUNNERS = {"Engine": "ignite."}

@@ -132,6 +132,8 @@ class Context:
         # parameter variables under a test of their name: a clear there picks some parameters
         self.selective: frozenset[str] = frozenset()
         self.accumulate: Optional[str] = None  # the accelerator inside `with X.accumulate(...)`
+        # in an override of a framework trainer's per-batch method: what `super().m(...)` does
+        self.super_events: dict = {}
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
         # Inside a function of another module (gradlint/project/foreign.py's Scope): its names,
@@ -472,6 +474,9 @@ class Builder:
     def call(self, call: cst.Call, ctx: Context) -> list[Node]:
         # A method the file defines (even one named `backward` or `step`) is followed,
         # not taken for the API call of the same name.
+        if ctx.super_events and _super_method(call) in ctx.super_events:
+            return [self.documented(kind, target, call, ctx, f"super().{_super_method(call)}()")
+                    for kind, target in ctx.super_events[_super_method(call)]]
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
         event = classify.classify_call(call, ctx) if helper is None else None
         if event is not None:
@@ -678,6 +683,25 @@ class Builder:
             ctx.event(api.S, run.built, optimizer=optimizer, text=f"{optimizer}.step() in {call}()"),
         ]
 
+    def override_model(self, method: cst.FunctionDef, class_name: str, documented: tuple) -> Optional[LoopModel]:
+        """An override of a framework trainer's per-batch method (events.py's FRAMEWORK_TRAINERS):
+        its body as one iteration, then what the framework documents doing after it returns."""
+        supers, after = documented
+        assigned = _AssignedNames()
+        walk(method, assigned)
+        ctx = Context(self, class_name, frozenset(assigned.names))
+        ctx.super_events = {method.name.value: supers} if supers else {}
+        label = f"{method.name.value}()"
+        body: list[Node] = [Helper(self.suite(method.body, ctx))]
+        body += [self.documented(kind, target, method, ctx, f"the trainer after {label}") for kind, target in after]
+        return self._finish(LoopModel(self._header_span(method), "training_step", body))
+
+    def documented(self, kind: str, target: Optional[str], node: cst.CSTNode, ctx: Context, where: str) -> Event:
+        """An event a framework documents running (not written in the file), placed at `node`."""
+        calls = {api.Z: "zero_grad()", api.B: "backward()", api.S: "step()", api.L: "step()"}
+        text = f"{target + '.' if target else 'loss.'}{calls[kind]} ({where})"
+        return ctx.event(kind, node, text=text, optimizer=target)
+
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
         everything: list[Event] = []
         own: list[tuple] = []
@@ -777,6 +801,19 @@ def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> 
             _flatten(node.body, out, own, inside_nested)
 
 
+def _super_method(call: cst.Call) -> Optional[str]:
+    """`m` of `super().m(...)`."""
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Call)
+        and isinstance(func.value.func, cst.Name)
+        and func.value.func.value == "super"
+    ):
+        return func.attr.value
+    return None
+
+
 def _is_self_call(call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
@@ -872,8 +909,22 @@ class LoopFinder:
             return None
         return self.builder.step_function_model(found[0], found[1], kind="iteration")
 
+    def framework_override(self, info) -> Optional[LoopModel]:
+        """The first per-batch method of a framework trainer that this class overrides."""
+        bases = list(info.bases)
+        for base in info.bases:  # a base class of the file on top of the framework's trainer
+            parent = self.builder.bindings.classes.get(base.rsplit(".", 1)[-1])
+            if parent is not None and parent is not info:
+                bases += parent.bases
+        for name, documented in api.framework_trainer(bases).items():
+            if name in info.methods:
+                return self.builder.override_model(info.methods[name], info.name, documented)
+        return None
+
     def lightning(self, info) -> Optional[LoopModel]:
-        if not (api.lightning_module(info.bases) and "training_step" in info.methods):
+        if not api.lightning_module(info.bases):
+            return self.framework_override(info)
+        if "training_step" not in info.methods:
             return None
         method = info.methods["training_step"]
         if info.manual_optimization:
