@@ -78,6 +78,7 @@ class Bindings(Numbering):
         self._backward_receivers: set[str] = set()
         self._step_receivers: set[str] = set()
         self._class_stack: list[ClassInfo] = []
+        self._elements: dict[str, set[str]] = {}  # `o` of `for o in X:` -> the Xs it iterates
         self._function_depth = 0
         self._parent: dict[str, str] = {}  # alias union-find
 
@@ -138,6 +139,10 @@ class Bindings(Numbering):
         self._open_loops.append([id(node), False, set(), set()])
         self.outline.append(("loop", node, self._enclosing_class()))
         self._assigned(node.target)
+        if isinstance(node.target, cst.Name):  # `for o in optimizers:`: o is one of them
+            source = dotted(node.iter)
+            if source is not None:
+                self._elements.setdefault(node.target.value, set()).add(source)
 
     def leave_For(self, original_node: cst.For) -> None:
         self._close_loop()
@@ -454,8 +459,13 @@ class Bindings(Numbering):
     def _kind(self, name: str, depth: int) -> Optional[str]:
         if name in self.engines:
             return ENGINE
+        if name.endswith("]") and "[" in name:  # `opts[i]`: an element of a container
+            return self.element_kind(name[: name.index("[")], depth)
         kinds = {self._kind_of_value(v, depth) for v in self.assigns.get(name, ())}
         kinds.discard(None)
+        if not kinds and name in self._elements:  # `for o in opts:` and nothing else binds o
+            kinds = {self.element_kind(source, depth) for source in self._elements[name]}
+            kinds.discard(None)
         if len(kinds) == 1:
             return kinds.pop()
         if not kinds and self.canonical(name) != name:
@@ -495,6 +505,28 @@ class Bindings(Numbering):
         if callee.startswith("torch.") and name[:1].islower():
             return VALUE  # `w_opt = torch.tensor(...)`: a tensor, whatever its name says
         return MODULE if name[:1].isupper() else None
+
+    def element_kind(self, container: str, depth: int = 0) -> Optional[str]:
+        """What every element of `container` is, when every value bound to it is a list, tuple
+        or dict (literal or comprehension) of things of that one kind (`[Adam(c.parameters())
+        for c in critics]`); else None."""
+        values = self.assigns.get(container, ())
+        kinds: set = set()
+        for value in values:
+            if isinstance(value, (cst.List, cst.Tuple)):
+                elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+            elif isinstance(value, cst.Dict):
+                elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                elements = [value.elt]
+            elif isinstance(value, cst.DictComp):
+                elements = [value.value]
+            else:
+                return None
+            if not elements:
+                return None
+            kinds |= {self._kind_of_value(e, depth + 1) for e in elements}
+        return kinds.pop() if len(kinds) == 1 else None
 
     def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
         for base in self.classes[class_name].bases:
