@@ -88,3 +88,25 @@ def test_a_name_iterating_a_container_of_other_things_is_no_optimizer():
                 e.step()
         """
     ) == []
+
+
+def test_a_generator_attribute_is_no_part_of_critics_built_with_a_setting_of_self():
+    # `.to(self.device)` reads `self`, not `self.generator`: the critics are other modules, so
+    # their clears leave the generator's gradients piling up (GL003, as for named critics)
+    assert codes(
+        """
+        class GAN:
+            def fit(self, data):
+                self.generator = Generator().to(self.device)
+                critics = [Critic().double().to(self.device) for _ in range(3)]
+                opt_c = [torch.optim.Adam(critics[i].parameters()) for i in range(3)]
+                opt_g = torch.optim.Adam(self.generator.parameters())
+                for x in data:
+                    for i in range(3):
+                        opt_c[i].zero_grad()
+                        critics[i](self.generator(x).detach()).mean().backward()
+                        opt_c[i].step()
+                    critics[0](self.generator(x)).mean().backward()
+                    opt_g.step()
+        """
+    ) == [("GL003", 14)]

@@ -21,6 +21,7 @@ from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
 OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
+CUSTOM = "custom"  # an instance of a class of the file that is no optimizer or scheduler
 VALUE = "value"  # a tensor or other plain value made by a torch function
 ALL_OPTIMIZERS = "*"  # a global step hook: it runs after the step of every optimizer
 _MAX_DEPTH = 6
@@ -480,6 +481,8 @@ class Bindings(Numbering):
         callee = self.imports.qualify(dotted(value.func))
         if callee is None:
             source = self._alias_source(value)
+            if source is None and _wraps_a_call(value):  # `Critic(d).double().to(device)`: the Critic
+                return self._kind_of_value(value.func.value, depth + 1)
             return self.kind(source, depth + 1) if source else None
         name = last(callee)
         if callee in api.ENGINE_FACTORIES:
@@ -536,7 +539,7 @@ class Bindings(Numbering):
                 return OPTIMIZER
             if last(base) in self.classes and depth < _MAX_DEPTH:
                 return self._kind_of_class(last(base), depth + 1)
-        return "custom"
+        return CUSTOM
 
     def scheduler_callee(self, callee: str) -> bool:
         return (
@@ -626,23 +629,55 @@ class Bindings(Numbering):
         return cache[name]
 
     def _optimizer_params(self, name: str) -> Optional[frozenset[str]]:
+        if name.endswith("]") and "[" in name:  # `opts[i]`: what any element of opts may step
+            return self._element_params(name[: name.index("[")])
         found: set[str] = set()
         seen_any = False
         for value in self._values_following_aliases(name):
-            if not isinstance(value, cst.Call):
-                return None
-            callee = self.imports.qualify(dotted(value.func)) or ""
-            if not self.optimizer_callee(callee):
-                return None
-            params = params_argument(value)
-            if params is None:
-                return None
-            modules = self.resolve_params(params, 0)
+            modules = self._constructed_params(value)
             if modules is None:
                 return None
             found |= modules
             seen_any = True
         return frozenset(self.canonical(m) for m in found) if seen_any else None
+
+    def _constructed_params(self, value: cst.BaseExpression) -> Optional[set[str]]:
+        """The modules an optimizer construction `Adam(model.parameters())` holds, or None."""
+        if not isinstance(value, cst.Call):
+            return None
+        callee = self.imports.qualify(dotted(value.func)) or ""
+        if not self.optimizer_callee(callee):
+            return None
+        params = params_argument(value)
+        return self.resolve_params(params, 0) if params is not None else None
+
+    def _element_params(self, container: str) -> Optional[frozenset[str]]:
+        """The modules the optimizers of a container hold, all elements together: in
+        `[Adam(critics[i].parameters()) for i in ...]` or `[Adam(c.parameters()) for c in
+        critics]`, the container of modules `critics`."""
+        found: set[str] = set()
+        values = self.assigns.get(container, ())
+        for value in values:
+            if isinstance(value, (cst.List, cst.Tuple)):
+                elements, variable, source = [e.value for e in value.elements], None, None
+            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)) and value.for_in.inner_for_in is None:
+                target = value.for_in.target
+                variable = target.value if isinstance(target, cst.Name) else None
+                elements, source = [value.elt], dotted(value.for_in.iter)
+            else:
+                return None
+            for element in elements:
+                modules = self._constructed_params(element)
+                if modules is None:
+                    return None
+                for module in modules:
+                    if variable is not None and root(module) == variable:
+                        # an element of what the comprehension iterates, if that is a container of modules
+                        if module != variable or source is None or self.element_kind(source) not in _BUILT_MODULES:
+                            return None
+                        module = source
+                    found.add(module)
+        return frozenset(self.canonical(m) for m in found) if values else None
 
     def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
         for value in self.assigns.get(name, ()):
@@ -661,6 +696,10 @@ class Bindings(Numbering):
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
                 module = dotted(func.value)
+                if module is None and isinstance(func.value, cst.Subscript):
+                    # `critics[i].parameters()`: some of the container of modules `critics`
+                    container = dotted(func.value.value)
+                    module = container if container and self.element_kind(container) in _BUILT_MODULES else None
                 return {module} if module else None
             callee = last(self.imports.qualify(dotted(func)) or "")
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
@@ -763,6 +802,8 @@ class Bindings(Numbering):
         values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name]
         if not values:
             return False
+        if all(isinstance(v, (cst.List, cst.ListComp)) for v in values):
+            return self.element_kind(name) in _BUILT_MODULES  # `[Critic() for _ in range(k)]`: new modules
         return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)
 
     def definitely_distinct(self, a: str, b: str) -> bool:
@@ -786,7 +827,12 @@ class Bindings(Numbering):
         for value in self.assigns.get(name, ()):
             words = _Words()
             walk(value, words)
-            if root(other) in words.names:
+            if root(other) == "self" and "." in other:
+                # `self` is in every construction that reads a setting (`.to(self.device)`):
+                # only `self.generator` itself (or a part of it) names the other object
+                if any(is_under(d, other) for d in words.dotted):
+                    return True
+            elif root(other) in words.names:
                 return True
         return False
 
@@ -794,6 +840,9 @@ class Bindings(Numbering):
 # Kinds a function of the file can hand back that make its call that object (item: a
 # scheduler factory); a module or a value it returns stays unknown, as before.
 _MADE_BY_FACTORIES = frozenset({SCHEDULER, OPTIMIZER, SCALER})
+# What a container's elements are when they are modules: torch's (or any capitalised class
+# that is no optimizer, scheduler or scaler) or a class of the file
+_BUILT_MODULES = frozenset({MODULE, CUSTOM})
 # torch.nn classes that hold the modules they are given, not parameters of their own.
 _MODULE_CONTAINERS = frozenset("Sequential ModuleList ModuleDict DataParallel".split())
 
@@ -845,9 +894,15 @@ class _Members(cst.CSTVisitor):
 class _Words(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
+        self.dotted: set[str] = set()  # `self.generator.encoder` and each prefix of it
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        name = dotted(node)
+        if name is not None:
+            self.dotted.add(name)
 
 
 class _ClearCall(cst.CSTVisitor):
@@ -858,6 +913,12 @@ class _ClearCall(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in api.ZERO_GRAD_METHODS:
             self.found = True
+
+
+def _wraps_a_call(value: cst.Call) -> bool:
+    """`X(...).to(device)`: a method that hands back the same object, on a call's result."""
+    func = value.func
+    return isinstance(func, cst.Attribute) and func.attr.value in api.WRAPPER_METHODS and isinstance(func.value, cst.Call)
 
 
 def _returns_false(node: cst.FunctionDef) -> bool:
