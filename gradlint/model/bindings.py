@@ -212,7 +212,7 @@ class Bindings(Numbering):
 
     def visit_Call(self, node: cst.Call) -> None:
         # (a framework's engine factory at module level too: its documented events sit on it)
-        self.number(node, self._function_depth > 0 or last(dotted(node.func) or "") in api.DOCUMENTED_RUNNERS)
+        self.number(node, self._function_depth > 0 or _names_documented_runner(node.func))
         if self._open_loops:
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -913,6 +913,13 @@ class _ClearCall(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in api.ZERO_GRAD_METHODS:
             self.found = True
+
+
+def _names_documented_runner(func: cst.BaseExpression) -> bool:
+    """`create_supervised_trainer` or `x.create_supervised_trainer` (no chain walked: every call asks)."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in api.DOCUMENTED_RUNNERS
+    return isinstance(func, cst.Name) and func.value in api.DOCUMENTED_RUNNERS
 
 
 def _wraps_a_call(value: cst.Call) -> bool:

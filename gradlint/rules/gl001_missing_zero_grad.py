@@ -48,7 +48,14 @@ def _restepped(file, loop):
 
 
 def restepped_findings(file, loop) -> list:
-    """GL001's findings of `_restepped` (GL003 leaves their steps alone: one misplaced call)."""
+    """GL001's findings of `_restepped` (GL003 leaves their steps alone: one misplaced call).
+    Computed once per loop and kept on it: GL003 asks again."""
+    if "_restepped" not in loop.__dict__:
+        loop.__dict__["_restepped"] = _restepped_findings(file, loop)
+    return loop.__dict__["_restepped"]
+
+
+def _restepped_findings(file, loop) -> list:
     if not loop.has(Z):
         return []
     if any(e.accumulation_guarded for e in loop.events if e.kind in (S, Z)):
