@@ -481,7 +481,7 @@ class Bindings(Numbering):
         callee = self.imports.qualify(dotted(value.func))
         if callee is None:
             source = self._alias_source(value)
-            if source is None and _wraps_a_call(value):  # `Critic(d).double().to(device)`: the Critic
+            if source is None and _wraps_a_call(value) and depth < _MAX_DEPTH:  # `Critic(d).double().to(device)`
                 return self._kind_of_value(value.func.value, depth + 1)
             return self.kind(source, depth + 1) if source else None
         name = last(callee)
