@@ -257,7 +257,10 @@ def locate(result: FileResult, data: bytes, read: NotebookSource) -> FileResult:
     locator = Locator(data.decode("utf-8", "replace"), read.where, read.indices, read.dedents)
     result.findings = [locator.finding(f) for f in result.findings]
     result.suppressed = [locator.finding(f) for f in result.suppressed]
-    result.errors = [locator.error(e) for e in read.cell_errors + result.errors]
+    # An error of the whole file (the joined cells too deeply nested) is the file's one result:
+    # the broken cells skipped before it were not "the others checked".
+    whole = [e for e in result.errors if e.whole_file]
+    result.errors = [locator.error(e) for e in (whole or read.cell_errors + result.errors)]
     return result
 
 

@@ -42,9 +42,12 @@ from gradlint import python_ast
 from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
     CLIP_FUNCTIONS,
+    DOCUMENTED_RUNNERS,
     EVENT_WORDS,
+    FRAMEWORK_TRAINERS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
     GRAD_SCALERS,
+    HANDLER_REGISTRATION_METHODS,
     ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
     OPTIMIZER_CLASSES,
@@ -65,6 +68,11 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _ASSIGNS = (ast.Assign, ast.AnnAssign)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+# A class defining one of these may be a framework's per-batch method (Lightning's training_step,
+# an override of a framework trainer's): kept whole, like a Lightning module.
+_PER_BATCH_METHODS = frozenset({TRAINING_STEP}) | frozenset(
+    method for _, _, methods in FRAMEWORK_TRAINERS for method in methods
+)
 
 
 class _Unit:
@@ -146,7 +154,7 @@ class _Walk:
     def _class_piece(self, node: ast.ClassDef, index: int) -> None:
         """A class of the module or of a class body: its methods and nested classes are pieces
         of their own (a Lightning module is kept whole)."""
-        lightning = any(isinstance(m, _FUNCS) and m.name == TRAINING_STEP for m in node.body)
+        lightning = any(isinstance(m, _FUNCS) and m.name in _PER_BATCH_METHODS for m in node.body)
         self._class(node, index)
         if lightning:
             self.training_step_tops.add(index)
@@ -182,7 +190,7 @@ class _Walk:
                 self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node, method))
             elif isinstance(node, ast.ClassDef):
                 self._class(node, top)
-                if any(isinstance(m, _FUNCS) and m.name == TRAINING_STEP for m in node.body):
+                if any(isinstance(m, _FUNCS) and m.name in _PER_BATCH_METHODS for m in node.body):
                     self.training_step_tops.add(top)
             elif isinstance(node, _LOOPS):
                 self.loops.append((node.lineno, node.end_lineno, top, node))
@@ -209,6 +217,14 @@ class _Walk:
 # fast search for the literal after it (2 ms instead of 0.05 on a 3,000-line file, on every
 # keystroke in the language server).  _at_words keeps the matches a `\b` would have allowed.
 _RUNNER_ARGUMENT = re.compile(r"(?:%s)\s*\(\s*(?:self\s*\.\s*)?(\w+)" % "|".join(map(re.escape, ITERATION_RUNNERS)))
+
+
+# `trainer.add_event_handler(Events.X, handler, ...)`: the handler runs around the engine's process
+# function (model/engines.py); `create_supervised_trainer(...)`: an engine whose process it documents.
+_REGISTRATION = re.compile(
+    r"(?:%s)\s*\(\s*[\w.]+(?:\([^()]*\))?\s*,\s*(?:self\s*\.\s*)?(\w+)" % "|".join(sorted(HANDLER_REGISTRATION_METHODS))
+)
+_DOCUMENTED_RUNNER = re.compile(r"(?:%s)\s*\(" % "|".join(sorted(DOCUMENTED_RUNNERS)))
 
 
 _STEP_HOOK_CALL = re.compile(
@@ -292,11 +308,22 @@ def screen(
     candidates = [loop for loop in walk.loops if _contains(marked, loop[0], loop[1])]
     # A function a framework runs once per iteration (`Engine(update)`) is a loop body too.
     run = {match.group(1) for match in _at_words(_RUNNER_ARGUMENT, source)}
-    candidates += [
+    run |= {match.group(1) for match in _at_words(_REGISTRATION, source)}
+    handlers = [
         (unit.start, unit.end, unit.top, node)
         for name, unit, node, _ in walk.functions
         if (name in run or _handler(node) or _clips_and_steps(node)) and _contains(marked, unit.start, unit.end)
     ]
+    candidates += handlers
+    if handlers:
+        # The statements that register a handler or build an engine a framework documents: the
+        # model reads the engine they name and the arguments they hand over (model/engines.py).
+        engine_lines = sorted(_lines_of(_REGISTRATION, source) | _lines_of(_DOCUMENTED_RUNNER, source))
+        candidates += [
+            (start, end, index, walk.piece_nodes[index])
+            for index, (start, end, _, parent) in enumerate(walk.pieces)
+            if parent < 0 and _contains(engine_lines, start, end)
+        ]
     if not candidates and not walk.training_step_tops:
         return None
 

@@ -259,3 +259,14 @@ def test_a_line_inside_an_open_statement_is_python_however_it_starts():
     lines = source.splitlines()
     assert lines[1] == "      % (1, 2))" and lines[3] == "%not a magic, a string line"
     assert lines[7] == "pass"
+
+
+def test_a_notebook_too_deeply_nested_as_a_whole_has_that_one_error(tmp_path, monkeypatch, capsys):
+    # a broken cell is skipped, then the joined cells are refused as too deep: the file was not
+    # checked, so its one error is that refusal (not also the skipped cell's)
+    monkeypatch.chdir(tmp_path)
+    deep = "x = " + "-" * 1200 + "1\n"
+    write(tmp_path, "nb.ipynb", notebook(("code", HEADER), ("code", "SELECT * FROM runs;\n"), ("code", deep)))
+    code, out, err = run_cli(capsys, "--no-cache", "nb.ipynb")
+    errors = [line for line in out.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "too deeply nested" in errors[0], out

@@ -54,7 +54,14 @@ def _gl001(raw, file):
     step = raw.related[0][0] if raw.related else None
     if step is None or not step.optimizer or not _names_in(step.text, step.optimizer):
         return []
-    return [_insert_clear(file, raw.loop, step, raw.event)]
+    candidates = [_insert_clear(file, raw.loop, step, raw.event)]
+    consumer = raw.related[1][0] if len(raw.related) > 1 else None
+    if consumer is not None and consumer.kind == S and consumer.key != step.key and raw.event.via == step.via:
+        # `Z; B1; S; B2; S`: the clear that is missing is the one between the first step and
+        # the backward that adds to what it used
+        call = f"{step.optimizer}.zero_grad()"
+        candidates.insert(0, insert(file.lines, call, raw.event, False, f"Insert {call} before {raw.event.text}", UNSAFE))
+    return candidates
 
 
 def _insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[Fix]:

@@ -22,6 +22,7 @@ from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
 
 OPTIMIZER, SCHEDULER, SCALER, ENGINE, MODULE = "optimizer", "scheduler", "scaler", "engine", "module"
+CUSTOM = "custom"  # an instance of a class of the file that is no optimizer or scheduler
 VALUE = "value"  # a tensor or other plain value made by a torch function
 ALL_OPTIMIZERS = "*"  # a global step hook: it runs after the step of every optimizer
 _MAX_DEPTH = 6
@@ -67,12 +68,21 @@ class Bindings(Numbering):
         self.iteration_functions: list[str] = []
         self._run_functions: list[str] = []  # `update` of `Engine(update)`, in the file's order
         self._handlers: list[tuple[Optional[str], str]] = []  # (`trainer`, `update`) of `@trainer.on(...)`
+        # Every handler registration (model/engines.py reads them): `@trainer.on(event, *args)` on a
+        # def and `trainer.add_event_handler(event, handler, *args)`, as
+        # (enclosing def or None, enclosing class name, receiver, event, handler def or expression, args).
+        self.registrations: list[tuple] = []
+        self._scopes: list[cst.FunctionDef] = []  # the defs being visited, innermost last
+        # id of an assigned call -> the def it is assigned in (None: the module): which `trainer`
+        # a handler registered in a function is registered on
+        self.value_scope: dict[int, Optional[cst.FunctionDef]] = {}
         # optimizers with a step hook that clears (ALL_OPTIMIZERS: a global hook)
         self.cleared_by_step_hook: set[str] = set()
         self._step_hooks: list[tuple[str, cst.BaseExpression]] = []
         self._backward_receivers: set[str] = set()
         self._step_receivers: set[str] = set()
         self._class_stack: list[ClassInfo] = []
+        self._elements: dict[str, set[str]] = {}  # `o` of `for o in X:` -> the Xs it iterates
         self._function_depth = 0
         # per open def: [node, class, calls a clip, calls `x.step(arg)`] (scaler_steps.py)
         self._open_functions: list[list] = []
@@ -106,18 +116,27 @@ class Bindings(Numbering):
                 and call.func.attr.value in api.ITERATION_HANDLER_DECORATORS
             ):
                 self._handlers.append((dotted(call.func.value), node.name.value))
+                if call.args:
+                    self.registrations.append((
+                        self._scopes[-1] if self._scopes else None, self._enclosing_class(), dotted(call.func.value),
+                        call.args[0].value, node, tuple(a.value for a in call.args[1:]),
+                    ))
         self.all_functions.setdefault(node.name.value, []).append(node)
         if not (self._class_stack and self._function_depth == 0):
             self.plain_functions.setdefault(node.name.value, []).append(node)
         if self._class_stack and self._function_depth == 0:
             self._class_stack[-1].methods.setdefault(node.name.value, node)
+            if node.name.value == api.AUTOMATIC_OPTIMIZATION and _returns_false(node):
+                self._class_stack[-1].manual_optimization = True  # `@property def automatic_optimization`
         elif not self._class_stack and self._function_depth == 0:
             self.functions.setdefault(node.name.value, node)
         self._function_depth += 1
+        self._scopes.append(node)
         self._open_functions.append([node, self._enclosing_class(), False, False])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
+        self._scopes.pop()
         node, class_name, clips, steps = self._open_functions.pop()
         if clips and steps:
             # a clip and a `scaler.step(opt)`-like call: modelled on its own for GL006 (the
@@ -132,6 +151,10 @@ class Bindings(Numbering):
         self._open_loops.append([id(node), False, set(), set()])
         self.outline.append(("loop", node, self._enclosing_class()))
         self._assigned(node.target)
+        if isinstance(node.target, cst.Name):  # `for o in optimizers:`: o is one of them
+            source = dotted(node.iter)
+            if source is not None:
+                self._elements.setdefault(node.target.value, set()).add(source)
 
     def leave_For(self, original_node: cst.For) -> None:
         self._close_loop()
@@ -190,6 +213,8 @@ class Bindings(Numbering):
         for target in node.targets:
             self._bind(target.target, node.value)
             self._assigned(target.target)
+        if isinstance(node.value, cst.Call):
+            self.value_scope[id(node.value)] = self._scopes[-1] if self._scopes else None
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.number(node, self._function_depth > 0)
@@ -198,7 +223,8 @@ class Bindings(Numbering):
             self._bind(node.target, node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        self.number(node, self._function_depth > 0)
+        # (a framework's engine factory at module level too: its documented events sit on it)
+        self.number(node, self._function_depth > 0 or _names_documented_runner(node.func))
         if self._open_functions:
             func = node.func
             called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -225,6 +251,11 @@ class Bindings(Numbering):
             receiver = dotted(node.func.value)
             if receiver is None:
                 return
+            if node.func.attr.value in api.HANDLER_REGISTRATION_METHODS and len(node.args) >= 2:
+                self.registrations.append((
+                    self._scopes[-1] if self._scopes else None, self._enclosing_class(), receiver,
+                    node.args[0].value, node.args[1].value, tuple(a.value for a in node.args[2:] if a.keyword is None),
+                ))
             if node.func.attr.value == "backward" and node.args:
                 self._backward_receivers.add(receiver)
             elif node.func.attr.value == "step" and not node.args:
@@ -346,7 +377,7 @@ class Bindings(Numbering):
 
     def _bind_name(self, name: str, value: cst.BaseExpression) -> None:
         if self._class_stack and root(name) == "self":
-            if last(name) == "automatic_optimization" and isinstance(value, cst.Name) and value.value == "False":
+            if last(name) == api.AUTOMATIC_OPTIMIZATION and isinstance(value, cst.Name) and value.value == "False":
                 self._class_stack[-1].manual_optimization = True
         self.assigns.setdefault(name, []).append(value)
         source = self._alias_source(value)
@@ -449,8 +480,13 @@ class Bindings(Numbering):
     def _kind(self, name: str, depth: int) -> Optional[str]:
         if name in self.engines:
             return ENGINE
+        if name.endswith("]") and "[" in name:  # `opts[i]`: an element of a container
+            return self.element_kind(name[: name.index("[")], depth)
         kinds = {self._kind_of_value(v, depth) for v in self.assigns.get(name, ())}
         kinds.discard(None)
+        if not kinds and name in self._elements:  # `for o in opts:` and nothing else binds o
+            kinds = {self.element_kind(source, depth) for source in self._elements[name]}
+            kinds.discard(None)
         if len(kinds) == 1:
             return kinds.pop()
         if kinds:
@@ -471,6 +507,8 @@ class Bindings(Numbering):
         callee = self.imports.qualify(dotted(value.func))
         if callee is None:
             source = self._alias_source(value)
+            if source is None and _wraps_a_call(value) and depth < _MAX_DEPTH:  # `Critic(d).double().to(device)`
+                return self._kind_of_value(value.func.value, depth + 1)
             return self.kind(source, depth + 1) if source else None
         name = last(callee)
         if callee in api.ENGINE_FACTORIES:
@@ -491,9 +529,33 @@ class Bindings(Numbering):
         source = self._alias_source(value)
         if source is not None:
             return self.kind(source, depth + 1)
+        if callee.startswith("self.") and callee.count(".") == 1 and name in api.LIGHTNING_SCHEDULER_ACCESSORS:
+            return SCHEDULER  # Lightning hands the schedulers configure_optimizers built
         if callee.startswith("torch.") and name[:1].islower():
             return VALUE  # `w_opt = torch.tensor(...)`: a tensor, whatever its name says
         return MODULE if name[:1].isupper() else None
+
+    def element_kind(self, container: str, depth: int = 0) -> Optional[str]:
+        """What every element of `container` is, when every value bound to it is a list, tuple
+        or dict (literal or comprehension) of things of that one kind (`[Adam(c.parameters())
+        for c in critics]`); else None."""
+        values = self.assigns.get(container, ())
+        kinds: set = set()
+        for value in values:
+            if isinstance(value, (cst.List, cst.Tuple)):
+                elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+            elif isinstance(value, cst.Dict):
+                elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                elements = [value.elt]
+            elif isinstance(value, cst.DictComp):
+                elements = [value.value]
+            else:
+                return None
+            if not elements:
+                return None
+            kinds |= {self._kind_of_value(e, depth + 1) for e in elements}
+        return kinds.pop() if len(kinds) == 1 else None
 
     def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
         for base in self.classes[class_name].bases:
@@ -503,7 +565,7 @@ class Bindings(Numbering):
                 return OPTIMIZER
             if last(base) in self.classes and depth < _MAX_DEPTH:
                 return self._kind_of_class(last(base), depth + 1)
-        return "custom"
+        return CUSTOM
 
     def scheduler_callee(self, callee: str) -> bool:
         return (
@@ -608,23 +670,55 @@ class Bindings(Numbering):
         return cache[name]
 
     def _optimizer_params(self, name: str) -> Optional[frozenset[str]]:
+        if name.endswith("]") and "[" in name:  # `opts[i]`: what any element of opts may step
+            return self._element_params(name[: name.index("[")])
         found: set[str] = set()
         seen_any = False
         for value in self._values_following_aliases(name):
-            if not isinstance(value, cst.Call):
-                return None
-            callee = self.imports.qualify(dotted(value.func)) or ""
-            if not self.optimizer_callee(callee):
-                return None
-            params = params_argument(value)
-            if params is None:
-                return None
-            modules = self.resolve_params(params, 0)
+            modules = self._constructed_params(value)
             if modules is None:
                 return None
             found |= modules
             seen_any = True
         return frozenset(self.canonical(m) for m in found) if seen_any else None
+
+    def _constructed_params(self, value: cst.BaseExpression) -> Optional[set[str]]:
+        """The modules an optimizer construction `Adam(model.parameters())` holds, or None."""
+        if not isinstance(value, cst.Call):
+            return None
+        callee = self.imports.qualify(dotted(value.func)) or ""
+        if not self.optimizer_callee(callee):
+            return None
+        params = params_argument(value)
+        return self.resolve_params(params, 0) if params is not None else None
+
+    def _element_params(self, container: str) -> Optional[frozenset[str]]:
+        """The modules the optimizers of a container hold, all elements together: in
+        `[Adam(critics[i].parameters()) for i in ...]` or `[Adam(c.parameters()) for c in
+        critics]`, the container of modules `critics`."""
+        found: set[str] = set()
+        values = self.assigns.get(container, ())
+        for value in values:
+            if isinstance(value, (cst.List, cst.Tuple)):
+                elements, variable, source = [e.value for e in value.elements], None, None
+            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)) and value.for_in.inner_for_in is None:
+                target = value.for_in.target
+                variable = target.value if isinstance(target, cst.Name) else None
+                elements, source = [value.elt], dotted(value.for_in.iter)
+            else:
+                return None
+            for element in elements:
+                modules = self._constructed_params(element)
+                if modules is None:
+                    return None
+                for module in modules:
+                    if variable is not None and root(module) == variable:
+                        # an element of what the comprehension iterates, if that is a container of modules
+                        if module != variable or source is None or self.element_kind(source) not in _BUILT_MODULES:
+                            return None
+                        module = source
+                    found.add(module)
+        return frozenset(self.canonical(m) for m in found) if values else None
 
     def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
         for value in self.assigns.get(name, ()):
@@ -643,6 +737,10 @@ class Bindings(Numbering):
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
                 module = dotted(func.value)
+                if module is None and isinstance(func.value, cst.Subscript):
+                    # `critics[i].parameters()`: some of the container of modules `critics`
+                    container = dotted(func.value.value)
+                    module = container if container and self.element_kind(container) in _BUILT_MODULES else None
                 return {module} if module else None
             callee = last(self.imports.qualify(dotted(func)) or "")
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
@@ -745,6 +843,8 @@ class Bindings(Numbering):
         values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name]
         if not values:
             return False
+        if all(isinstance(v, (cst.List, cst.ListComp)) for v in values):
+            return self.element_kind(name) in _BUILT_MODULES  # `[Critic() for _ in range(k)]`: new modules
         return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)
 
     def definitely_distinct(self, a: str, b: str) -> bool:
@@ -768,7 +868,12 @@ class Bindings(Numbering):
         for value in self.assigns.get(name, ()):
             words = _Words()
             walk(value, words)
-            if root(other) in words.names:
+            if root(other) == "self" and "." in other:
+                # `self` is in every construction that reads a setting (`.to(self.device)`):
+                # only `self.generator` itself (or a part of it) names the other object
+                if any(is_under(d, other) for d in words.dotted):
+                    return True
+            elif root(other) in words.names:
                 return True
         return False
 
@@ -776,6 +881,9 @@ class Bindings(Numbering):
 # Kinds a function of the file can hand back that make its call that object (item: a
 # scheduler factory); a module or a value it returns stays unknown, as before.
 _MADE_BY_FACTORIES = frozenset({SCHEDULER, OPTIMIZER, SCALER})
+# What a container's elements are when they are modules: torch's (or any capitalised class
+# that is no optimizer, scheduler or scaler) or a class of the file
+_BUILT_MODULES = frozenset({MODULE, CUSTOM})
 # torch.nn classes that hold the modules they are given, not parameters of their own.
 _MODULE_CONTAINERS = frozenset("Sequential ModuleList ModuleDict DataParallel".split())
 
@@ -827,9 +935,15 @@ class _Members(cst.CSTVisitor):
 class _Words(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
+        self.dotted: set[str] = set()  # `self.generator.encoder` and each prefix of it
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        name = dotted(node)
+        if name is not None:
+            self.dotted.add(name)
 
 
 class _ClearCall(cst.CSTVisitor):
@@ -840,6 +954,32 @@ class _ClearCall(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in api.ZERO_GRAD_METHODS:
             self.found = True
+
+
+def _names_documented_runner(func: cst.BaseExpression) -> bool:
+    """`create_supervised_trainer` or `x.create_supervised_trainer` (no chain walked: every call asks)."""
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in api.DOCUMENTED_RUNNERS
+    return isinstance(func, cst.Name) and func.value in api.DOCUMENTED_RUNNERS
+
+
+def _wraps_a_call(value: cst.Call) -> bool:
+    """`X(...).to(device)`: a method that hands back the same object, on a call's result."""
+    func = value.func
+    return isinstance(func, cst.Attribute) and func.attr.value in api.WRAPPER_METHODS and isinstance(func.value, cst.Call)
+
+
+def _returns_false(node: cst.FunctionDef) -> bool:
+    """A body that is one `return False`."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    statements = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Expr))]
+    return (
+        len(statements) == 1
+        and isinstance(statements[0], cst.SimpleStatementLine)
+        and isinstance(statements[0].body[0], cst.Return)
+        and isinstance(statements[0].body[0].value, cst.Name)
+        and statements[0].body[0].value.value == "False"
+    )
 
 
 def _clears(node: Optional[cst.CSTNode]) -> bool:

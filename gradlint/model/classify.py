@@ -107,7 +107,7 @@ def _first_name(call: cst.Call, ctx) -> Optional[str]:
 
 def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event]:
     bindings = ctx.bindings
-    receiver = ctx.name(receiver_node)
+    receiver = ctx.name(receiver_node) or _element(receiver_node, ctx)
     if qualified in NOT_BACKWARD:
         return None
     if qualified in BACKWARD_FUNCTIONS:
@@ -160,6 +160,18 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
     if method == "step" and receiver is not None:
         return _step_event(call, receiver, ctx)
     return None
+
+
+def _element(node: cst.BaseExpression, ctx) -> Optional[str]:
+    """`opts[i]` for an element of a container of optimizers (one optimizer per index text:
+    `opts[i]` in two places is the same one, `opts[0]` and `opts[1]` are two)."""
+    if not isinstance(node, cst.Subscript):
+        return None
+    container = ctx.name(node.value)
+    if container is None or ctx.bindings.element_kind(container) != "optimizer":
+        return None
+    index = " ".join(ctx.builder.code(node).split())[len(ctx.builder.code(node.value).strip()):]
+    return container + index.replace(" ", "")
 
 
 def _step_event(call, receiver, ctx) -> Optional[Event]:

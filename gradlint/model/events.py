@@ -105,11 +105,64 @@ STEP_FUNCTIONS = frozenset({"optimizer_step"})  # torch_xla: xm.optimizer_step(o
 MANUAL_UPDATE_METHODS = frozenset({"add_", "sub_", "addcdiv_", "addcmul_", "copy_"})
 LIGHTNING_MODULES = frozenset({"LightningModule"})
 TRAINING_STEP = "training_step"  # the LightningModule method run once per batch
+# Per-batch methods of a framework's trainer class that a subclass may override, by the package
+# the base comes from and the end of its name: the framework calls the method once per batch.
+# Per method: (what a `super().method(...)` call inside it does, what the framework does after
+# it returns), as (event kind, `self` attribute it acts on).  transformers' Trainer (and trl's,
+# built on it): training_step computes the loss and backpropagates, then the trainer steps
+# self.optimizer and self.lr_scheduler and clears the model; its training_step calls
+# compute_loss and then backward.  SpeechBrain's Brain.fit calls fit_batch, which does it all.
+_HF_AFTER = ((S, "self.optimizer"), (L, "self.lr_scheduler"), (Z, "self.optimizer"))
+FRAMEWORK_TRAINERS = (
+    ("transformers.", "Trainer", {"training_step": (((B, None),), _HF_AFTER), "compute_loss": ((), ((B, None),) + _HF_AFTER)}),
+    ("trl.", "Trainer", {"training_step": (((B, None),), _HF_AFTER), "compute_loss": ((), ((B, None),) + _HF_AFTER)}),
+    ("speechbrain.", "Brain", {"fit_batch": ((), ())}),
+)
+
+
+def framework_trainer(bases: list[str]) -> dict:
+    """The per-batch methods (FRAMEWORK_TRAINERS) of a class with one of these qualified bases."""
+    for base in bases:
+        for package, suffix, methods in FRAMEWORK_TRAINERS:
+            if base.startswith(package) and base.rsplit(".", 1)[-1].endswith(suffix):
+                return methods
+    return {}
+
+
+# `sch = self.lr_schedulers()` in a LightningModule: the schedulers configure_optimizers built.
+LIGHTNING_SCHEDULER_ACCESSORS = frozenset({"lr_schedulers"})
+# `self.automatic_optimization = False`, or a property of that name returning False: manual optimization
+AUTOMATIC_OPTIMIZATION = "automatic_optimization"
 # Framework objects built from a function that they run once per iteration, with the
 # package they must come from: `Engine(update_fn)` (ignite) makes update_fn a loop body.
 ITERATION_RUNNERS = {"Engine": "ignite."}
 # `@trainer.on(Events.EPOCH_COMPLETED)` on such an object: the handler runs again and again.
 ITERATION_HANDLER_DECORATORS = frozenset({"on"})
+# `trainer.add_event_handler(Events.EPOCH_STARTED, handler, *args)`: the same, registered by a call.
+HANDLER_REGISTRATION_METHODS = frozenset({"add_event_handler"})
+# Where an engine runs a handler of each event (ignite's `Events`, its documented order: per
+# epoch EPOCH_STARTED, then per batch GET_BATCH_*, ITERATION_STARTED, the process function,
+# ITERATION_COMPLETED, then EPOCH_COMPLETED).  ONCE: before or after the whole run, in no loop.
+EPOCH_START, ITERATION_START, ITERATION_END, EPOCH_END, ONCE = "epoch start", "iteration start", "iteration end", "epoch end", "once"
+ENGINE_EVENTS = {
+    "ignite.": {
+        "EPOCH_STARTED": EPOCH_START,
+        "GET_BATCH_STARTED": ITERATION_START,
+        "GET_BATCH_COMPLETED": ITERATION_START,
+        "ITERATION_STARTED": ITERATION_START,
+        "ITERATION_COMPLETED": ITERATION_END,
+        "EPOCH_COMPLETED": EPOCH_END,
+        "STARTED": ONCE,
+        "COMPLETED": ONCE,
+        "TERMINATE": ONCE,
+        "EXCEPTION_RAISED": ONCE,
+        "DATALOADER_STOP_ITERATION": ONCE,
+    },
+}
+# A framework's own factories of such engines, with the process function they document:
+# ignite's `create_supervised_trainer(model, optimizer, loss_fn)` clears, backpropagates and
+# steps `optimizer` once per batch; (package, position and keyword of the optimizer argument).
+DOCUMENTED_RUNNERS = {"create_supervised_trainer": ("ignite.", 1, "optimizer")}
 # `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`:
 # a hook whose body clears acts as a clear right after every step (of `opt`, or of any optimizer).
 STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})
@@ -152,6 +205,24 @@ def iteration_runner(qualified: str | None) -> bool:
     return package is not None and qualified.startswith(package)
 
 
+def engine_event(qualified: str | None) -> str | None:
+    """Where an engine runs a handler of the event named `qualified` (`ignite.engine.Events.EPOCH_STARTED`)."""
+    if not qualified:
+        return None
+    for package, phases in ENGINE_EVENTS.items():
+        if qualified.startswith(package) and ".Events." in qualified:
+            return phases.get(qualified.rsplit(".", 1)[-1])
+    return None
+
+
+def documented_runner(qualified: str | None) -> tuple | None:
+    """(position, keyword) of the optimizer argument of a framework's engine factory, or None."""
+    if not qualified:
+        return None
+    found = DOCUMENTED_RUNNERS.get(qualified.rsplit(".", 1)[-1])
+    return found[1:] if found is not None and qualified.startswith(found[0]) else None
+
+
 def lightning_module(bases: list[str]) -> bool:
     return any(base.rsplit(".", 1)[-1] in LIGHTNING_MODULES for base in bases)
 
@@ -177,4 +248,5 @@ def arguments_read_pattern() -> str:
     """A regex for the callee names whose arguments bindings.py reads (screen.py keeps them)."""
     exact = OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | WRAPPER_CALLS | PARAMETER_SEQUENCES | PARAMETER_CHAINS
     exact |= frozenset(name.rsplit(".", 1)[-1] for name in ENGINE_FACTORIES)
+    exact |= frozenset(DOCUMENTED_RUNNERS)  # `create_supervised_trainer(model, optimizer, loss_fn)`
     return r"optim|Optimizer|^(?:%s)$" % "|".join(sorted(map(re.escape, exact)))

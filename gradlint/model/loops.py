@@ -20,6 +20,7 @@ from gradlint.model import arguments, classify, conditions
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
+from gradlint.model.engines import engine_runs
 from gradlint.model.event import Event
 from gradlint.model.names import ExpressionNames, dotted, root, target_names
 from gradlint.model.positions import Positions
@@ -148,6 +149,8 @@ class Context:
         # parameter variables under a test of their name: a clear there picks some parameters
         self.selective: frozenset[str] = frozenset()
         self.accumulate: Optional[str] = None  # the accelerator inside `with X.accumulate(...)`
+        # in an override of a framework trainer's per-batch method: what `super().m(...)` does
+        self.super_events: dict = {}
         # the accelerator of a `with X.accumulate(...)` that comes later in the same block: a
         # prepared optimizer's clear here runs while the previous step's sync flag holds
         self.accumulate_later: Optional[str] = None
@@ -208,14 +211,14 @@ class Context:
             return self.foreign.code.span(node)
         return self.builder.span(node)
 
-    def event(self, kind: str, node: cst.CSTNode, **fields) -> Event:
+    def event(self, kind: str, node: cst.CSTNode, text: Optional[str] = None, **fields) -> Event:
         for key in ("optimizer", "module"):
             if fields.get(key) is not None:
                 fields[key] = self.substitute(fields[key])
         span = self.span(node)
         if self.foreign is not None:
             fields.update(path=self.foreign.path, anchor=self.foreign.anchor)
-        return Event(kind, span, self.text(node, span), via=self.via, **fields)
+        return Event(kind, span, text if text is not None else self.text(node, span), via=self.via, **fields)
 
 
 class _CallsInOrder(cst.CSTVisitor):
@@ -594,6 +597,9 @@ class Builder:
     def call(self, call: cst.Call, ctx: Context) -> list[Node]:
         # A method the file defines (even one named `backward` or `step`) is followed,
         # not taken for the API call of the same name.
+        if ctx.super_events and _super_method(call) in ctx.super_events:
+            return [self.documented(kind, target, call, ctx, f"super().{_super_method(call)}()")
+                    for kind, target in ctx.super_events[_super_method(call)]]
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
         event = classify.classify_call(call, ctx) if helper is None else None
         if event is not None and event.kind == api.B and ctx.grad_off == "all":
@@ -771,6 +777,79 @@ class Builder:
         body = [Helper(self.suite(node.body, ctx))]
         return self._finish(LoopModel(self._header_span(node), kind, body))
 
+    def engine_model(self, run) -> Optional[LoopModel]:
+        """An engine (model/engines.py's EngineRun) as the loops it runs: per epoch its epoch
+        handlers around a batch loop of the iteration handlers and the process function."""
+        defs = [h.definition for h in run.handlers] + ([run.process] if run.process is not None else [])
+        assigned = _AssignedNames()
+        for definition in defs:
+            walk(definition, assigned)
+        ctx = Context(self, run.process_class, frozenset(assigned.names))
+
+        def handlers(phase: str) -> list[Node]:
+            out: list[Node] = []
+            for handler in run.handlers:
+                if handler.phase != phase:
+                    continue
+                inner = ctx.child(class_name=handler.class_name)
+                params = [p.name.value for p in handler.definition.params.params][1:]  # after the engine
+                for param, argument in zip(params, handler.arguments):
+                    name = ctx.name(argument)
+                    if name and name != param:
+                        inner.substitution[param] = name
+                body = self.inline(handler.definition, None, handler.class_name, f"{handler.definition.name.value}()", inner)
+                if handler.filtered is not None:  # `Events.X(every=k)`: on some firings only
+                    key = f"{phase} filter@{self.span(handler.definition).line}"
+                    body = [Branch(key, False, False, _mark(body, skips_first=handler.filtered), [])]
+                out.append(Helper(body))
+            return out
+
+        if run.process is not None:
+            process_ctx = ctx
+            if run.factory is not None:  # the factory's parameters are the caller's arguments
+                process_ctx = ctx.child()
+                process_ctx.substitution.update(_argument_map(run.factory, run.built, ctx))
+            process = [Helper(self.inline(run.process, None, run.process_class, f"{run.process.name.value}()", process_ctx))]
+            header = run.process
+        else:
+            process = self.documented_process(run, ctx)
+            header = run.handlers[0].definition
+        batch = handlers(api.ITERATION_START) + process + handlers(api.ITERATION_END)
+        body = handlers(api.EPOCH_START) + [Nested(batch)] + handlers(api.EPOCH_END)
+        return self._finish(LoopModel(self._header_span(header), "iteration", body))
+
+    def documented_process(self, run, ctx: Context) -> list[Node]:
+        """What a framework's own process function does each batch (events.py's
+        DOCUMENTED_RUNNERS): clear, backward, step of its optimizer, at the factory call."""
+        optimizer = ctx.name(run.optimizer)
+        if optimizer is None:
+            return []
+        call = self.code(run.built.func)
+        return [
+            ctx.event(api.Z, run.built, optimizer=optimizer, text=f"{optimizer}.zero_grad() in {call}()"),
+            ctx.event(api.B, run.built, text=f"loss.backward() in {call}()"),
+            ctx.event(api.S, run.built, optimizer=optimizer, text=f"{optimizer}.step() in {call}()"),
+        ]
+
+    def override_model(self, method: cst.FunctionDef, class_name: str, documented: tuple) -> Optional[LoopModel]:
+        """An override of a framework trainer's per-batch method (events.py's FRAMEWORK_TRAINERS):
+        its body as one iteration, then what the framework documents doing after it returns."""
+        supers, after = documented
+        assigned = _AssignedNames()
+        walk(method, assigned)
+        ctx = Context(self, class_name, frozenset(assigned.names))
+        ctx.super_events = {method.name.value: supers} if supers else {}
+        label = f"{method.name.value}()"
+        body: list[Node] = [Helper(self.suite(method.body, ctx))]
+        body += [self.documented(kind, target, method, ctx, f"the trainer after {label}") for kind, target in after]
+        return self._finish(LoopModel(self._header_span(method), "training_step", body))
+
+    def documented(self, kind: str, target: Optional[str], node: cst.CSTNode, ctx: Context, where: str) -> Event:
+        """An event a framework documents running (not written in the file), placed at `node`."""
+        calls = {api.Z: "zero_grad()", api.B: "backward()", api.S: "step()", api.L: "step()"}
+        text = f"{target + '.' if target else 'loss.'}{calls[kind]} ({where})"
+        return ctx.event(kind, node, text=text, optimizer=target)
+
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
         if self.conditions:
             loop.body = _resolve_rebinds(loop.body, self.conditions, conditions.by_root(self.conditions))
@@ -929,6 +1008,19 @@ def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> 
             _flatten(node.body, out, own, inside_nested)
 
 
+def _super_method(call: cst.Call) -> Optional[str]:
+    """`m` of `super().m(...)`."""
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Call)
+        and isinstance(func.value.func, cst.Name)
+        and func.value.func.value == "super"
+    ):
+        return func.attr.value
+    return None
+
+
 def _is_self_call(call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
@@ -1043,11 +1135,14 @@ class LoopFinder:
         return self.builder.loop_model(node, class_name, assigned)
 
     def iteration_functions(self) -> list[LoopModel]:
-        """`update` of ignite's `Engine(update)` and its `@trainer.on(...)` handlers: loop bodies."""
-        found = (self.iteration_function(name) for name in self.builder.bindings.iteration_functions)
-        return [model for model in found if model is not None]
+        """`update` of ignite's `Engine(update)` and its `@trainer.on(...)` handlers: loop bodies.
+        An engine whose handlers run on known events is one model of both (model/engines.py)."""
+        runs, placed = engine_runs(self.builder.bindings)
+        models = [self.builder.engine_model(run) for run in runs]
+        found = (self.iteration_function(name, placed) for name in self.builder.bindings.iteration_functions)
+        return [model for model in models + list(found) if model is not None]
 
-    def iteration_function(self, name: str) -> Optional[LoopModel]:
+    def iteration_function(self, name: str, placed: frozenset = frozenset()) -> Optional[LoopModel]:
         bindings = self.builder.bindings
         found = None
         if name.startswith("self.") and name.count(".") == 1:
@@ -1061,12 +1156,26 @@ class LoopFinder:
                 found = bindings.functions[name], None
             elif len(defs) == 1:
                 found = defs[0], None
-        if found is None:
+        if found is None or id(found[0]) in placed:
             return None
         return self.builder.step_function_model(found[0], found[1], kind="iteration")
 
+    def framework_override(self, info) -> Optional[LoopModel]:
+        """The first per-batch method of a framework trainer that this class overrides."""
+        bases = list(info.bases)
+        for base in info.bases:  # a base class of the file on top of the framework's trainer
+            parent = self.builder.bindings.classes.get(base.rsplit(".", 1)[-1])
+            if parent is not None and parent is not info:
+                bases += parent.bases
+        for name, documented in api.framework_trainer(bases).items():
+            if name in info.methods:
+                return self.builder.override_model(info.methods[name], info.name, documented)
+        return None
+
     def lightning(self, info) -> Optional[LoopModel]:
-        if not (api.lightning_module(info.bases) and "training_step" in info.methods):
+        if not api.lightning_module(info.bases):
+            return self.framework_override(info)
+        if "training_step" not in info.methods:
             return None
         method = info.methods["training_step"]
         if info.manual_optimization:

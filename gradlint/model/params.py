@@ -24,6 +24,12 @@ def stepped_optimizers(loop: LoopModel) -> list[str]:
     return list(seen)
 
 
+def _element(optimizer: Optional[str]) -> bool:
+    """`opts[i]`, an optimizer of a container: its parameters are known only as the container's
+    modules all together (bindings._element_params), so an overlap is a maybe, never a surely."""
+    return optimizer is not None and optimizer.endswith("]")
+
+
 def clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Optional[bool]:
     """Does `z` clear the parameters of module `target`, one of those `optimizer` steps?"""
     b = file.bindings
@@ -37,7 +43,7 @@ def clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Opt
             return None
         verdicts = [_module_clears(b, m, target) for m in theirs]
         if True in verdicts:
-            return True
+            return None if _element(z.optimizer) or _element(optimizer) else True
         return False if all(v is False for v in verdicts) else None
     module = b.canonical(z.module or "")
     return _module_clears(b, module, target) if module else None
@@ -82,6 +88,8 @@ def touches(file: FileModel, z: Event, optimizer: Optional[str], only_optimizer:
     if z.optimizer is not None:
         if b.same(z.optimizer, optimizer):
             return True
+        if _element(z.optimizer) or _element(optimizer):
+            return False  # (not surely)
         mine, theirs = b.optimizer_params(z.optimizer), b.optimizer_params(optimizer)
         return bool(mine and theirs and any(is_under(t, m) or is_under(m, t) for m in mine for t in theirs))
     module = b.canonical(z.module or "")
@@ -97,4 +105,5 @@ def steps_module(file: FileModel, optimizer: Optional[str], module: Optional[str
     if not held or not module:
         return None
     module = file.bindings.canonical(module)
-    return any(is_under(module, m) or is_under(m, module) for m in held)
+    overlaps = any(is_under(module, m) or is_under(m, module) for m in held)
+    return None if overlaps and _element(optimizer) else overlaps

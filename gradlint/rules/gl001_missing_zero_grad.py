@@ -14,38 +14,91 @@ def check(file):
     for loop in file.loops:
         if not (loop.has(B) and loop.has(S)):
             continue
-        # Which parameters a backward reaches is unknown, so each optimizer is
-        # followed on its own: a backward after its step piles onto what it used.
-        # In order of first step: a set would make the message depend on the hash seed.
-        optimizers = {e.optimizer: [] for e in loop.events if e.kind == S}
-        # modules whose gradients are handed to another model (`shared_p._grad = p.grad`)
-        handed = {e.optimizer for e in loop.events if e.kind == S and e.handoff}
-        # optimizers whose every clear runs only under a condition the loop never changes
-        configured: dict = {}
-        if loop.has(Z):
-            never = {o for o in handed if not any(e.kind == Z and clears_local(file, loop, e, o) for e in loop.events)}
-            # A loop that clears is GL003's to judge, but for an optimizer whose every
-            # clear runs only on some iterations: the others never clear it.  And for one
-            # whose clears all depend on a setting (`if args.amp: opt.zero_grad()`): with the
-            # other setting, the loop never clears it.
-            optimizers = {o: sometimes_cleared(file, loop, o) for o in optimizers if o is not None}
-            configured = {o: configuration_cleared(file, loop, o) for o, clears in optimizers.items() if not clears}
-            optimizers = {o: clears for o, clears in optimizers.items() if clears}
-            if any(configured.values()):
-                # a clear moved into one setting's branch, between its backward and step, is
-                # GL002's one finding, not also a GL001 of the other setting
-                misplaced = discarding_clears(file, loop)
-                configured = {o: c for o, c in configured.items() if not any(z.key in misplaced for z in c)}
-            optimizers.update((o, clears) for o, clears in configured.items() if clears)
-            optimizers.update((o, []) for o in never)
-        early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
-        for walk in walks(loop):
-            for optimizer, clears in optimizers.items():
-                if configured.get(optimizer) and _runs_any(walk, clears):
-                    continue  # the setting that clears: only the walks of the other one count
-                for finding in _follow(file, loop, walk, optimizer, clears, bool(configured.get(optimizer)), optimizer in handed):
-                    if not (clears and finding.related[0][0].key in early):
-                        yield finding  # (a step before its backward is GL007's one finding)
+        yield from _never_or_sometimes_cleared(file, loop)
+        yield from _restepped(file, loop)
+
+
+def _never_or_sometimes_cleared(file, loop):
+    # Which parameters a backward reaches is unknown, so each optimizer is
+    # followed on its own: a backward after its step piles onto what it used.
+    # In order of first step: a set would make the message depend on the hash seed.
+    optimizers = {e.optimizer: [] for e in loop.events if e.kind == S}
+    # modules whose gradients are handed to another model (`shared_p._grad = p.grad`)
+    handed = {e.optimizer for e in loop.events if e.kind == S and e.handoff}
+    # optimizers whose every clear runs only under a condition the loop never changes
+    configured: dict = {}
+    if loop.has(Z):
+        never = {o for o in handed if not any(e.kind == Z and clears_local(file, loop, e, o) for e in loop.events)}
+        # A loop that clears is GL003's to judge, but for an optimizer whose every
+        # clear runs only on some iterations: the others never clear it.  And for one
+        # whose clears all depend on a setting (`if args.amp: opt.zero_grad()`): with the
+        # other setting, the loop never clears it.
+        optimizers = {o: sometimes_cleared(file, loop, o) for o in optimizers if o is not None}
+        configured = {o: configuration_cleared(file, loop, o) for o, clears in optimizers.items() if not clears}
+        optimizers = {o: clears for o, clears in optimizers.items() if clears}
+        if any(configured.values()):
+            # a clear moved into one setting's branch, between its backward and step, is
+            # GL002's one finding, not also a GL001 of the other setting
+            misplaced = discarding_clears(file, loop)
+            configured = {o: c for o, c in configured.items() if not any(z.key in misplaced for z in c)}
+        optimizers.update((o, clears) for o, clears in configured.items() if clears)
+        optimizers.update((o, []) for o in never)
+    early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
+    for walk in walks(loop):
+        for optimizer, clears in optimizers.items():
+            if configured.get(optimizer) and _runs_any(walk, clears):
+                continue  # the setting that clears: only the walks of the other one count
+            for finding in _follow(file, loop, walk, optimizer, clears, bool(configured.get(optimizer)), optimizer in handed):
+                if not (clears and finding.related[0][0].key in early):
+                    yield finding  # (a step before its backward is GL007's one finding)
+
+
+def _restepped(file, loop):
+    """`Z; B1; S; B2; S` in a loop that does clear this optimizer: no clear runs between the
+    first step and the second backward, which adds to the gradients that step used (the rule
+    contract's "no Z between one S and the next B"; a clear of other parameters there is GL003's)."""
+    found = restepped_findings(file, loop)
+    seen = set()
+    for finding in found:
+        if finding.event.key not in seen:
+            seen.add(finding.event.key)
+            yield finding
+
+
+def restepped_findings(file, loop) -> list:
+    """GL001's findings of `_restepped` (GL003 leaves their steps alone: one misplaced call).
+    Computed once per loop and kept on it: GL003 asks again."""
+    if "_restepped" not in loop.__dict__:
+        loop.__dict__["_restepped"] = _restepped_findings(file, loop)
+    return loop.__dict__["_restepped"]
+
+
+def _restepped_findings(file, loop) -> list:
+    if not loop.has(Z):
+        return []
+    if any(e.accumulation_guarded for e in loop.events if e.kind in (S, Z)):
+        # Accumulation windows clear and step under conditions the paths cannot correlate.
+        return []
+    # (an optimizer cleared only on some iterations, or only in some configurations, or whose
+    # gradients are handed to another model, is _never_or_sometimes_cleared's)
+    always = [
+        o
+        for o in dict.fromkeys(e.optimizer for e in loop.events if e.kind == S and not e.handoff)
+        if o is not None
+        and any(may_clear(file, z, o) for z in loop.events if z.kind == Z)
+        and not sometimes_cleared(file, loop, o)
+        and not configuration_cleared(file, loop, o)
+    ]
+    out = []
+    early = None
+    for walk in walks(loop):
+        for optimizer in always:
+            for finding in _follow(file, loop, walk, optimizer, (), restep=True):
+                if early is None:
+                    early = steps_before_backward(file, loop)
+                if not {r.key for r, _ in finding.related} & early:
+                    out.append(finding)  # (a step before its backward is GL007's one finding)
+    return out
 
 
 def _runs_any(walk, clears) -> bool:
@@ -53,9 +106,13 @@ def _runs_any(walk, clears) -> bool:
     return any(e.key in keys for e in walk.events)
 
 
-def _follow(file, loop, walk, optimizer, clears, configured=False, handed=False):
+def _follow(file, loop, walk, optimizer, clears, configured=False, handed=False, restep=False):
+    """`restep`: the loop clears this optimizer; a step right after a clear consumes nothing."""
     state, writer, consumer = CLEAN, None, None
-    for event in walk.events:
+    # `restep` reads one iteration: a backward after a step of its own iteration.  (Across the
+    # back edge, a loop that clears is GL003's, or the other iterations' of a guarded clear.)
+    events = walk.events[: len(walk.first_iteration())] if restep else walk.events
+    for event in events:
         if event.kind == B:
             if handed and event.overwrites and event.module and not file.bindings.same(event.module, optimizer):
                 continue  # the shared parameters get the gradients, not this module
@@ -73,8 +130,22 @@ def _follow(file, loop, walk, optimizer, clears, configured=False, handed=False)
                 state = CLEAN
                 continue
             if state == STALE:
-                yield _finding(loop, writer, consumer, event, clears, configured)
+                if restep:
+                    yield _restep_finding(loop, writer, consumer, event)
+                else:
+                    yield _finding(loop, writer, consumer, event, clears, configured)
+            if restep and state == CLEAN:
+                continue
             state, consumer = CONSUMED, event
+
+
+def _restep_finding(loop, writer, consumer, step):
+    message = (
+        f"{writer.text} adds to gradients that {at(consumer)} already used: no zero_grad() runs "
+        f"between that step and this backward, so {at(step)} applies them again"
+    )
+    related = ((step, "the step that uses the piled-up gradients"), (consumer, "the step that used them first"))
+    return RawFinding("GL001", message, writer, related, loop)
 
 
 def _finding(loop, writer, consumer, step, clears, configured=False):
@@ -171,6 +242,15 @@ for x, y in loader:
     else:
         loss.backward()  # expect: GL001
         opt.step()
+""",
+        """
+opt_d = torch.optim.Adam(critic.parameters())
+for fake, real in loader:
+    opt_d.zero_grad()
+    critic(fake).mean().backward()
+    opt_d.step()
+    (-critic(real).mean()).backward()  # expect: GL001
+    opt_d.step()
 """,
     ),
 )

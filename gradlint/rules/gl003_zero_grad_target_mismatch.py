@@ -4,6 +4,7 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier
+from gradlint.rules.gl001_missing_zero_grad import restepped_findings
 from gradlint.rules.gl007_step_before_backward import steps_before_backward
 from gradlint.rules.registry import Rule
 
@@ -68,12 +69,16 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
     # A module whose every clear runs only under a condition piles up gradients when it is
     # false: a clear skipped, not a clear of the wrong target (GL001's question, or none).
     skipped = {m for m in modules if _only_sometimes(file, loop, clears, optimizer, m)}
-    early = None  # steps GL007 reports: re-applying gradients is part of that one finding
+    early = None  # steps another rule reports: re-applying gradients is part of that one finding
     for walk in walks(loop):
         for module in sorted(modules - skipped):
             found = _follow_module(file, walk.events, optimizer, module)
             if found is not None and early is None:
-                early = steps_before_backward(file, loop)
+                # steps GL007 reports, and steps GL001 reports on their backward (no clear at
+                # all between one step and the next backward): one misplaced call, one finding
+                early = steps_before_backward(file, loop) | {
+                    f.related[0][0].key for f in restepped_findings(file, loop)
+                }
             if found is not None and found[0].key not in early:
                 step, consumer, index, used_at = found
                 other_iteration = walk.iteration[used_at] != walk.iteration[index]
