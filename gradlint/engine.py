@@ -138,6 +138,24 @@ def _guard(source: str, path: str, memo=None) -> None:
         pass  # the guard judged these
 
 
+def _no_loop_by_text(source: str, settings: Settings) -> bool:
+    from gradlint.screen import no_loop_by_text
+
+    return no_loop_by_text(source, settings.wrappers)
+
+
+def _syntax_only(source: str, path: str) -> None:
+    """A file the analysis will not parse gets the check every file gets (gradlint/syntax.py:
+    CPython's symbol-table pass, its words for an error), as a file the prefilter passes
+    over does; the nesting guard is libcst's, and libcst will not see it."""
+    from gradlint import parse_guard
+    from gradlint.syntax import syntax_error
+
+    refused = parse_guard.long_line(source, path) or syntax_error(source, path)
+    if refused is not None:
+        raise _ParseFailure(refused)
+
+
 def _parse_screened(text: str, source: str, path: str):
     """Parse the screened text; if libcst rejects it, the whole source decides (same error as unscreened).
 
@@ -224,6 +242,9 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> li
     # From here on the source has its big numeric data literals emptied (gradlint/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     source = without_data(source)
+    if memo is None and _no_loop_by_text(source, settings):
+        _syntax_only(source, path)
+        return []  # inference code (a sampler's `.step(`): its cost is one CPython parse
     _guard(source, path, memo)
     text = _screen(source, settings, memo)
     if text is None:

@@ -503,6 +503,28 @@ def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict
 # kind optimizer or scaler only from a value built by one of these classes or factories, or
 # from torch.optim, and a manual update (`p -= lr * p.grad`) reads a `.grad`.
 _STEP_VOCABULARY = frozenset(OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | GRAD_SCALERS | {"optim", "grad"})
+# The words of the vocabulary that hold no other one: every word of it holds one of these.
+_VOCABULARY_CORES = tuple(sorted(w for w in _STEP_VOCABULARY if not any(o != w and o in w for o in _STEP_VOCABULARY)))
+
+
+def _has_vocabulary_word(text: str) -> bool:
+    """Is one of the words of `text` (as _WORD.findall cuts them) in _STEP_VOCABULARY?  Found
+    from the occurrences of each core by str.find, each run of word characters read once: the
+    same answer as a set of every word of the file, for a fraction of its cost."""
+    for core in _VOCABULARY_CORES:
+        i = text.find(core)
+        while i >= 0:
+            start = i
+            while start > 0 and _is_word(text[start - 1]):
+                start -= 1
+            end = i + len(core)
+            while end < len(text) and _is_word(text[end]):
+                end += 1
+            word = _WORD.search(text, start, end)  # a run's word starts after its leading digits
+            if word is not None and word.group() in _STEP_VOCABULARY:
+                return True
+            i = text.find(core, end)
+    return False
 
 
 def _steps_by_name(word: str) -> bool:
@@ -511,19 +533,37 @@ def _steps_by_name(word: str) -> bool:
     return named_like_optimizer(word) or named_like_scaler(word)
 
 
-def _sampler_steps_dropped(source: str, walk: "_Walk", prefilter):
+def no_loop_by_text(source: str, wrappers: Wrappers = Wrappers()) -> bool:
+    """True when `screen` would return None, decided from the text alone (no parse): a file
+    whose only spellings are calls of a method named `step` written without any word of an
+    optimizer, each on a receiver that cannot be an optimizer or a scaler by its name (a
+    diffusion pipeline's `self.scheduler.step(...)`), and no `training_step`.  False when
+    only the statements can tell (a bare name's step may be a helper's parameter)."""
+    if "\r" in source or TRAINING_STEP in source:
+        return False
+    prefilter = for_wrappers(wrappers)
+    steps = prefilter.plain_steps(source)
+    if steps is None:
+        return False
+    kept = _sampler_steps_dropped(source, None, prefilter, steps_only=True)
+    return kept is not None and not any(kept(source, where) for where in steps)
+
+
+def _sampler_steps_dropped(source: str, walk: "Optional[_Walk]", prefilter, steps_only: bool = False):
     """For a file whose only spellings are calls of a method named `step`, written without any
     word of an optimizer: a test that keeps the `x.step(` whose x could still be an optimizer
     or a scaler by its name (the `self.scheduler.step(noise, t, latents)` of a diffusion
-    sampler cannot).  None (every spelling counts) for any other file."""
-    if not prefilter.only_plain_steps(source):
+    sampler cannot).  None (every spelling counts) for any other file.  Without the walk
+    (no_loop_by_text), a bare name's step counts.  `steps_only`: the caller knows every
+    spelling is a plain step."""
+    if not steps_only and not prefilter.only_plain_steps(source):
         return None
-    if not _STEP_VOCABULARY.isdisjoint(_WORD.findall(source)):
+    if _has_vocabulary_word(source):
         return None
     # A bare `x.step(` where x is a parameter of some def steps whatever a call hands that
     # parameter (loops.py substitutes the argument's name, along the whole chain of inlined
     # calls): such a name counts when some argument is named like an optimizer or a scaler.
-    parameters = {
+    parameters = None if walk is None else {
         arg.arg
         for _, _, node, _ in walk.functions
         for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
@@ -552,6 +592,8 @@ def _sampler_steps_dropped(source: str, walk: "_Walk", prefilter):
         before = _skip_back(text, i)
         if before >= 0 and text[before] == "." and "\n" not in text[before:i]:
             return False  # `a.b.step(`: the name's last part is b, whatever a stands for
+        if parameters is None:
+            return True  # no statements read: it may be a parameter
         return word in parameters and handed_an_optimizer()
 
     handed: list[bool] = []
