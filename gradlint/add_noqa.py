@@ -13,6 +13,10 @@ notebook the comment goes on the finding's line of its cell, and nothing
 else in the JSON changes.  A line that cannot take a comment (it ends in a backslash continuation or inside
 a multi-line string) is left alone and its finding stays reported.
 Running it twice changes nothing: the second run has no finding to mark.
+The file is written as --fix writes it (gradlint/rewrite.py): only when it
+still holds the bytes that were checked, through symbolic links, keeping its
+owner, mode, attributes and links; a file that cannot be written is one
+error for that file, and the other files are still marked.
 """
 
 from __future__ import annotations
@@ -63,25 +67,23 @@ def with_noqa(source: str, findings: list[Finding]) -> tuple[str, list[Finding]]
     return "".join(lines), marked
 
 
-def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
+def add_noqa_to_file(result: FileResult, settings, staging=None) -> tuple[FileResult, int]:
     """Write the directives into the file; the result re-checked and how many findings were marked.
 
     Only plain UTF-8 files are edited (a file in another declared encoding is
     left as it is), and the file is re-checked before it is written: it must
     still parse and the marked findings must be gone.
     """
-    import os
-
-    from gradlint.atomic import write_atomically
-    from gradlint.engine import check_source, read_source
+    from gradlint.engine import check_source
+    from gradlint.rewrite import read_analysed, write_edit
 
     if not result.findings or result.errors:
         return result, 0
-    data, error = read_source(result.path)
-    if error is not None:
-        return result, 0
+    data, refused = read_analysed(result)  # the directives go on the lines that were checked
+    if refused is not None:
+        return refused, 0
     if result.path.lower().endswith(".ipynb"):
-        return _add_noqa_to_notebook(result, settings, data)
+        return _add_noqa_to_notebook(result, settings, data, staging)
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -91,24 +93,27 @@ def add_noqa_to_file(result: FileResult, settings) -> tuple[FileResult, int]:
     if not marked:
         return result, 0
     edited = "\ufeff" + edited if bom else edited
-    after = check_source(edited.encode("utf-8"), result.path, settings)  # decoded as a run would
+    from gradlint.project.run import project_for
+
+    # decoded as a run would, in the run's project (a finding about another module's function stays)
+    after = check_source(edited.encode("utf-8"), result.path, settings, project=project_for(result.path))
     if after.errors:
         return result, 0
     left = {(f.span.line, f.code) for f in after.findings}
     if any((f.span.line, f.code) in left for f in marked):
         return result, 0  # a directive that does not silence: write nothing rather than a half-truth
-    write_atomically(result.path, edited, mode=os.stat(result.path).st_mode & 0o7777)
+    failed = write_edit(result, edited.encode("utf-8"), data, "the noqa directives", staging)
+    if failed is not None:
+        return failed, 0
     return after, len(marked)
 
 
-def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[FileResult, int]:
+def _add_noqa_to_notebook(result: FileResult, settings, data: bytes, staging=None) -> tuple[FileResult, int]:
     """The directives in a notebook's code cells: each goes on its finding's line of the cell;
     the JSON keeps every other byte (gradlint/notebook_edit.py).  A finding on a line that is
     not the cell's own text (a blanked IPython line) stays reported."""
     import json
-    import os
 
-    from gradlint.atomic import write_atomically
     from gradlint.notebook import check_notebook_data, notebook_source
     from gradlint.notebook_edit import code_cells, replace_cell_sources, source_spans
 
@@ -143,5 +148,9 @@ def _add_noqa_to_notebook(result: FileResult, settings, data: bytes) -> tuple[Fi
     left = {(f.span.line, f.code) for f in fresh.findings}
     if any((f.span.line, f.code) in left for f in kept):
         return result, 0  # as for a .py file: no half-truth
-    write_atomically(result.path, after, mode=os.stat(result.path).st_mode & 0o7777)
+    from gradlint.rewrite import write_edit
+
+    failed = write_edit(result, after.encode("utf-8"), data, "the noqa directives", staging)
+    if failed is not None:
+        return failed, 0
     return fresh, len(kept)

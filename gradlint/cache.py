@@ -109,6 +109,27 @@ def user_cache_dir() -> str:
     return os.path.join(base, "gradlint")
 
 
+STAGING_DIR_NAME = "staging"
+
+
+def staging_dir(directory: str) -> Optional[str]:
+    """`directory/staging`, made if needed: where --fix and --add-noqa make a file's new text
+    before it takes the old one's place (gradlint/atomic.py), so that a run killed at any
+    moment leaves nothing in the user's tree; what killed runs left there is swept here.
+    None when it cannot be made (then the new text is made beside each file)."""
+    from gradlint.atomic import sweep
+
+    path = os.path.join(directory, STAGING_DIR_NAME)
+    try:
+        if not os.path.isdir(path):
+            Cache(directory, code="")._prepare()  # the .gitignore and CACHEDIR.TAG first
+            os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    sweep(path)
+    return path
+
+
 def cacheable(result: FileResult) -> bool:
     """An internal error may be a passing crash, a read error depends on more than the bytes,
     a timeout on the machine's load and the limit."""

@@ -452,7 +452,7 @@ def _run_check(argv: list[str]) -> int:
         if args.fix:
             run = _fix(run, resolver, args)
         if args.add_noqa:
-            run = _add_noqa(run, resolver, args.quiet)
+            run = _add_noqa(run, resolver, args.quiet, _staging(args, run))
     if _marks_fixes(args) and not args.fix:
         _offer_fixes(run, resolver, stdin)
     if args.report_unused_noqa:
@@ -493,10 +493,12 @@ def _fix(run, resolver, args, write=True):
     from gradlint.fix.files import fix_file
 
     results, fixings = [], []
+    staging = _staging(args, run) if write else None
     for result in run.results:
         fixed, fixing = fix_file(
             result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write,
             count_unsafe=write and _marks_fixes(args),  # --diff prints no report to mark
+            staging=staging,
         )
         results.append(_left_to_fix(fixed, fixing, args))
         if fixing is not None:
@@ -601,13 +603,13 @@ def _print_diffs(fixings) -> int:
     return EXIT_FINDINGS if changed else EXIT_CLEAN
 
 
-def _add_noqa(run, resolver, quiet: bool = False):
+def _add_noqa(run, resolver, quiet: bool = False, staging=None):
     """Mark today's findings in the files; what could not be marked stays reported."""
     from gradlint.add_noqa import add_noqa_to_file
 
     total, files, results = 0, 0, []
     for result in run.results:
-        marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path))
+        marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path), staging)
         results.append(marked_result)
         total, files = total + marked, files + (marked > 0)
     if total and not quiet:
@@ -617,6 +619,17 @@ def _add_noqa(run, resolver, quiet: bool = False):
         )
     run.results = results
     return run
+
+
+def _staging(args, run):
+    """Where the files' new text is made before it takes their place: the cache's staging
+    directory (gradlint/cache.py); none with --no-cache (beside each file then), or when no
+    file has a finding to edit."""
+    if args.no_cache or not any(result.findings for result in run.results):
+        return None
+    from gradlint.cache import default_cache_dir, staging_dir
+
+    return staging_dir(args.cache_dir or default_cache_dir(args.paths))
 
 
 def _read_stdin(keep_all: bool = False) -> tuple[bytes, int]:
@@ -689,10 +702,14 @@ def _check_paths(args, resolver):
         jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
         prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
         notebooks=check_notebook_data,
+        roots=tuple(p for p in args.paths if p != "-"),
     )
     results = engine.check_files(tasks, options) if tasks else []
+    from dataclasses import replace
+
+    errors = [replace(error, path=_display_path(error.path)) for error in found.errors]  # as the files' paths
     # No notebook text kept: a notebook is read again where needed (--fix may have changed it).
-    return engine.RunResult(sorted(results, key=lambda r: r.path), found.errors), {}
+    return engine.RunResult(sorted(results, key=lambda r: r.path), errors), {}
 
 
 def _force_excluder(resolver, paths):
@@ -841,8 +858,8 @@ def run_explain(argv: list[str]) -> int:
         "gradlint explain",
         "Explain a code that gradlint prints: why it is a bug, with a wrong and a right\n"
         "example for a rule; what it means and what to do for GL900 and for the kinds of\n"
-        "files that could not be checked (syntax-error, read-error, internal-error,\n"
-        "timeout, not-python).",
+        "files that could not be checked or written (syntax-error, read-error,\n"
+        "internal-error, timeout, not-python, write-error).",
     )
     parser.add_argument(
         "code", metavar="CODE",

@@ -6,6 +6,14 @@ and is an error for that path otherwise (`gradlint data.csv`).
 
 Directory symlinks are followed, but a link back into a directory already
 on the way down is reported as a loop instead of being walked forever.
+
+A file is one file however many paths reach it (a link to a file, a linked
+directory such as `lib -> src`, the same file named relative and absolute):
+it is identified by its device and inode (its resolved path where the
+platform gives no inode) and listed once, under the first path met, in the
+order of the command line and then of the walk (a directory's files by name,
+then its subdirectories by name, depth first).  So it is checked, reported
+and written (`--fix`, `--add-noqa`) once per run.
 """
 
 from __future__ import annotations
@@ -62,34 +70,79 @@ def discover(
     """Files to check, in a stable order.  `excluded(path)` applies to walked entries,
     and to explicitly named files only with `force_exclude` (ruff's rule)."""
     found = Discovery()
-    seen: set[str] = set()
+    seen: set = set()
+    reported: set = set()
 
     def add(path: str) -> None:
-        key = os.path.normpath(path)
+        key = file_identity(path)
         if key not in seen:
             seen.add(key)
             found.files.append(path)
+
+    def error(problem: FileError) -> None:
+        """A path met twice (through a linked directory) is one error, under the first path."""
+        key = (_entry_identity(problem.path), problem.message)
+        if key not in reported:
+            reported.add(key)
+            found.errors.append(problem)
 
     for path in paths:
         if os.path.isdir(path):
             if force_exclude and excluded is not None and excluded(path):
                 continue
-            _walk(path, excluded, add, found.errors)
+            _walk(path, excluded, add, error)
         elif os.path.lexists(path):
             if force_exclude and excluded is not None and excluded(path):
                 continue
             if os.path.islink(path) and not os.path.exists(path):
-                found.errors.append(FileError(path, READ_ERROR, "broken symbolic link"))
+                error(FileError(path, READ_ERROR, link_problem(path)))
             elif not is_python_file(path):
-                found.errors.append(FileError(path, NOT_PYTHON, NOT_PYTHON_MESSAGE))
+                error(FileError(path, NOT_PYTHON, NOT_PYTHON_MESSAGE))
             else:
                 add(path)
         else:
-            found.errors.append(FileError(path, READ_ERROR, "no such file or directory"))
+            error(FileError(path, READ_ERROR, "no such file or directory"))
     return found
 
 
-def _walk(top: str, excluded, add, errors: list[FileError]) -> None:
+def file_identity(path: str) -> tuple:
+    """What makes two paths one file: its device and inode (links followed), else its real path."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        info = None
+    if info is not None and info.st_ino:
+        return (info.st_dev, info.st_ino)
+    return ("path", os.path.normcase(os.path.realpath(path)))
+
+
+def _entry_identity(path: str) -> tuple:
+    """The directory entry itself (a broken link is reported once however it was reached)."""
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        info = None
+    if info is not None and info.st_ino:
+        return (info.st_dev, info.st_ino)
+    return ("path", os.path.normcase(os.path.abspath(path)))
+
+
+def link_problem(path: str) -> str:
+    """Why a symbolic link leads to no file, the same words whether it was named or walked."""
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop (too many levels of symbolic links)"
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "broken symbolic link"
+        return f"cannot stat: {exc.strerror or exc}"
+    return "broken symbolic link"  # it was: it was replaced meanwhile
+
+
+def _walk(top: str, excluded, add, error) -> None:
     # (directory, real paths of it and its ancestors) so that only a link back up is a loop
     stack = [(top, frozenset({os.path.realpath(top)}))]
     while stack:
@@ -98,16 +151,18 @@ def _walk(top: str, excluded, add, errors: list[FileError]) -> None:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            errors.append(FileError(directory, READ_ERROR, f"cannot read directory: {exc.strerror or exc}"))
+            error(FileError(directory, READ_ERROR, f"cannot read directory: {exc.strerror or exc}"))
             continue
         subdirs = []
         for entry in entries:
             path = os.path.join(directory, entry.name)
+            is_link = False
             try:
-                is_dir = entry.is_dir()  # follows links
                 is_link = entry.is_symlink()
-            except OSError as exc:
-                errors.append(FileError(path, READ_ERROR, f"cannot stat: {exc.strerror or exc}"))
+                is_dir = entry.is_dir()  # follows links
+            except OSError as exc:  # a link loop says so, as when it is named
+                message = link_problem(path) if is_link else f"cannot stat: {exc.strerror or exc}"
+                error(FileError(path, READ_ERROR, message))
                 continue
             if excluded is not None and excluded(path):
                 continue
@@ -116,12 +171,12 @@ def _walk(top: str, excluded, add, errors: list[FileError]) -> None:
                     continue
                 real = os.path.realpath(path)
                 if real in ancestors:
-                    errors.append(FileError(path, READ_ERROR, f"symbolic link loop: points back to {real}"))
+                    error(FileError(path, READ_ERROR, f"symbolic link loop: points back to {real}"))
                     continue
                 subdirs.append((path, ancestors | {real}))
             elif entry.name.endswith(SOURCE_SUFFIXES):
                 if is_link and not os.path.exists(path):
-                    errors.append(FileError(path, READ_ERROR, "broken symbolic link"))
+                    error(FileError(path, READ_ERROR, link_problem(path)))
                     continue
                 try:
                     regular = entry.is_file()  # follows links; FIFOs, sockets, devices: skipped

@@ -16,6 +16,7 @@ from gradlint.findings import (
     INTERNAL_ERROR,
     READ_ERROR,
     SYNTAX_ERROR,
+    WRITE_ERROR,
     FileError,
     FileResult,
     Finding,
@@ -52,10 +53,16 @@ def decode(data: bytes, path: str) -> tuple[str | None, FileError | None]:
 
 
 def check_source(
-    source: str | bytes, path: str, settings: Settings | None = None, memo: "DocumentMemo | None" = None
+    source: str | bytes,
+    path: str,
+    settings: Settings | None = None,
+    memo: "DocumentMemo | None" = None,
+    project=None,
 ) -> FileResult:
     """`memo`: what earlier checks of the same buffer parsed (the language server keeps one per
-    open document, gradlint/incremental): the result is the same, only the parsing is shared."""
+    open document, gradlint/incremental): the result is the same, only the parsing is shared.
+    `project`: the file's place in the project index (gradlint/project: a loop that calls a
+    function of another module is modelled through it); None: the file alone."""
     settings = settings or Settings.default()
     if isinstance(source, bytes):
         text, error = decode(source, path)
@@ -63,7 +70,8 @@ def check_source(
             return FileResult(path, errors=[error])
         source = text
     try:
-        findings = _analyse(source, path, settings, memo)
+        # (tests replace _analyse with a function of four arguments: a check without a project calls it so)
+        findings = _analyse(source, path, settings, memo) if project is None else _analyse(source, path, settings, memo, project)
     except _ParseFailure as failure:
         return FileResult(path, errors=[failure.error])
     except RecursionError:
@@ -113,11 +121,14 @@ def _syntax_error(source: str, path: str, exc) -> FileError:
     return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
 
 
-def _screen(source: str, settings: Settings, memo=None):
+def _screen(source: str, settings: Settings, memo=None, project=None):
     """What libcst should parse (gradlint/screen.py), None when nothing can be found."""
     from gradlint.screen import screen
 
-    return screen(source, settings.wrappers, memo.nodes if memo is not None else None)
+    words = tuple(sorted(project.words)) if project is not None else ()
+    # what the project's functions may call back in this file is kept by the screen too
+    callbacks = tuple(sorted(project.callbacks)) if project is not None else ()
+    return screen(source, settings.wrappers, memo.nodes if memo is not None else None, words, callbacks)
 
 
 def _guard(source: str, path: str, memo=None) -> None:
@@ -138,10 +149,12 @@ def _guard(source: str, path: str, memo=None) -> None:
         pass  # the guard judged these
 
 
-def _no_loop_by_text(source: str, settings: Settings) -> bool:
+def _no_loop_by_text(source: str, settings: Settings, project=None) -> bool:
     from gradlint.screen import no_loop_by_text
 
-    return no_loop_by_text(source, settings.wrappers)
+    # a call into another module's gradient code is a spelling too (gradlint/project)
+    words = tuple(sorted(project.words)) if project is not None else ()
+    return no_loop_by_text(source, settings.wrappers, words)
 
 
 def _syntax_only(source: str, path: str) -> None:
@@ -168,7 +181,7 @@ def _parse_screened(text: str, source: str, path: str):
         return _parse(source, path), source
 
 
-def _model_of_statements(text: str, source: str, path: str, settings: Settings, memo):
+def _model_of_statements(text: str, source: str, path: str, settings: Settings, memo, project=None):
     """The model built from one piece per top-level statement, each piece's libcst tree reused
     from the memo when its text is unchanged; None when only a whole parse can give it."""
     from gradlint import python_ast
@@ -183,11 +196,12 @@ def _model_of_statements(text: str, source: str, path: str, settings: Settings, 
     if not spans:
         return None
     return piecewise.build_in_pieces(
-        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse, models=memo.models
+        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse, models=memo.models,
+        project=project,
     )
 
 
-def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
+def _model_in_pieces(text: str, source: str, path: str, settings: Settings, project=None):
     """A huge file's model built piece by piece (gradlint/model/piecewise.py), else None."""
     from gradlint.model import piecewise
 
@@ -206,10 +220,10 @@ def _model_in_pieces(text: str, source: str, path: str, settings: Settings):
     table = AstTable(tree)
     del tree
     python_ast.forget()  # tens of megabytes; the table holds what positions need
-    return piecewise.build_in_pieces(text, path, source, settings.wrappers, table, spans)
+    return piecewise.build_in_pieces(text, path, source, settings.wrappers, table, spans, project=project)
 
 
-def _analyse(source: str, path: str, settings: Settings, memo=None) -> list[Finding]:
+def _analyse(source: str, path: str, settings: Settings, memo=None, project=None) -> list[Finding]:
     if not source.strip():
         return []
     import gc
@@ -223,30 +237,34 @@ def _analyse(source: str, path: str, settings: Settings, memo=None) -> list[Find
     gc.disable()
     try:
         if memo is None:
-            return _analyse_parsed(source, path, settings)
+            return _analyse_parsed(source, path, settings, project=project)
         memo.next_check()
         with python_ast.reusing(memo.ast):
-            return _analyse_parsed(source, path, settings, memo)
+            return _analyse_parsed(source, path, settings, memo, project)
     finally:
         python_ast.forget()  # the guard's ast (shared with the screen and positions) dies with the check
         fix = sys.modules.get("gradlint.fix")
         if fix is not None:
             fix.forget()  # and the fixes' statements, which hold the same tree
+        foreign = sys.modules.get("gradlint.project.foreign")
+        if foreign is not None:
+            foreign.forget()  # and the other modules' definitions a loop called
         if collecting:
             gc.enable()
 
 
-def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> list[Finding]:
+def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, project=None) -> list[Finding]:
     from gradlint.data_literals import without_data
 
     # From here on the source has its big numeric data literals emptied (gradlint/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     source = without_data(source)
-    if memo is None and _no_loop_by_text(source, settings):
+    if memo is None and _no_loop_by_text(source, settings, project):
         _syntax_only(source, path)
         return []  # inference code (a sampler's `.step(`): its cost is one CPython parse
     _guard(source, path, memo)
-    text = _screen(source, settings, memo)
+    # (tests replace _screen with a function of three arguments: a run without a project calls it so)
+    text = _screen(source, settings, memo) if project is None else _screen(source, settings, memo, project)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.parse_guard import oversized_statement
@@ -257,14 +275,14 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> li
     from gradlint.rules.registry import all_rules
 
     if memo is not None:
-        model = _model_of_statements(text, source, path, settings, memo)
+        model = _model_of_statements(text, source, path, settings, memo, project)
     else:
-        model = _model_in_pieces(text, source, path, settings)
+        model = _model_in_pieces(text, source, path, settings, project)
     if model is None:
         from gradlint.model.loops import build
 
         module, parsed = _parse_screened(text, source, path)
-        model = build(module, path, source, settings.wrappers, parsed_text=parsed)
+        model = build(module, path, source, settings.wrappers, parsed_text=parsed, project=project)
         del module
     if not model.loops and not model.lightning_clips:
         return []
@@ -277,16 +295,33 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None) -> li
         for raw in rule.check(model):
             if raw.loop is not None and raw.event.key in raw.loop.foreign:
                 continue  # an inner loop reports its own events
-            finding = Finding(
-                path=path,
-                code=raw.code,
-                message=raw.message,
-                span=raw.event.span,
-                related=tuple(Related(e.span, why) for e, why in raw.related),
-                fix=plan(raw, model),
-            )
+            finding = _finding(raw, path, model, plan)
+            if finding is None:
+                continue
             found.setdefault((finding.code, finding.span), finding)
     return sorted(found.values(), key=Finding.sort_key)
+
+
+def _finding(raw, path: str, model, plan) -> Finding | None:
+    """The finding of a rule's raw finding.  An event of a function of another module is
+    reported on the call in this file that leads there, with the event itself as the first
+    related location (in its file); such a finding has no fix (it would edit another file)."""
+    event = raw.event
+    related = tuple(Related(e.span, why, path=e.path) for e, why in raw.related)
+    if event.path is None and not any(e.path is not None for e, _ in raw.related):
+        return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related, fix=plan(raw, model))
+    # the calls in this file that lead into the other module, for an editor to show too
+    anchors = tuple(dict.fromkeys(e.anchor for e, _ in raw.related if e.path is not None and e.anchor is not None))
+    if event.path is None:
+        related += tuple(Related(s, f"the call of {lab} that runs it") for s, lab in anchors if s != event.span)
+        return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related)
+    if event.anchor is None:
+        return None
+    span, label = event.anchor
+    message = f"in {label}: {raw.message}"
+    related = (Related(event.span, f"{event.text}, in {label}", path=event.path),) + related
+    related += tuple(Related(s, f"the call of {lab} that runs it") for s, lab in anchors if s != span)
+    return Finding(path=path, code=raw.code, message=message, span=span, related=related)
 
 
 # --- many files ------------------------------------------------------------------
@@ -381,17 +416,26 @@ def _read_and_check(path: str, settings: Settings, notebooks=None) -> tuple[File
     `notebooks`: notebook.check_notebook_data, for the .ipynb files of the run."""
     from gradlint.cache import content_digest
 
+    from gradlint.project.run import project_for
+
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error]), None, None
+    digest = content_digest(data)
+    text = None
     if _is_notebook(path, notebooks):  # JSON, cells, dedenting: the same worker and guard as a .py file
-        return notebooks(data, path, settings)[0], content_digest(data), None
-    text, error = decode(data, path)
-    if error is not None:
-        return FileResult(path, errors=[error]), content_digest(data), None
-    if not _passes_prefilter(text, settings):
-        return syntax_checked(text, path), content_digest(data), None  # no gradient event can be written here
-    return check_source(text, path, settings), content_digest(data), text
+        result = notebooks(data, path, settings)[0]
+    else:
+        text, error = decode(data, path)
+        project = project_for(path) if error is None else None
+        if error is not None:
+            result = FileResult(path, errors=[error])  # (text is None)
+        elif project is None and not _passes_prefilter(text, settings):
+            result, text = syntax_checked(text, path), None  # no gradient event can be written here
+        else:
+            result = check_source(text, path, settings, project=project)
+    result.source_digest = digest  # what an edit of the file must find there (gradlint/rewrite.py)
+    return result, digest, text
 
 
 def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
@@ -405,9 +449,11 @@ def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[
         return result, digest
     from gradlint.fix.session import proven_fixes
     from gradlint.pool import TimeUp
+    from gradlint.project.run import project_for
 
     try:
-        return proven_fixes(text, result, lambda fixed: check_source(fixed, path, settings)), digest
+        project = project_for(path)  # a fix is proven in the run's project, as it was found
+        return proven_fixes(text, result, lambda fixed: check_source(fixed, path, settings, project=project)), digest
     except TimeUp:
         from dataclasses import replace
 
@@ -477,9 +523,12 @@ class RunResult:
         )
         if self.files_not_checked:
             text += f", {self.files_not_checked} could not be checked"
-        cells = sum(1 for e in errors if not e.whole_file)
+        cells = sum(1 for e in errors if not e.whole_file and e.kind != WRITE_ERROR)
         if cells:
             text += f", {cells} notebook cell{'s' if cells != 1 else ''} skipped for a syntax error"
+        unwritten = len({e.path for e in errors if e.kind == WRITE_ERROR})  # checked, then --fix could not write
+        if unwritten:
+            text += f", {unwritten} could not be written"
         return text + ")."
 
     def exit_code(self) -> int:
@@ -505,6 +554,9 @@ class RunOptions:
     prove_fixes: bool = False  # JSON and SARIF: only fixes that provably help (_check_file_proving)
     # notebook.check_notebook_data: .ipynb files are checked as notebooks (None: as Python)
     notebooks: "Callable | None" = None
+    # The paths the run was given: absolute imports of the project resolve up to these
+    # (gradlint/project); () means the folders of the checked files.
+    roots: tuple = ()
 
 
 def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOptions()) -> list[FileResult]:
@@ -515,19 +567,35 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     rest are served from the cache when their key matches, and the others
     are analysed, in worker processes when there are enough of them.
     """
-    from gradlint.cache import Cache
+    from gradlint.cache import Cache, content_digest
+    from gradlint.project import run as project_run
 
     cache = Cache(options.cache_dir) if options.cache_dir else None
     results: list = [None] * len(tasks)
     pending: list[int] = []
     pending_bytes = 0
+    read: list = [None] * len(tasks)
     for i, (path, settings) in enumerate(tasks):
         try:
-            known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks)
+            read[i] = _read_for_run(path, options.notebooks)
+        except Exception as exc:  # one file's trouble is that file's error: the run goes on
+            from gradlint.pool import crashed
+
+            read[i] = crashed(path, f"{type(exc).__name__}: {exc}")
+    # The project index (gradlint/project): what the functions of the run's modules do to
+    # gradients, so that a loop calling into another module is modelled through it.
+    files = [(tasks[i][0], r[1], content_digest(r[0]), tasks[i][1].wrappers)
+             for i, r in enumerate(read) if isinstance(r, tuple) and r[1] is not None]
+    index, views = project_run.index_files(files, options.roots)
+    project_run.install(index, views)
+    for i, (path, settings) in enumerate(tasks):
+        try:
+            known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks, read[i], views.get(path))
         except Exception as exc:  # one file's trouble is that file's error: the run goes on
             from gradlint.pool import crashed
 
             known = crashed(path, f"{type(exc).__name__}: {exc}")
+        read[i] = None
         if isinstance(known, FileResult):
             results[i] = known
             continue
@@ -541,7 +609,12 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         from gradlint.pool import run_parallel
 
         load_analysis()  # here, before the fork: the workers inherit the imports instead of repeating them
-        outcomes = run_parallel(analyse, work, jobs, load_analysis)
+        prepare = load_analysis
+        if views:
+            from functools import partial
+
+            prepare = partial(project_run.install_and_load, index, views, load_analysis)
+        outcomes = run_parallel(analyse, work, jobs, prepare)
     else:
         from gradlint.pool import guarded
 
@@ -550,36 +623,59 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         results[i] = result
         if cache is not None and digest is not None:
             path, settings = tasks[i]
-            cache.put(cache.key(path, digest, settings, proven=options.prove_fixes), result)
+            cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, proven=options.prove_fixes), result)
     if cache is not None:
         cache.save_parsed()
     return results
 
 
-def _without_analysis(path: str, settings: Settings, cache, proven: bool = False, notebooks=None) -> "FileResult | int":
-    """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
-    in it, in the cache), else its size in bytes."""
-    from gradlint.cache import content_digest
+def _with_view(digest: str, view) -> str:
+    """A file's part of its cache key: its bytes' digest, and the digest of the other modules
+    its result depends on (none: the key is the one it always had)."""
+    return digest if view is None else f"{digest}+{view.digest}"
 
+
+def _read_for_run(path: str, notebooks=None) -> "FileResult | tuple[bytes, str | None]":
+    """The file's bytes and text (None for a notebook, whose worker reads its cells), or its
+    error as a result."""
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error])
-    if not _is_notebook(path, notebooks):  # a notebook's text is JSON: its worker reads the cells
-        text, error = decode(data, path)
-        if error is not None:
-            return FileResult(path, errors=[error])
-        if not _passes_prefilter(text, settings):
-            # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
-            digest = content_digest(data) if cache is not None else None
-            if digest is not None and cache.known_to_parse(digest):
-                return FileResult(path)
-            result = syntax_checked(text, path)
-            if digest is not None and not result.errors:
-                cache.parsed(digest)
-            return result
+    if _is_notebook(path, notebooks):  # a notebook's text is JSON: its worker reads the cells
+        return data, None
+    text, error = decode(data, path)
+    if error is not None:
+        return FileResult(path, errors=[error])
+    return data, text
+
+
+def _without_analysis(
+    path: str, settings: Settings, cache, proven: bool = False, notebooks=None, read=None, view=None
+) -> "FileResult | int":
+    """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
+    in it and no call into the project (`view`), in the cache), else its size in bytes.
+    `read`: what _read_for_run gave for it (None: read it now)."""
+    from gradlint.cache import content_digest
+
+    if read is None:
+        read = _read_for_run(path, notebooks)
+    if isinstance(read, FileResult):
+        return read
+    data, text = read
+    if text is not None and view is None and not _passes_prefilter(text, settings):
+        # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
+        digest = content_digest(data) if cache is not None else None
+        if digest is not None and cache.known_to_parse(digest):
+            return FileResult(path)
+        result = syntax_checked(text, path)
+        if digest is not None and not result.errors:
+            cache.parsed(digest)
+        return result
     if cache is not None:
-        hit = cache.get(cache.key(path, content_digest(data), settings, proven=proven), path)
+        digest = content_digest(data)
+        hit = cache.get(cache.key(path, _with_view(digest, view), settings, proven=proven), path)
         if hit is not None:
+            hit.source_digest = digest  # what an edit of the file must find there (gradlint/rewrite.py)
             return hit
     return len(data)
 

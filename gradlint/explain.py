@@ -1,15 +1,15 @@
 """`gradlint explain CODE`: the text for every code gradlint can print.
 
 The rules come from the registry; GL900 (an unused suppression) and the
-kinds of files that could not be checked (`syntax-error`, `read-error`,
-`internal-error`, `timeout`, `not-python`: the `code` of those diagnostics in the json, sarif,
+kinds of files that could not be checked or written (`syntax-error`, `read-error`,
+`internal-error`, `timeout`, `not-python`, `write-error`: the `code` of those diagnostics in the json, sarif,
 github and lsp formats) are not rules, and are explained here so that
 every code a user meets in output has an answer.
 """
 
 from __future__ import annotations
 
-from gradlint.findings import INTERNAL_ERROR, NOT_PYTHON, READ_ERROR, SYNTAX_ERROR, TIMEOUT
+from gradlint.findings import INTERNAL_ERROR, NOT_PYTHON, READ_ERROR, SYNTAX_ERROR, TIMEOUT, WRITE_ERROR
 from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
 
 _NOT_RULES = {
@@ -74,6 +74,16 @@ whose first line is a `#!` naming python. A file named on the command line
 that is none of these (`gradlint data.csv`) is not checked; the run exits
 2, as for a usage error. Files found by walking a directory are chosen by
 their extension and never give this error.
+""",
+    WRITE_ERROR: f"""\
+{WRITE_ERROR} (a file that was checked but could not be written)
+
+`--fix` or `--add-noqa` could not write its edit into this file, which was
+left exactly as it was: the user may not write it (`Permission denied`: a
+read-only file, a read-only file system), or it changed on disk after it
+was checked (an editor saved it meanwhile: run again). Its findings are
+still reported and it counts as checked; the other files were edited. The
+run exits 1.
 """,
 }
 

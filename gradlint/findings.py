@@ -50,10 +50,16 @@ class Related:
     span: Span
     message: str
     cell: Optional[CellSpan] = None  # in a notebook: where it is for the reader
+    # The file it is in when that is not the finding's own (project-wide analysis: the clip
+    # inside a trainer method that a loop of this file calls); None: the finding's file.
+    path: Optional[str] = None
 
-    def label(self, finding_cell: "CellSpan | None" = None) -> str:
+    def label(self, finding_cell: "CellSpan | None" = None, finding_path: "str | None" = None) -> str:
         """How a message names this event's line: `line 14` (in a notebook, the line in the
-        cell, with the cell named when it is not the finding's own)."""
+        cell, with the cell named when it is not the finding's own; in another file of the
+        project, `trainer.py line 14`)."""
+        if self.path is not None and self.path != finding_path:
+            return f"{self.path} line {self.span.line}"
         if self.cell is None:
             return f"line {self.span.line}"
         if finding_cell is not None and finding_cell.cell == self.cell.cell:
@@ -129,7 +135,7 @@ class Finding:
             message=data["message"],
             span=Span(**data["span"]),
             related=tuple(
-                Related(Span(**r["span"]), r["message"], CellSpan.from_dict(r.get("cell")))
+                Related(Span(**r["span"]), r["message"], CellSpan.from_dict(r.get("cell")), r.get("path"))
                 for r in data.get("related", ())
             ),
             fix=None if fix is None else Fix.from_dict(fix),
@@ -147,10 +153,13 @@ INTERNAL_ERROR = "internal-error"
 TIMEOUT = "timeout"
 # A file named on the command line that is not Python: a usage error for that file (exit 2).
 NOT_PYTHON = "not-python"
+# A file that was checked but whose edit (--fix, --add-noqa) could not be written: its findings
+# stay reported, it counts as checked (whole_file False), and the run exits 1 (gradlint/rewrite.py).
+WRITE_ERROR = "write-error"
 # Kinds that make the run exit 2 (and SARIF's executionSuccessful false for gradlint's own).
 TOOL_FAILURES = (INTERNAL_ERROR, TIMEOUT)
 EXIT_ERROR_KINDS = TOOL_FAILURES + (NOT_PYTHON,)
-FILE_ERROR_KINDS = (SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR, TIMEOUT, NOT_PYTHON)  # `gradlint explain` knows each
+FILE_ERROR_KINDS = (SYNTAX_ERROR, READ_ERROR, INTERNAL_ERROR, TIMEOUT, NOT_PYTHON, WRITE_ERROR)  # `gradlint explain` knows each
 
 
 @dataclass(frozen=True)
@@ -181,6 +190,9 @@ class FileResult:
     errors: list[FileError] = field(default_factory=list)
     # Findings a `# noqa` comment silenced; kept so --show-suppressed can list them.
     suppressed: list[Finding] = field(default_factory=list)
+    # The digest (gradlint/digest.py) of the bytes this result describes, when they came from a
+    # file: an edit (--fix, --add-noqa) refuses a file that no longer holds them.  Not reported.
+    source_digest: Optional[str] = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {

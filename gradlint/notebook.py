@@ -226,12 +226,15 @@ def _syntax_error(cell_lines: list[str]):
 
 def check_notebook(path: str, settings: Settings) -> tuple[FileResult, str | None]:
     """The notebook's FileResult, and the joined source (for --report-unused-noqa)."""
+    from gradlint.digest import hex_digest
     from gradlint.engine import read_source
 
     data, error = read_source(path)
     if error is not None:
         return FileResult(path, errors=[error]), None
-    return check_notebook_data(data, path, settings)
+    result, source = check_notebook_data(data, path, settings)
+    result.source_digest = hex_digest(data)  # what an edit of the notebook must find there
+    return result, source
 
 
 def check_notebook_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, str | None]:

@@ -162,8 +162,10 @@ def _counts(text: str, literal: str, name_start: int) -> bool:
 class Prefilter:
     """The cheap test for one set of configured wrappers."""
 
-    def __init__(self, wrappers: "Optional[Wrappers]" = None):
-        names = wrappers.all_names() if wrappers is not None else ()
+    def __init__(self, wrappers: "Optional[Wrappers]" = None, project_words: tuple = ()):
+        """`project_words`: names through which the file calls a function of another module
+        that touches gradients (gradlint/project): found like a configured wrapper's name."""
+        names = (wrappers.all_names() if wrappers is not None else ()) + tuple(project_words)
         self.wrapper_words = tuple(sorted({name.rsplit(".", 1)[-1] for name in names if name}))
 
     def _matches(self, text: str):
@@ -220,8 +222,8 @@ class Prefilter:
 
 
 @lru_cache(maxsize=32)
-def for_wrappers(wrappers: "Optional[Wrappers]") -> Prefilter:
-    return Prefilter(wrappers)
+def for_wrappers(wrappers: "Optional[Wrappers]", project_words: tuple = ()) -> Prefilter:
+    return Prefilter(wrappers, project_words)
 
 
 def may_hold_events(text: str, wrappers: "Optional[Wrappers]" = None) -> bool:

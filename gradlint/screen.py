@@ -49,6 +49,7 @@ from gradlint.model.events import (
     ITERATION_RUNNERS,
     OPTIMIZER_CLASSES,
     OPTIMIZER_FACTORIES,
+    STEP_FUNCTIONS,
     STEP_HOOK_METHODS,
     TRAINING_STEP,
     WRAPPER_METHODS,
@@ -244,8 +245,13 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
     return i < len(marks) and marks[i] <= end
 
 
-def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None) -> Optional[str]:
-    """The text libcst should parse; None when no loop in `source` can hold a gradient event."""
+def screen(
+    source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None, project_words: tuple = (),
+    callbacks: tuple = (),
+) -> Optional[str]:
+    """The text libcst should parse; None when no loop in `source` can hold a gradient event.
+    `project_words`: names of functions of other modules that touch gradients (gradlint/project);
+    `callbacks`: names those functions call, which may be defs of this file handed to them."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
     try:
@@ -253,7 +259,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return source
     walk = _Walk(tree, memo)
-    prefilter = for_wrappers(wrappers)
+    prefilter = for_wrappers(wrappers, project_words)
     token_lines = set(prefilter.event_lines(source, _sampler_steps_dropped(source, walk, prefilter)))
     marks = set(token_lines)
     lines = source.split("\n")
@@ -313,7 +319,7 @@ def screen(source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = 
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
         whole, partial = _needed_tops(
-            walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo, holders
+            walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo, holders, callbacks
         )
         keep |= whole
         for loop in in_skeleton:
@@ -533,15 +539,16 @@ def _steps_by_name(word: str) -> bool:
     return named_like_optimizer(word) or named_like_scaler(word)
 
 
-def no_loop_by_text(source: str, wrappers: Wrappers = Wrappers()) -> bool:
+def no_loop_by_text(source: str, wrappers: Wrappers = Wrappers(), project_words: tuple = ()) -> bool:
     """True when `screen` would return None, decided from the text alone (no parse): a file
     whose only spellings are calls of a method named `step` written without any word of an
     optimizer, each on a receiver that cannot be an optimizer or a scaler by its name (a
     diffusion pipeline's `self.scheduler.step(...)`), and no `training_step`.  False when
-    only the statements can tell (a bare name's step may be a helper's parameter)."""
+    only the statements can tell (a bare name's step may be a helper's parameter).
+    `project_words`: as screen's (a call of another module's gradient code counts)."""
     if "\r" in source or TRAINING_STEP in source:
         return False
-    prefilter = for_wrappers(wrappers)
+    prefilter = for_wrappers(wrappers, project_words)
     steps = prefilter.plain_steps(source)
     if steps is None:
         return False
@@ -655,6 +662,8 @@ def _receiver_calls(statement: ast.stmt) -> list[tuple[str, str, int]]:
                 out.append((".".join(parts), "backward", node.lineno))
             elif node.func.attr == "step" and not node.args:
                 out.append((".".join(parts), "step", node.lineno))
+            elif node.func.attr in STEP_FUNCTIONS and node.args:
+                out.append((".".join(parts), "step", node.lineno))
     return out
 
 
@@ -714,13 +723,14 @@ FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `sel
 
 def _needed_tops(
     walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None,
-    holders: frozenset = frozenset(),
+    holders: frozenset = frozenset(), callbacks=(),
 ) -> tuple[set[int], dict[int, list]]:
     """Pieces the analysis needs whole, and per piece of a def the statements in it it needs
     (assignments, `return`s of a factory, and defs, classes and imports inside it, whole).
 
     `marked`: the lines of the event spellings; `holders`: ids of the defs needed for their
-    candidate loops only (_loop_holders), whose other words reach nothing."""
+    candidate loops only (_loop_holders), whose other words reach nothing; `callbacks`: names
+    another module's reached functions call, which may be defs of this file handed to them."""
     from gradlint.model.loops import MAX_HELPER_DEPTH
 
     eventish = EVENT_WORDS + tuple(wrapper_words)
@@ -816,6 +826,9 @@ def _needed_tops(
     partial: dict[int, list] = {}  # piece -> the statements in it it is needed for
     for loop in candidates:
         add_code(loop[3], 0)
+    for word in callbacks:  # called from another module's function that a loop calls
+        call(FUNCTION, word, 1)
+        call(METHOD, word, 1)
     for _, unit, node, _ in walk.functions:
         if id(node) not in holders and _contains(marked, unit.start, unit.end):
             add_code(node, 0)

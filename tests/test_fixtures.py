@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def is_clean_fixture(path: Path) -> bool:
 
 def runnable(path: Path) -> bool:
     parts = path.relative_to(FIXTURES).parts
+    if parts[0] == "cross_file":  # a project's modules are imported by its scripts, not run
+        return len(parts) == 3 and path.name.startswith(("wrong_", "right_"))
     return parts[0] not in NOT_RUN and path.name != "__init__.py"
 
 
@@ -64,12 +67,52 @@ def test_fixtures_exist():
     assert len(RUNNABLE) >= 2 * 2 * len(DEFAULT_RULES)
 
 
+# Multi-file fixtures: each folder under fixtures/cross_file/ is a small project, checked as
+# one run (gradlint/project): a loop in one file calls a function of another.
+PROJECTS = FIXTURES / "cross_file"
+
+
+def project_of(path: Path) -> Path | None:
+    parts = path.relative_to(FIXTURES).parts
+    if parts[0] == "verify":  # runtime_only_train.py's step is in hidden_step.py
+        return FIXTURES / "verify"
+    return FIXTURES.joinpath(*parts[:2]) if parts[0] == PROJECTS.name and len(parts) > 2 else None
+
+
+@lru_cache(maxsize=None)
+def project_run(folder: Path):
+    from gradlint.engine import RunOptions, check_paths
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the run names files as the command line does from the repository root
+    try:
+        return check_paths([rel(folder)], Settings.default(), RunOptions(jobs=1))
+    finally:
+        os.chdir(cwd)
+
+
+def result_of(path: Path):
+    folder = project_of(path)
+    if folder is None:
+        return check_source(path.read_text(encoding="utf-8"), rel(path), Settings.default())
+    return next(r for r in project_run(folder).results if r.path == rel(path))
+
+
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=[rel(p) for p in ALL_FIXTURES])
 def test_findings_equal_marks(path):
     source = path.read_text(encoding="utf-8")
-    result = check_source(source, rel(path), Settings.default())
+    result = result_of(path)
     assert result.errors == []
     assert found_marks(result.findings) == expected_marks(source)
+
+
+def test_every_project_fixture_is_a_folder_with_a_wrong_or_right_script():
+    folders = sorted(p for p in PROJECTS.iterdir() if p.is_dir())
+    assert folders
+    for folder in folders:
+        scripts = [p.name for p in folder.glob("*.py") if p.name.startswith(("wrong_", "right_"))]
+        assert scripts, f"{rel(folder)} has no wrong_ or right_ script"
+        assert len(list(folder.rglob("*.py"))) >= 2, f"{rel(folder)} is one file: put it with the others"
 
 
 @pytest.mark.parametrize("code", DEFAULT_RULES)
@@ -154,7 +197,13 @@ results = []
 base_path = list(sys.path)
 for path in sys.argv[1:]:
     sys.argv[:] = [path]
-    sys.path[:] = [os.path.dirname(os.path.abspath(path))] + base_path
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path[:] = [folder] + base_path
+    # a multi-file fixture's modules (`trainer`) must not be the previous folder's of that name
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None) or ""
+        if where.startswith(os.path.join(os.getcwd(), "fixtures", "cross_file")):
+            del sys.modules[name]
     start = time.perf_counter()
     error = None
     try:

@@ -74,6 +74,11 @@ class Mutant:
     description: str
     original_loop_start: int = 0  # the same loop in the clean file
     original_loop_end: int = 0
+    # The cross-file operator (to_module.py): the other files of the mutant (name -> text),
+    # and the clean baseline it is judged against (the original with the same loop moved):
+    # (source, files, loop start, loop end).
+    files: dict = field(default_factory=dict)
+    baseline: tuple | None = None
 
 
 # --- reading the file -------------------------------------------------------------
@@ -789,8 +794,36 @@ def _block_of(tree, stmt):
     raise LookupError(stmt.lineno)
 
 
-def mutants(source: str) -> tuple[list[Mutant], list[Skip]]:
-    """All labelled mutants of a source file, and the mutations left out with why."""
+def cross_file(found: list[Mutant], source: str) -> tuple[list[Mutant], list[Skip]]:
+    """Each mutant again with its loop's body moved into a function of a second module that
+    the file imports and calls (to_module.py); the same label, judged against the original
+    with the same loop moved."""
+    from to_module import MODULE, move
+
+    out, skips, baselines = [], [], {}
+    for m in found:
+        if m.original_loop_start not in baselines:
+            baselines[m.original_loop_start] = move(source, m.original_loop_start)
+        clean = baselines[m.original_loop_start]
+        moved = move(m.source, m.loop_start) if clean is not None else None
+        if moved is None:
+            skips.append(Skip(m.code, m.loop_start, "to-module: the body cannot move (a jump, a counter of the enclosing code)"))
+            continue
+        out.append(
+            Mutant(
+                m.code, m.operator + "+to-module", moved.source, moved.loop_start, moved.loop_end,
+                m.description + ", then the loop's body moved into another module",
+                clean.loop_start, clean.loop_end,
+                files={MODULE + ".py": moved.module},
+                baseline=(clean.source, {MODULE + ".py": clean.module}, clean.loop_start, clean.loop_end),
+            )
+        )
+    return out, skips
+
+
+def mutants(source: str, across_files: bool = False) -> tuple[list[Mutant], list[Skip]]:
+    """All labelled mutants of a source file, and the mutations left out with why.
+    `across_files`: the cross-file operator's mutants instead (see cross_file)."""
     try:
         mutator = Mutator(source).run()
     except (SyntaxError, ValueError):
@@ -802,6 +835,9 @@ def mutants(source: str) -> tuple[list[Mutant], list[Skip]]:
         if m.source not in seen and m.source != source:
             seen.add(m.source)
             unique.append(m)
+    if across_files:
+        moved, skips = cross_file(unique, source)
+        return moved, mutator.skips + skips
     return unique, mutator.skips
 
 

@@ -75,13 +75,17 @@ def gradlint_findings(paths: list[Path]) -> dict[str, list[dict]]:
 
 
 def _in_loop(findings, code, start, end):
-    """Findings of `code` pointing into the loop: their own line or a related one (a rule may
-    report on a helper the loop calls, with the loop's event as the related location)."""
+    """Findings of `code` pointing into the loop: their own line or a related one in the same
+    file (a rule may report on a helper the loop calls, with the loop's event as the related
+    location; a related location in another module is not in the loop)."""
     return [
         f
         for f in findings
         if f["code"] == code
-        and any(start <= line <= end for line in [f["line"], *(r["line"] for r in f.get("related", []))])
+        and any(
+            start <= line <= end
+            for line in [f["line"], *(r["line"] for r in f.get("related", []) if r.get("path", f.get("path")) == f.get("path"))]
+        )
     ]
 
 
@@ -109,30 +113,72 @@ def precision(right: int, cascades: int) -> float:
     return right / (right + cascades) if right + cascades else 1.0
 
 
-def study(sources: list[Path], workdir: Path, label_root: Path):
+def _write(folder: Path, name: str, source: str, files: dict) -> Path:
+    """A mutant (or a baseline) with the other modules it imports, in a folder of its own."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for other, text in files.items():
+        (folder / other).write_text(text, encoding="utf-8")
+    out = folder / name
+    out.write_text(source, encoding="utf-8")
+    return out
+
+
+def study(sources: list[Path], workdir: Path, label_root: Path, across_files: bool = False):
+    """`across_files`: the cross-file operator's mutants (mutate.cross_file), each judged
+    against its baseline (the original with the same loop moved into another module)."""
     cases: list[Case] = []
     skips = []
     originals = {}
+    baselines: dict[Path, Path] = {}  # mutant file -> its baseline's file
     for number, path in enumerate(sources):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         originals[path] = text
-        found, skipped = mutants(text)
+        found, skipped = mutants(text, across_files)
         skips.extend((path, s) for s in skipped)
+        written: dict[int, Path] = {}
         for index, mutant in enumerate(found):
-            out = workdir / f"{number:04d}_{index:03d}_{mutant.code}_{path.name}"
-            out.write_text(mutant.source, encoding="utf-8")
+            name = f"{number:04d}_{index:03d}_{mutant.code}_{path.name}"
+            if mutant.files:
+                out = _write(workdir / name[:-3], path.name, mutant.source, mutant.files)
+                source, files, start, _ = mutant.baseline
+                if start not in written:
+                    written[start] = _write(workdir / f"{number:04d}_base_{start}", path.name, source, files)
+                baselines[out] = written[start]
+            else:
+                out = workdir / name
+                out.write_text(mutant.source, encoding="utf-8")
             cases.append(Case(path, mutant, out))
     clean = gradlint_findings([p.resolve() for p in originals])
+    base = gradlint_findings(sorted({b.resolve() for b in baselines.values()})) if baselines else {}
     mutated = gradlint_findings([c.file.resolve() for c in cases])
     for case in cases:
         m = case.mutant
-        before, after = clean.get(str(case.source_path.resolve()), []), mutated.get(str(case.file.resolve()), [])
+        if case.file in baselines:
+            before = base.get(str(baselines[case.file].resolve()), [])
+        else:
+            before = clean.get(str(case.source_path.resolve()), [])
+        after = mutated.get(str(case.file.resolve()), [])
         case.status = judge(m, before, after)
         case.right, case.cascades = new_findings(m, before, after)
+    if baselines:  # a moved clean loop that gets a finding is a false alarm of the move itself
+        clean = {**clean, **{str(b.resolve()): base.get(str(b.resolve()), []) for b in set(baselines.values())}}
     return cases, skips, clean, originals
+
+
+def operator_table(cases: list[Case]) -> str:
+    """Recall per operator (the cross-file operator is judged per operator it composes with)."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for case in cases:
+        counts[f"{case.mutant.code} {case.mutant.operator}"][case.status] += 1
+    rows = ["| rule and operator | mutants | detected | rate |", "|---|---|---|---|"]
+    for key in sorted(counts):
+        c = counts[key]
+        total = c["detected"] + c["missed"]
+        rows.append(f"| {key} | {total} | {c['detected']} | {100 * c['detected'] / total:.1f}% |" if total else f"| {key} | 0 | 0 | - |")
+    return "\n".join(rows)
 
 
 def table(cases: list[Case]) -> tuple[str, dict]:
@@ -211,6 +257,10 @@ def main(argv=None) -> int:
     parser.add_argument("--no-fixtures", action="store_true", help="only the corpus")
     parser.add_argument("--report", type=Path, help="append the results (Markdown) to this file")
     parser.add_argument("--json", type=Path, help="write per-mutant results here")
+    parser.add_argument(
+        "--across-files", action="store_true",
+        help="the cross-file operator: each mutant's loop body moved into a second module the loop imports",
+    )
     args = parser.parse_args(argv)
 
     runs = []
@@ -224,7 +274,7 @@ def main(argv=None) -> int:
         started = time.time()
         workdir = Path(tempfile.mkdtemp(prefix="gradlint-mutants-"))
         try:
-            cases, skips, clean, originals = study(sources, workdir, label_root)
+            cases, skips, clean, originals = study(sources, workdir, label_root, args.across_files)
             # keep the mutants' findings for the report, keyed by file, before the files go
             for case in cases:
                 gradlint_cache[case.file] = []
@@ -239,6 +289,8 @@ def main(argv=None) -> int:
         flagged = sum(1 for p in originals if clean.get(str(p.resolve())))
         print(f"# {title}: {len(originals)} clean files, {len(cases)} mutants, {time.time() - started:.0f} s")
         print(rows)
+        if args.across_files:
+            print(operator_table(cases))
         print(f"clean files with findings: {flagged}\n")
         if args.report:
             with args.report.open("a", encoding="utf-8") as handle:

@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from dump_loops import file_model, read_source, source_files  # noqa: E402
+from dump_loops import file_model, index_project, project_for, read_source, source_files  # noqa: E402
 
 OPERATORS = {
     # name: what the mutant does, the codes that must fire
@@ -37,7 +37,8 @@ OPERATORS = {
 
 
 def _single_line(events, kind):
-    return [e for e in events if e.kind == kind and e.span.line == e.span.end_line]
+    """Events of this file (one in another module's function is not this file's to edit)."""
+    return [e for e in events if e.kind == kind and e.span.line == e.span.end_line and getattr(e, "path", None) is None]
 
 
 def _alone(source_lines: list[str], event, loop) -> bool:
@@ -114,7 +115,7 @@ def mutations(source: str, loop):
 def findings(source: str, path: str) -> set[str]:
     from gradlint.engine import check_source
 
-    return {f.code for f in check_source(source, path).findings}
+    return {f.code for f in check_source(source, path, project=project_for(path)).findings}
 
 
 def mutants(path: str):
@@ -129,10 +130,36 @@ def mutants(path: str):
             yield name, loop.span.line, findings(mutated, path) & OPERATORS[name][1]
 
 
+def repositories(paths: list[str]) -> list[list[str]]:
+    """The study's folder holds one folder per repository: each is indexed as its own project."""
+    out = []
+    for path in paths:
+        folder = Path(path)
+        children = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        if children and "+" in children[0].name:  # /work/study/src/owner+name/...
+            out.extend([str(child)] for child in children)
+        else:
+            out.append([path])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     paths = (argv if argv is not None else sys.argv[1:]) or ["/work/study/src"]
     caught: Counter = Counter()
     total: Counter = Counter()
+    for repository in repositories(paths):
+        index_project(repository)
+        _run(repository, caught, total)
+    for name in OPERATORS:
+        if total[name]:
+            print(f"{name}: {caught[name]}/{total[name]} mutants caught ({100 * caught[name] / total[name]:.0f}%)")
+    all_caught, all_total = sum(caught.values()), sum(total.values())
+    if all_total:
+        print(f"all: {all_caught}/{all_total} ({100 * all_caught / all_total:.1f}%)")
+    return 0
+
+
+def _run(paths: list[str], caught: Counter, total: Counter) -> None:
     for path in source_files(paths):
         try:
             results = list(mutants(path))
@@ -144,11 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             if hit:
                 caught[name] += 1
             else:
-                print(f"SILENT {name} {path}:{loop_line}")
-    for name in OPERATORS:
-        if total[name]:
-            print(f"{name}: {caught[name]}/{total[name]} mutants caught ({100 * caught[name] / total[name]:.0f}%)")
-    return 0
+                print(f"SILENT {name} {path}:{loop_line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -39,23 +39,48 @@ def read_source(path: str) -> str | None:
     return None if error is not None else text
 
 
+def index_project(paths: list[str]) -> None:
+    """Index the files under `paths` as one run would (gradlint/project), so that file_model
+    and check() model loops that call functions of other modules of the project."""
+    from gradlint.cache import content_digest
+    from gradlint.project import run
+
+    files = []
+    for path in source_files(paths):
+        if path.endswith(".py"):
+            data = Path(path).read_bytes()
+            text = read_source(path)
+            if text is not None:
+                files.append((path, text, content_digest(data), None))
+    index, views = run.index_files(files, paths)
+    run.install(index, views)
+
+
+def project_for(path: str):
+    from gradlint.project.run import project_for as find
+
+    return find(path)
+
+
 def file_model(source: str, path: str):
-    """gradlint's FileModel of a source text, or None when the checker would not parse it."""
+    """gradlint's FileModel of a source text, or None when the checker would not parse it
+    (in the project installed by index_project, if any)."""
     from gradlint.settings import Settings
 
     settings = Settings.default()
     from gradlint.prefilter import for_wrappers
 
-    if not for_wrappers(settings.wrappers).may_hold_events(source):
+    project = project_for(path)
+    if project is None and not for_wrappers(settings.wrappers).may_hold_events(source):
         return None
     from gradlint import engine
     from gradlint.model.loops import build
 
-    text = engine._screen(source, settings)
+    text = engine._screen(source, settings) if project is None else engine._screen(source, settings, None, project)
     if text is None:
         return None
     module, parsed = engine._parse_screened(text, source, path)
-    return build(module, path, source, settings.wrappers, parsed_text=parsed)
+    return build(module, path, source, settings.wrappers, parsed_text=parsed, project=project)
 
 
 def describe_event(event) -> str:

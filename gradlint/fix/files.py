@@ -2,47 +2,59 @@
 
 A fix changes lines, nothing else about the file: the bytes are written back
 in the encoding they were read in (a UTF-8 BOM and a PEP 263 coding kept),
-with the file's line ending on every inserted line, the same mode bits, and
-through a symbolic link into its target (the link stays a link).  A file
-that changed on disk after it was read is left alone (an error says so).
+with the file's line ending on every inserted line.  gradlint/rewrite.py
+writes them: through a symbolic link into its target, keeping the file's
+owner, mode, extended attributes and hard links, and never over bytes other
+than those that were checked (a file changed since is left alone, an error
+says so).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
-from gradlint.atomic import ChangedOnDisk, write_atomically
-from gradlint.findings import READ_ERROR, FileError, FileResult
+from gradlint.findings import FileResult
 from gradlint.fix.session import FileFix
 
 
 def fix_file(
-    result: FileResult, settings, unsafe: bool = False, write: bool = True, count_unsafe: bool = True
+    result: FileResult,
+    settings,
+    unsafe: bool = False,
+    write: bool = True,
+    count_unsafe: bool = True,
+    staging: Optional[str] = None,
 ) -> tuple[FileResult, Optional[FileFix]]:
     """Fix what can be fixed in one file: its fresh result, and the fixing (None: nothing to try).
+    The fixes are computed from the file's bytes only when they are the bytes `result` describes.
     With `count_unsafe`, the fixing's `outcome.left` says which of the fresh result's findings
-    --unsafe-fixes would still repair."""
-    from gradlint.engine import read_source
+    --unsafe-fixes would still repair.  `staging`: see rewrite.write_edit."""
+    from gradlint.rewrite import read_analysed, unwritten, write_edit
 
     if not _fixable(result):
         return result, None
-    data, error = read_source(result.path)
-    if error is not None:
-        return result, None
+    data, refused = read_analysed(result)
+    if refused is not None:
+        return refused, None
     fixing = fix_data(data, result, settings, unsafe, count_unsafe=count_unsafe)
     if fixing is None:
         return result, None
     if write and fixing.outcome.changed:
         try:
-            _replace(result.path, encode_like(fixing.after, fixing.before, data), data)
-        except ChangedOnDisk:
-            message = "changed on disk while being fixed: not written (run --fix again)"
-            return _unwritten(result, message), None
-        except (OSError, UnicodeEncodeError) as exc:
-            return _unwritten(result, f"cannot write the fixed file: {getattr(exc, 'strerror', None) or exc}"), None
+            fixed = encode_like(fixing.after, fixing.before, data)
+        except UnicodeEncodeError as exc:
+            return unwritten(result, f"cannot write the fixed file: {exc}"), None
+        failed = write_edit(result, fixed, data, "the fixed file", staging)
+        if failed is not None:
+            return failed, None
     fresh = fixing.outcome.result if fixing.outcome.changed else result
     return fresh, fixing
+
+
+def _analysed(result: FileResult, data: bytes) -> bool:
+    from gradlint.digest import hex_digest
+
+    return result.source_digest is None or hex_digest(data) == result.source_digest
 
 
 def _fixable(result: FileResult) -> bool:
@@ -69,8 +81,12 @@ def fix_data(
     source, error = decode(data, result.path)
     if error is not None or source is None:
         return None
+    from gradlint.project.run import project_for
+
+    project = project_for(result.path)  # the run's index: its cross-file findings must stay comparable
     outcome = fix_source(
-        source, lambda text: check_source(text, result.path, settings), unsafe, initial=result, count_unsafe=count_unsafe
+        source, lambda text: check_source(text, result.path, settings, project=project), unsafe, initial=result,
+        count_unsafe=count_unsafe,
     )
     return FileFix(source, outcome.text, outcome)
 
@@ -86,8 +102,8 @@ def offered(result: FileResult, settings, data: Optional[bytes] = None) -> FileR
         return marked(result, {})  # nothing planned (a notebook's plans are made on its cells)
     if data is None:
         data, error = read_source(result.path)
-        if error is not None:
-            return marked(result, {})
+        if error is not None or not _analysed(result, data):
+            return marked(result, {})  # a file changed since the check: no plan holds for it
     fixing = fix_data(data, result, settings, unsafe=True)
     return marked(result, fixing.outcome.offered if fixing is not None else {})
 
@@ -109,10 +125,6 @@ def marked(result: FileResult, kinds: dict) -> FileResult:
         return replace(finding, fix=replace(fix, applicability=kind, alternatives=()))
 
     return replace(result, findings=[mark(i, f) for i, f in enumerate(result.findings)])
-
-
-def _unwritten(result: FileResult, message: str) -> FileResult:
-    return FileResult(result.path, findings=result.findings, errors=[FileError(result.path, READ_ERROR, message)])
 
 
 def encode_like(fixed: str, source: str, data: bytes) -> bytes:
@@ -138,18 +150,3 @@ def _line_ending(source: str) -> str:
     if lone_cr and not crlf and not lone_lf:
         return "\r"
     return "\n"
-
-
-def _replace(path: str, data: bytes, expected: bytes) -> None:
-    """Write through a symbolic link (to the file it names), keeping the mode bits and,
-    where allowed, the owner."""
-    target = os.path.realpath(path)
-    info = os.stat(target)
-    write_atomically(target, data, mode=info.st_mode & 0o7777, expected=expected)
-    if hasattr(os, "chown"):
-        try:
-            current = os.stat(target)
-            if (current.st_uid, current.st_gid) != (info.st_uid, info.st_gid):
-                os.chown(target, info.st_uid, info.st_gid)
-        except OSError:
-            pass  # not ours to give away: the new file keeps the writer's owner

@@ -37,17 +37,18 @@ class DocumentCheck:
     internal_errors: list[str] = field(default_factory=list)
 
 
-def check_document(text: str, path: str, uri: str, settings: Settings, memo=None) -> DocumentCheck:
+def check_document(text: str, path: str, uri: str, settings: Settings, memo=None, project=None) -> DocumentCheck:
     """`memo` (a gradlint.incremental.DocumentMemo kept per open buffer): what the last checks
     of this buffer parsed, so that an edit re-parses only what it touched; the same result.
-    A buffer over the command line's size limit is not analysed, as a file on disk is not."""
+    A buffer over the command line's size limit is not analysed, as a file on disk is not.
+    `project`: the workspace's index as it is now (gradlint/project/workspace.py), or None."""
     from gradlint.engine import check_source
     from gradlint.report.lsp import to_diagnostic
 
     too_large = _too_large(text, path)
     if too_large is not None:
         return DocumentCheck(diagnostics=[error_diagnostic(too_large, text)])
-    result = check_source(text, path, settings, memo)
+    result = check_source(text, path, settings, memo, project)
     check = DocumentCheck(findings=list(result.findings))
     check.diagnostics = [to_diagnostic(finding, uri) for finding in result.findings]
     for error in result.errors:

@@ -127,6 +127,26 @@ class GradlintServer(LanguageServer):
         self.analyses = Analyses()  # the running check, stoppable at its time limit or at shutdown
         self._config_problems_shown: set[str] = set()
         self._internal_logged: dict[str, set[str]] = {}
+        # The workspace's project index (gradlint/project), built in the background: a check
+        # reads it as it is, never waits for it; once ready, the open buffers are checked again.
+        from gradlint.project.workspace import WorkspaceIndex
+
+        self.workspace_index = WorkspaceIndex(on_ready=self._index_ready)
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+
+    def _index_ready(self) -> None:
+        """On the index's thread: re-check every open buffer (on the server's loop)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+
+        def recheck() -> None:
+            for uri, doc in list(self.workspace.text_documents.items()):
+                if self.is_python(doc):
+                    self.results.pop(uri, None)
+                    self.schedule(uri, 0)
+
+        loop.call_soon_threadsafe(recheck)
 
     def shutdown(self) -> None:
         # a check still running on the worker must not hold up the process's exit
@@ -191,11 +211,13 @@ class GradlintServer(LanguageServer):
         text = doc.source
         memo = self.memos.setdefault(uri, DocumentMemo())
 
+        index = self.workspace_index
+
         def run() -> Optional[DocumentCheck]:
             if not self.is_current(uri, key):
                 return None  # superseded while waiting for the worker: do not spend a check on it
             checked, stopped = self.analyses.run(
-                lambda: check_document(text, path, uri, settings, memo), settings.file_timeout
+                lambda: check_document(text, path, uri, settings, memo, index.project_for(path, text)), settings.file_timeout
             )
             if stopped is not None:
                 self.memos.pop(uri, None)  # the memo may be half updated
@@ -354,6 +376,12 @@ def make_server() -> GradlintServer:
     @server.feature(types.INITIALIZED)
     @guarded
     def initialized(ls: GradlintServer, params: types.InitializedParams):
+        try:
+            ls._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            ls._loop = None
+        folders = [to_fs_path(f.uri) for f in (ls.workspace.folders or {}).values()] if ls.workspace.folders else []
+        ls.workspace_index.start([f for f in folders if f] or ([ls.workspace.root_path] if ls.workspace.root_path else []))
         # Ask to hear about pyproject.toml edits made outside the editor too (git checkout, other tools).
         if _get(ls.client_capabilities, "workspace", "did_change_watched_files", "dynamic_registration"):
             watcher = types.FileSystemWatcher(glob_pattern="**/pyproject.toml")
@@ -389,6 +417,7 @@ def make_server() -> GradlintServer:
         if is_config_file(uri):
             ls.reload_configuration(f"{to_fs_path(uri) or uri} saved")
             return
+        ls.workspace_index.file_saved(to_fs_path(uri) or "")
         ls.schedule(uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

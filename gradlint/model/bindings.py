@@ -209,6 +209,9 @@ class Bindings(Numbering):
                 self._backward_receivers.add(receiver)
             elif node.func.attr.value == "step" and not node.args:
                 self._step_receivers.add(receiver)
+            elif node.func.attr.value in api.STEP_FUNCTIONS and node.args:
+                # `strategy.optimizer_step(optimizer, model)`: the receiver runs the optimizer
+                self._step_receivers.add(receiver)
 
     def _built_by_runner(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and api.iteration_runner(self.imports.qualify(dotted(value.func)))
@@ -256,7 +259,9 @@ class Bindings(Numbering):
             for target, hook in self._step_hooks
             if _clears(hook if isinstance(hook, cst.Lambda) else self._function_named(hook))
         }
-        # DeepSpeed's idiom: engine.backward(loss); engine.step() on one receiver.
+        # DeepSpeed's idiom: engine.backward(loss); engine.step() on one receiver; and a training
+        # strategy wrapping such an engine: strategy.backward(loss, model, optimizer), then
+        # strategy.optimizer_step(optimizer, model): it owns the optimizer and clears for it.
         self.engines = {
             r for r in self._backward_receivers & self._step_receivers if self.kind(r) in (None, ENGINE, MODULE)
         }
@@ -537,6 +542,12 @@ class Bindings(Numbering):
         if kind is not None:
             return kind == OPTIMIZER
         return api.named_like_optimizer(name)
+
+    def used_like_scheduler(self, name: Optional[str]) -> bool:
+        """A name nothing in the file resolves (a parameter: `def train(model, optimizer,
+        scheduler, loader)`) that is stepped without arguments and named like a scheduler.
+        Whether it runs beside an optimizer whose step it precedes is GL008's question."""
+        return name is not None and self.kind(name) is None and api.named_like_scheduler(name)
 
     def is_scaler(self, name: Optional[str]) -> bool:
         if name is None:

@@ -150,7 +150,9 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
             return update
 
     if method in STEP_FUNCTIONS:
-        return ctx.event(S, call, optimizer=_first_name(call, ctx))
+        # on an engine that took the loss itself (`strategy.backward(loss, ...)`), it clears too
+        engine = receiver is not None and bindings.is_engine(receiver)
+        return ctx.event(S, call, optimizer=_first_name(call, ctx) or receiver, clears=engine)
 
     if method == "step" and receiver is not None:
         return _step_event(call, receiver, ctx)
@@ -162,7 +164,7 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
     if bindings.is_engine(receiver):
         return ctx.event(S, call, optimizer=receiver, clears=True)
     kind = bindings.kind(receiver)
-    if kind == "scheduler":
+    if kind == "scheduler" or bindings.used_like_scheduler(receiver):
         # A prepared scheduler inside `accelerator.accumulate` also steps only with its optimizer.
         return ctx.event(
             L,

@@ -34,10 +34,15 @@ class Event:
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
     manual: bool = False  # S by hand: parameters updated from their own gradients
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
+    # Project-wide analysis (gradlint/project): an event of a function of another module that
+    # the loop calls sits in that file (`path`, as the run names it); `anchor` is the span of
+    # the call in the checked file that leads there, where a finding about it is reported.
+    path: Optional[str] = None
+    anchor: Optional[Span] = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple:
-        return (self.kind, self.span)
+        return (self.kind, self.span) if self.path is None else (self.kind, self.span, self.path)
 
     def describe(self) -> str:
         return self.text

@@ -63,6 +63,9 @@ def other_framework(packages: set) -> bool:
 
 _OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|^opt[A-Z0-9]", re.I)
 _SCALER_NAME = re.compile(r"scaler", re.I)
+# `scheduler`, `lr_sched`, `warmup_scheduler`: what a training function calls the parameter it
+# is handed a scheduler through (`def train(model, optimizer, scheduler, loader)`).
+_SCHEDULER_NAME = re.compile(r"sched", re.I)
 
 
 def named_like_optimizer(name: str) -> bool:
@@ -73,13 +76,19 @@ def named_like_scaler(name: str) -> bool:
     return bool(_SCALER_NAME.search(name.rsplit(".", 1)[-1]))
 
 
+def named_like_scheduler(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return bool(_SCHEDULER_NAME.search(last)) and not named_like_optimizer(name) and not named_like_scaler(name)
+
+
 # --- calls --------------------------------------------------------------------
 
 ZERO_GRAD_METHODS = frozenset({"zero_grad"})
 # The last names of every call that can be a backward or a step: a loop needs one
 # (or a call of a helper that has one) to be a training loop at all.
 LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_step"})
-CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad"})
+# `clip_grads_with_norm_(params, max_norm, total_norm)`: the clip half of clip_grad_norm_ (torch 2.6)
+CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad", "clip_grads_with_norm_"})
 # `p.grad.clamp_(-c, c)`, `p.grad.data.clip_(...)`: a clip by value, by hand
 GRAD_CLIP_METHODS = frozenset({"clamp_", "clip_"})
 # clip methods of objects that unscale AMP gradients themselves before clipping

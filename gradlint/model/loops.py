@@ -27,6 +27,9 @@ from gradlint.model.walk import walk
 from gradlint.settings import Wrappers
 
 MAX_HELPER_DEPTH = 3
+# `scope` of an inlined definition that is the checked file's own, reached from another
+# module's function (Builder.handed_back)
+HOME = "home"
 
 
 # --- the structure --------------------------------------------------------------
@@ -130,6 +133,9 @@ class Context:
         self.accumulate: Optional[str] = None  # the accelerator inside `with X.accumulate(...)`
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
+        # Inside a function of another module (gradlint/project/foreign.py's Scope): its names,
+        # spans and path; None in the checked file's own code.
+        self.foreign = None
 
     def child(self, **changes) -> "Context":
         new = Context.__new__(Context)
@@ -151,6 +157,8 @@ class Context:
         return self.substitute(dotted(node))
 
     def qualify(self, name: Optional[str]) -> Optional[str]:
+        if self.foreign is not None and name and root(name) in self.foreign.imports.aliases:
+            return self.foreign.imports.qualify(name)  # that module's own imports
         return self.bindings.imports.qualify(name)
 
     def parameter_owner(self, var: Optional[str]) -> Optional[tuple[str, str]]:
@@ -163,11 +171,16 @@ class Context:
     # making events
     def text(self, node: cst.CSTNode, span: Optional[Span] = None) -> str:
         builder = self.builder
-        code = builder.positions.call_source(node, span) if span is not None else None
+        if self.foreign is not None:
+            code = self.foreign.code.call_source(node) if span is not None else None
+        else:
+            code = builder.positions.call_source(node, span) if span is not None else None
         func = (lambda: builder.code(node.func)) if isinstance(node, cst.Call) else None
         return message_text(code if code is not None else builder.code(node), func)
 
     def span(self, node: cst.CSTNode) -> Span:
+        if self.foreign is not None:
+            return self.foreign.code.span(node)
         return self.builder.span(node)
 
     def event(self, kind: str, node: cst.CSTNode, **fields) -> Event:
@@ -175,6 +188,8 @@ class Context:
             if fields.get(key) is not None:
                 fields[key] = self.substitute(fields[key])
         span = self.span(node)
+        if self.foreign is not None:
+            fields.update(path=self.foreign.path, anchor=self.foreign.anchor)
         return Event(kind, span, self.text(node, span), via=self.via, **fields)
 
 
@@ -233,7 +248,10 @@ class Builder:
     """Builds loop models from libcst nodes.  `bindings` is what the models ask about names:
     the file's Bindings, or, for a file built in pieces, a piece's Recorder of them."""
 
-    def __init__(self, module: cst.Module, path: str, wrappers: Wrappers, bindings, positions: Optional[Positions] = None):
+    def __init__(
+        self, module: cst.Module, path: str, wrappers: Wrappers, bindings, positions: Optional[Positions] = None, project=None
+    ):
+        self.project = project  # gradlint/project/foreign.py's Project: functions of other modules
         self.module = module
         self.path = path
         self.wrappers = wrappers
@@ -473,8 +491,8 @@ class Builder:
         if helper is None:
             opaque = classify.opaque_call(call, ctx)
             return [opaque] if opaque is not None else []
-        definition, class_name, label = helper
-        return [Helper(self.inline(definition, call, class_name, label, ctx))]
+        definition, class_name, label, *other_module = helper
+        return [Helper(self.inline(definition, call, class_name, label, ctx, *other_module))]
 
     def closure_step(self, call: cst.Call, event: Event, ctx: Context) -> list[Node]:
         closure = call.args[0].value
@@ -490,6 +508,34 @@ class Builder:
     def helper_for(self, call: cst.Call, ctx: Context):
         if len(ctx.helpers) >= MAX_HELPER_DEPTH:
             return None
+        if ctx.foreign is not None:  # inside another module's function: its names, not this file's
+            return self.project.helper_for(call, ctx) or self.handed_back(call, ctx)
+        found = self.file_helper(call, ctx)
+        if found is None and self.project is not None:
+            return self.project.helper_for(call, ctx)
+        return found
+
+    def handed_back(self, call: cst.Call, ctx: Context):
+        """Inside another module's function, a call of what this file handed it: a function of
+        this file passed as an argument (`step_fn(batch)`), or a method of the object it passed
+        (`self_.clip()` with `self` passed as `self_`).  Modelled as this file's helper."""
+        func = call.func
+        params = ctx.foreign.params
+        if isinstance(func, cst.Name):
+            name = ctx.substitution.get(func.value, func.value if func.value in params else None)
+            local = cst.Name(name) if name and "." not in name else None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            name = ctx.substitution.get(func.value.value, func.value.value if func.value.value in params else None)
+            local = cst.Attribute(value=cst.Name(name), attr=func.attr) if name and "." not in name else None
+        else:
+            local = None
+        if local is None:
+            return None
+        home = ctx.child(foreign=None, bindings=self.bindings, substitution={}, class_name=ctx.foreign.home_class)
+        found = self.file_helper(call.with_changes(func=local), home)
+        return None if found is None else (*found, HOME)
+
+    def file_helper(self, call: cst.Call, ctx: Context):
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
@@ -511,14 +557,34 @@ class Builder:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
 
-    def inline(self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx) -> list[Node]:
+    def inline(
+        self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx,
+        scope=None, substitution=None, hints=None,
+    ) -> list[Node]:
+        """`scope` (with the `substitution` of its `self` and the `hints` of what its attributes
+        are): the definition is another module's (gradlint/project), whose names are its own."""
         if id(definition) in ctx.helpers:
             return []
+        changes = {}
+        if scope is HOME:  # back in this file's own code (handed_back)
+            changes.update(foreign=None, bindings=self.bindings)
+            scope = None
+            substitution = {}
+            fresh = True
+        else:
+            fresh = scope is not None
+        if scope is not None:
+            changes["foreign"] = scope
+            if hints:
+                from gradlint.project.foreign import HintedBindings
+
+                changes["bindings"] = HintedBindings(ctx.bindings, hints)
         inner = ctx.child(
             class_name=class_name,
             via=ctx.via + (label,),
             helpers=ctx.helpers + (id(definition),),
-            substitution=dict(ctx.substitution),
+            substitution=dict(substitution or {}) if fresh else dict(ctx.substitution),
+            **changes,
         )
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
@@ -716,7 +782,12 @@ class LoopFinder:
 
     def loop(self, node, class_name: Optional[str]) -> Optional[LoopModel]:
         relevant, called, assigned = self.facts.loop_facts(node) or (True, frozenset(), None)
-        if not (relevant or self.builder.bindings.calls_file_function(called)):
+        project = self.builder.project
+        if not (
+            relevant
+            or self.builder.bindings.calls_file_function(called)
+            or (project is not None and project.calls_project_function(called))
+        ):
             return None
         return self.builder.loop_model(node, class_name, assigned)
 
@@ -783,10 +854,12 @@ def build(
     source: str,
     wrappers: Wrappers = Wrappers(),
     parsed_text: Optional[str] = None,
+    project=None,
 ) -> FileModel:
-    """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`)."""
+    """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`);
+    `project`: the other modules of the project (gradlint/project/foreign.py's Project)."""
     bindings = collect(module, event_names(wrappers))
-    builder = Builder(module, path, wrappers, bindings)
+    builder = Builder(module, path, wrappers, bindings, project=project)
     text = source if parsed_text is None else parsed_text
     builder.positions = Positions(module, text, bindings, builder.code)
     finder = LoopFinder(builder, bindings)

@@ -88,7 +88,9 @@ class Imports:
         for alias in node.names:
             name = _module_name(alias.name)
             local = _module_name(alias.asname.name) if alias.asname is not None else name
-            self.aliases[local] = f"{base}.{name}" if base else name
+            # `from . import n` is `.n` (not `..n`, which is `from .. import n`): the leading dots
+            # are the import's level, as gradlint/project resolves them
+            self.aliases[local] = f"{base}{name}" if base.endswith(".") else f"{base}.{name}" if base else name
 
     def qualify(self, name: Optional[str]) -> Optional[str]:
         """`nn.utils.clip_grad_norm_` -> `torch.nn.utils.clip_grad_norm_`."""

@@ -190,6 +190,7 @@ def build_in_pieces(
     spans: list[tuple[int, int]],
     parse: Callable[[str], cst.Module] = cst.parse_module,
     models=None,
+    project=None,
 ) -> Optional[FileModel]:
     """The file's model built piece by piece (`text` is what libcst would parse whole,
     `table` its ast positions); None when only a whole parse can give it.  `spans` need not
@@ -197,23 +198,24 @@ def build_in_pieces(
     of an equal text parsed before (gradlint/incremental: trees are never changed); `models`
     (a gradlint.incremental.ByIdentity) keeps each piece's first-pass models for the next build."""
     try:
-        return _Build(text, path, wrappers, table, parse, models).run(spans, source)
+        return _Build(text, path, wrappers, table, parse, models, project).run(spans, source)
     except (_Disagrees, PositionsDisagree, cst.ParserSyntaxError):
         return None
 
 
 class _Build:
     def __init__(
-        self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=cst.parse_module, models=None
+        self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=cst.parse_module, models=None, project=None
     ) -> None:
         self.text = text
         self.parse = parse
         self.models = models
-        self.model_key = (path, wrappers)  # what a model depends on besides its tree, place and answers
+        # what a model depends on besides its tree, place and answers (the project's modules too)
+        self.model_key = (path, wrappers, project.digest if project is not None else None)
         self.table = table
         self.names = event_names(wrappers)
         self.bindings = Bindings(self.names)
-        self.builder = Builder(None, path, wrappers, self.bindings)
+        self.builder = Builder(None, path, wrappers, self.bindings, project=project)
         self.builder.positions = Positions(None, text, self.bindings, code=self.builder.code, table=table, strict=True)
         self.finder = LoopFinder(self.builder, self.bindings)
         starts = [0] + [m.end() for m in _LINE_END.finditer(text)]

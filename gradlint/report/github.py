@@ -46,7 +46,7 @@ def render(run, show_suppressed: bool = False) -> str:
     for finding in run.findings():
         meta = info(finding.code)
         level = "error" if meta.default else "warning"
-        related = "".join(f"\n  {r.label(finding.cell)}: {r.message}" for r in finding.related)
+        related = "".join(f"\n  {r.label(finding.cell, finding.path)}: {r.message}" for r in finding.related)
         if finding.cell is not None:
             lines.append(_command(level, finding.path, finding.cell.file_line, None, finding.code,
                                   f"{_in_cell(finding.cell)}: {finding.message}{related}"))

@@ -2,7 +2,7 @@
 
     {"version": 1, "files_checked": N,
      "findings": [{path, line, column, end_line, end_column, cell, code, name, message,
-                   severity, url, related: [{line, column, end_line, end_column, cell, message}],
+                   severity, url, related: [{path, line, column, end_line, end_column, cell, message}],
                    fix: null | {description, applicability: "safe"|"unsafe",
                                 edits: [{line, column, end_line, end_column, new_text}]}}],
      "errors": [{path, kind, message, line, column, cell}],
@@ -14,7 +14,8 @@ where it is the cell (counted from 1 over every cell, markdown included) and
 the lines and columns are those in the cell, as in ruff's JSON.  A notebook's
 findings carry no fix (`fix: null`): their edits count lines of the joined
 code cells, which no tool could apply to the .ipynb JSON; `gradlint --fix
-nb.ipynb` edits the cells.
+nb.ipynb` edits the cells.  A related location's `path` is the finding's own,
+or another file of the project whose function the loop calls.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def finding_dict(finding) -> dict:
         "message": finding.message,
         "severity": meta.severity,
         "url": meta.docs_url,
-        "related": [{**_place(r), "message": r.message} for r in finding.related],
+        "related": [{"path": r.path or finding.path, **_place(r), "message": r.message} for r in finding.related],
         "fix": None,
     }
     if finding.fix is not None:

@@ -49,7 +49,7 @@ def render(run, show_suppressed: bool = False) -> str:
             )
             failure = ET.SubElement(case, "failure", message=finding.message, type=finding.code)
             failure.text = f"{location(finding)}: {finding.code} {finding.message}" + "".join(
-                f"\n  {r.label(finding.cell)}: {r.message}" for r in finding.related
+                f"\n  {r.label(finding.cell, finding.path)}: {r.message}" for r in finding.related
             )
             cases += 1
         for error in items["errors"]:

@@ -48,7 +48,8 @@ def to_diagnostic(finding: Finding, uri: str | None = None) -> dict:
         "source": "gradlint",
         "message": finding.message,
         "relatedInformation": [
-            {"location": {"uri": uri, "range": lsp_range(_span(r))}, "message": r.message} for r in finding.related
+            {"location": {"uri": path_uri(r.path) if r.path else uri, "range": lsp_range(_span(r))}, "message": r.message}
+            for r in finding.related
         ],
     }
     if rule is not None:

@@ -102,7 +102,7 @@ def _linked_message(finding) -> str:
     `([line N](id))`; the events the message does not name are linked at its end."""
     text, unnamed = finding.message, []
     for number, related in enumerate(finding.related, start=1):
-        label = related.label(finding.cell)  # `line 7`; in a notebook `cell 2, line 3` for another cell
+        label = related.label(finding.cell, finding.path)  # `line 7`; in a notebook `cell 2, line 3` for another cell
         named = f"({label})"
         if named in text:
             text = text.replace(named, f"([{label}]({number}))", 1)
@@ -115,7 +115,7 @@ def _linked_message(finding) -> str:
 def _result(finding, index: dict[str, int], suppressed: bool = False) -> dict:
     meta = info(finding.code)
     related = [
-        _location(finding.path, r.span, r.cell, id=number, message={"text": r.message})
+        _location(r.path or finding.path, r.span, r.cell, id=number, message={"text": r.message})
         for number, r in enumerate(finding.related, start=1)
     ]
     result = {

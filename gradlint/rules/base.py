@@ -28,7 +28,9 @@ class RawFinding:
 
 
 def at(event: Event) -> str:
-    """`loss.backward() (line 14)` for messages."""
+    """`loss.backward() (line 14)` for messages; `(trainer.py line 14)` in another file."""
+    if event.path is not None:
+        return f"{event.text} ({event.path} line {event.span.line})"
     return f"{event.text} (line {event.span.line})"
 
 

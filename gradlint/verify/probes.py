@@ -953,7 +953,9 @@ _CLIP_NAMES = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gr
 def _patch_clips():
     replaced = {}
     for name in _CLIP_NAMES:
-        original = getattr(_clip_module, name, None)
+        # torch.nn.utils is where users reach them; some (clip_grads_with_norm_ in torch 2.13)
+        # are defined outside clip_grad, which keeps only a private spelling.
+        original = getattr(torch.nn.utils, name, None) or getattr(_clip_module, name, None)
         if original is None:
             continue
         replaced[id(original)] = _clip_wrapper(name, original)

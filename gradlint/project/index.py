@@ -1,0 +1,596 @@
+"""The project index: the modules of a run, their functions, classes and imports, from `ast`.
+
+Built once per run in the process that starts it (see the package's docstring for why),
+from the texts the run has already read.  Plain data: it crosses to the workers of the
+pool (inherited across fork, or pickled once per worker) and never imports libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from gradlint.digest import hex_digest
+
+# How far a name is followed through re-exports (`from .trainer import Trainer` in a
+# package's __init__.py) and how deep modules are read through each other's imports.
+MAX_REEXPORTS = 4
+MAX_IMPORT_DEPTH = 4
+# A file of the project bigger than this is not read for the index (the engine refuses
+# to analyse bigger ones too).
+_MAX_BYTES = 8 * 1024 * 1024
+# Names a loop's call of which is never a project helper to inline: every class has them,
+# or the API's event of that name wins (`x.step()` is a step before it is a helper).
+_NEVER_HELPERS = frozenset({"__init__", "__call__", "forward", "main", "backward", "step", "zero_grad", "optimizer_step"})
+# The modules an import statement names, read from the text before any parse.
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function or a method: enough for foreign.py to parse and inline its definition."""
+
+    name: str
+    qualname: str  # `train_step`, or `Trainer.train_step` for a method
+    params: tuple[str, ...]
+    # The definition from its `def` line to its end, each line's leading `indent` removed:
+    # it parses alone, and its spans map back by adding line - 1 and len(indent).
+    text: str
+    line: int
+    indent: str
+    calls: frozenset  # the last names of what it calls: `f`, `m` of `x.m(...)`
+    gradient: bool  # its own text holds a gradient spelling (scan.py's)
+    bare: frozenset = frozenset()  # names it calls bare: `f(...)`
+    methods: frozenset = frozenset()  # names it calls on `self`: `self.m(...)`
+    through_modules: frozenset = frozenset()  # names it calls on a module alias: `utils.clip(...)`
+    members: frozenset = frozenset()  # (attribute, name) it calls on a `self` attribute: `self.x.m(...)`
+
+
+@dataclass(frozen=True)
+class Class:
+    name: str
+    bases: tuple[str, ...]  # dotted, as written
+    methods: dict
+    # `self.attr = Callee(...)` anywhere in its methods: attr -> the dotted callees, as written
+    members: dict
+
+
+@dataclass
+class Module:
+    path: str  # as the run names it (a file read only for the index: relative to the cwd)
+    digest: str
+    aliases: dict  # as gradlint.model.names.Imports keeps them: local name -> qualified name
+    functions: dict = field(default_factory=dict)
+    classes: dict = field(default_factory=dict)
+    summarized: bool = False  # False: only its imports were read (no gradient word in it)
+
+
+def _parse(text: str) -> Optional[ast.Module]:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _aliases(statements: Iterable[ast.stmt]) -> dict:
+    """Import aliases exactly as names.Imports reads them (the libcst side qualifies with those)."""
+    out: dict = {}
+    for node in statements:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    out[head] = head
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * (node.level or 0) + (node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name
+                out[local] = f"{base}{alias.name}" if base.endswith(".") else f"{base}.{alias.name}" if base else alias.name
+    return out
+
+
+def _imports_anywhere(tree: ast.Module) -> list[ast.stmt]:
+    """Import statements at module level, also inside `try:`/`if:` blocks (`try: from x import
+    y except ImportError: ...`), not inside functions or classes."""
+    found = []
+    stack = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)) or type(node).__name__ == "TryStar":
+            for name in ("body", "orelse", "finalbody"):
+                stack.extend(reversed(getattr(node, name, None) or []))
+            for handler in getattr(node, "handlers", None) or []:
+                stack.extend(reversed(handler.body))
+    return found
+
+
+def _function(node, lines: list[str], class_name: Optional[str], words, aliases=()) -> Optional[Function]:
+    args = node.args
+    params = tuple(a.arg for a in args.posonlyargs + args.args) + tuple(a.arg for a in args.kwonlyargs)
+    first, end = node.lineno, node.end_lineno or node.lineno
+    source = lines[first - 1 : end]
+    if not source:
+        return None
+    head = source[0]
+    indent = head[: len(head) - len(head.lstrip(" \t"))]
+    body = []
+    for line in source:
+        if line.startswith(indent):
+            body.append(line[len(indent) :])
+        elif not line.strip():
+            body.append("")
+        else:
+            return None  # a line left of the def (inside a string): its columns would not map back
+    text = "\n".join(body) + "\n"
+    # Calls by kind, for what reaches what (mark_relevant): `x.update()` of any other object
+    # says nothing (a dict's update is no metric's), so only these count.
+    bare, on_self, through, members, other = set(), set(), set(), set(), set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            if isinstance(func, ast.Name):
+                bare.add(func.id)
+            elif isinstance(func, ast.Attribute):
+                owner = func.value
+                if isinstance(owner, ast.Name):
+                    if owner.id == "self":
+                        on_self.add(func.attr)
+                    elif owner.id in aliases:
+                        through.add(func.attr)
+                    else:
+                        other.add(func.attr)
+                elif isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
+                    members.add((owner.attr, func.attr))
+                else:
+                    other.add(func.attr)
+    qualname = f"{class_name}.{node.name}" if class_name else node.name
+    gradient = words(text) and words(_without_strings(node, body, first, len(indent)))
+    return Function(
+        node.name, qualname, params, text, first, indent,
+        frozenset(bare | on_self | through | other | {m for _, m in members}), gradient,
+        frozenset(bare), frozenset(on_self), frozenset(through), frozenset(members),
+    )
+
+
+def _without_strings(node, lines: list[str], first: int, indent: int) -> str:
+    """The definition's text with its string literals blanked: an example in a docstring
+    (`loss.backward()` in ignite's Engine docs) is no gradient spelling."""
+    rows = [list(line) for line in lines]
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.end_lineno is not None:
+            for number in range(sub.lineno, sub.end_lineno + 1):
+                row = rows[number - first] if 0 <= number - first < len(rows) else None
+                if row is None:
+                    continue
+                start = sub.col_offset - indent if number == sub.lineno else 0
+                end = sub.end_col_offset - indent if number == sub.end_lineno else len(row)
+                for i in range(max(start, 0), min(end, len(row))):  # byte columns: close enough to blank
+                    row[i] = " "
+    return "\n".join("".join(row) for row in rows)
+
+
+def _members(node: ast.ClassDef) -> dict:
+    out: dict = {}
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in ast.walk(method):
+            if isinstance(sub, (ast.Assign, ast.AnnAssign)) and isinstance(getattr(sub, "value", None), ast.Call):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                callee = _dotted(sub.value.func)
+                for target in targets:
+                    name = _dotted(target)
+                    if callee and name and name.startswith("self.") and name.count(".") == 1:
+                        out.setdefault(name[len("self.") :], []).append(callee)
+    return {attr: tuple(callees) for attr, callees in out.items()}
+
+
+def summarize(
+    path: str, text: str, digest: str, wrappers=None, tree: Optional[ast.Module] = None, summarize_all: bool = False
+) -> Optional[Module]:
+    """The module's entry: every top-level function and every method of a top-level class
+    when its text holds a gradient word (or `summarize_all`), else only its imports; None
+    when it does not parse."""
+    from gradlint.project.scan import has_spelling
+
+    gradient = summarize_all or has_spelling(text, wrappers)
+    tree = tree if tree is not None else _parse(text)
+    if tree is None:
+        return None
+    module = Module(path, digest, _aliases(_imports_anywhere(tree)), summarized=gradient)
+    if not gradient:
+        return module
+    from gradlint.project.scan import has_spelling
+
+    def words(body: str) -> bool:
+        return has_spelling(body, wrappers)
+
+    lines = text.split("\n")
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = _function(node, lines, None, words, module.aliases)
+            if function is not None:
+                module.functions.setdefault(node.name, function)
+        elif isinstance(node, ast.ClassDef):
+            methods = {}
+            for member in node.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name not in methods:
+                    function = _function(member, lines, node.name, words, module.aliases)
+                    if function is not None:
+                        methods[member.name] = function
+            bases = tuple(name for name in map(_dotted, node.bases) if name)
+            module.classes.setdefault(node.name, Class(node.name, bases, methods, _members(node)))
+    return module
+
+
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n#;(]*))", re.M)
+_PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
+_ALIAS = re.compile(r"([\w.]+)(?:[ \t]+as[ \t]+(\w+))?")
+
+
+def text_aliases(text: str) -> dict:
+    """Import aliases as `_aliases` gives them, read from the import lines without a parse
+    (a caller that holds no def of interest needs no more: the index does not parse it)."""
+    out: dict = {}
+    for match in _PLAIN_IMPORT.finditer(text):
+        for name, alias in _ALIAS.findall(match.group(1)):
+            if name:
+                out[alias or name.split(".", 1)[0]] = name if alias else name.split(".", 1)[0]
+    for match in _FROM_IMPORT.finditer(text):
+        base = match.group(1)
+        for name, alias in _ALIAS.findall(match.group(2) or match.group(3) or ""):
+            if name and name != "*" and "." not in name:
+                out[alias or name] = f"{base}{name}" if base.endswith(".") else f"{base}.{name}"
+    return out
+
+
+def import_targets(text: str) -> list[str]:
+    """The qualified names (as Imports writes them) that the file's import lines name, read
+    without a parse: `from .a import b, c` gives `.a`, `.a.b`, `.a.c`."""
+    out: list[str] = []
+    for match in _IMPORT_LINE.finditer(text):
+        base, names, plain = match.groups()
+        if base is not None:
+            out.append(base)
+            for name in _WORD.findall(names or ""):
+                if name != "import":
+                    out.append(f"{base}{name}" if base.endswith(".") else f"{base}.{name}")
+        elif plain:
+            for part in plain.split(","):
+                words = part.split()
+                if words:
+                    out.append(words[0])
+    return out
+
+
+class Index:
+    """The modules of a run by absolute path, and how imports resolve between them.
+
+    A module is *known* (its path exists, its text is at hand) long before it is *parsed*:
+    `module(key)` parses it on first use, in the process that builds the index.  Once the
+    index is `frozen` (handed to the analysis), nothing more is parsed: a module the build
+    did not need stays unknown, and so every process resolves a name the same way.
+    """
+
+    def __init__(self, roots: Iterable[str] = ()) -> None:
+        self.modules: dict[str, Optional[Module]] = {}  # absolute path -> entry (None: does not parse)
+        self.pending: dict[str, tuple] = {}  # absolute path -> (path, text, digest, wrappers), not parsed yet
+        self.known: set[str] = set()  # every path that is a module of the project, parsed or not
+        self.frozen = False
+        self.roots = sorted({os.path.abspath(r) if os.path.isdir(r) else os.path.dirname(os.path.abspath(r)) for r in roots})
+        self.relevant: set[tuple[str, str]] = set()  # (absolute path, qualname) of functions that touch gradients
+        self.reachable_words: frozenset = frozenset()
+        # modules holding a def that may touch gradients, and the __init__.py above them (None:
+        # not narrowed, the language server's index)
+        self.holders: Optional[frozenset] = None
+        self._exists: dict[str, frozenset] = {}  # folder -> the names in it
+
+    # --- building (the parent process) ---------------------------------------------------
+
+    def know(self, path: str, text: str, digest: str, wrappers=None) -> str:
+        key = os.path.abspath(path)
+        if key not in self.known:
+            self.known.add(key)
+            self.pending[key] = (path, text, digest, wrappers)
+        return key
+
+    def module(self, key: str) -> Optional[Module]:
+        """The entry of a known module, parsed now if it was not yet (never once frozen)."""
+        if key in self.modules:
+            return self.modules[key]
+        if self.frozen or key not in self.pending:
+            return None
+        path, text, digest, wrappers = self.pending.pop(key)
+        self.modules[key] = summarize(path, text, digest, wrappers, summarize_all=True)
+        return self.modules[key]
+
+    def freeze(self) -> None:
+        """Done building: the texts of modules never parsed are let go, nothing is parsed later."""
+        self.frozen = True
+        self.pending = {}
+
+    def read(self, key: str) -> bool:
+        """A module of the project that the run does not check but one of its files imports:
+        its text is read (and parsed only if a caller needs it)."""
+        if key in self.known:
+            return True
+        try:
+            if os.path.getsize(key) > _MAX_BYTES:
+                return False
+            with open(key, "rb") as handle:
+                data = handle.read()
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        shown = os.path.relpath(key) if not os.path.relpath(key).startswith("..") else key
+        self.know(shown, text, hex_digest(data))
+        self.__dict__.pop("_resolved", None)  # a name that resolved to nothing may now
+        return True
+
+    def _is_file(self, path: str, on_disk: bool) -> bool:
+        if path in self.known:
+            return True
+        if not on_disk or self.frozen:
+            return False
+        folder, name = os.path.split(path)
+        return name in self._listing(folder) and os.path.isfile(path) and self.read(path)
+
+    def mark_relevant(self, seeds: tuple = ()) -> None:
+        """Functions that touch gradients: their own text does, or they call (by name) one that
+        does (`seeds`: (function names, method names) the text scan found so, in modules not
+        parsed).  By name only: it decides what is worth inlining."""
+        functions = [(key, f, None) for key, m in self.modules.items() if m is not None for f in m.functions.values()]
+        functions += [
+            (key, f, c)
+            for key, m in self.modules.items()
+            if m is not None
+            for c in m.classes.values()
+            for f in c.methods.values()
+        ]
+        # A function is reached bare or through a module alias (`model.train()` never calls a
+        # script's `def train`); a method through `self` (its class, or a class built from it by
+        # name: bases are matched by their last name) or through a `self` attribute built from
+        # a class that has it (`self.stepper.run(loss)`, `self.stepper = Stepper(...)`).
+        plain = set(seeds[0]) if seeds else set()
+        by_class: dict = {}  # class name -> its relevant methods
+        for name, classes in (seeds[1].items() if seeds and isinstance(seeds[1], dict) else ()):
+            for cls in classes:
+                by_class.setdefault(cls, set()).add(name)
+        relevant: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for key, f, cls in functions:
+                if (key, f.qualname) in relevant or f.name in _NEVER_HELPERS:
+                    continue
+                if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class):
+                    relevant.add((key, f.qualname))
+                    if cls is None:
+                        plain.add(f.name)
+                    else:
+                        by_class.setdefault(cls.name, set()).add(f.name)
+                    changed = True
+        self.relevant = relevant
+
+    @staticmethod
+    def _reaches(f: Function, cls: Optional["Class"], by_class: dict) -> bool:
+        if cls is None:
+            return False
+        own = set(by_class.get(cls.name, ()))
+        for base in cls.bases:
+            own |= by_class.get(base.rsplit(".", 1)[-1], set())
+        if f.methods & own:
+            return True
+        for attr, name in f.members:
+            for callee in cls.members.get(attr, ()):
+                if name in by_class.get(callee.rsplit(".", 1)[-1], ()):
+                    return True
+        return False
+
+    def copy(self) -> "Index":
+        """A new index with the same modules (the language server changes the copy, then swaps)."""
+        new = Index()
+        new.roots = list(self.roots)
+        new.modules = dict(self.modules)
+        new.known = set(self.known)
+        new.pending = dict(self.pending)
+        new.frozen = self.frozen
+        return new
+
+    # --- resolution (any process) -------------------------------------------------------
+
+    def _bases(self, key: str) -> list[str]:
+        """Where an absolute import from this file may be found: its folder, its package
+        root, and the folders above it up to the root of the run that holds it."""
+        folder = os.path.dirname(key)
+        memo = self.__dict__.setdefault("_bases_memo", {})
+        if folder not in memo:
+            memo[folder] = self._bases_of(folder, key)
+        return memo[folder]
+
+    def _bases_of(self, folder: str, key: str) -> list[str]:
+        """A script's folder is where Python looks first (sys.path[0]); a module of a package
+        is imported from above its top package, never from its own folder (`import
+        transformers` inside diffusers/models/ is the library, not models/transformers/)."""
+        def package(path: str) -> bool:
+            init = os.path.join(path, "__init__.py")
+            return init in self.known or os.path.isfile(init)
+
+        out = []
+        top = folder
+        while package(top):
+            parent = os.path.dirname(top)
+            if parent == top:
+                break
+            top = parent
+        out.append(top)  # the folder itself when it is no package
+        root = next((r for r in self.roots if key.startswith(r + os.sep) or key == r), None)
+        here = os.path.dirname(top)
+        while root is not None and (here == root or here.startswith(root + os.sep)):
+            if here not in out and not package(here):
+                out.append(here)  # `sys.path.insert(0, "..")` in a script under tools/
+            if here == root:
+                break
+            here = os.path.dirname(here)
+        return out
+
+    def _has_entry(self, base: str, name: str, on_disk: bool) -> bool:
+        """Is there a module or package `name` in the folder `base` (known, or on disk)?"""
+        stem = os.path.join(base, name)
+        if stem + ".py" in self.known or os.path.join(stem, "__init__.py") in self.known:
+            return True
+        if not on_disk or self.frozen:
+            return self._known_folder(stem)
+        listing = self._listing(base)
+        return name + ".py" in listing or name in listing
+
+    def _known_folder(self, folder: str) -> bool:
+        """Does a known module live under this folder (a namespace package without __init__.py)?"""
+        folders = self.__dict__.get("_known_folders")
+        if folders is None or folders[0] != len(self.known):
+            names = set()
+            for key in self.known:
+                here = os.path.dirname(key)
+                while here and here not in names and here != os.path.dirname(here):
+                    names.add(here)
+                    here = os.path.dirname(here)
+            folders = (len(self.known), names)
+            self.__dict__["_known_folders"] = folders
+        return folder in folders[1]
+
+    def _listing(self, folder: str) -> frozenset:
+        listing = self._exists.get(folder)
+        if listing is None:  # one listing per folder, not a stat per candidate
+            try:
+                listing = self._exists[folder] = frozenset(os.listdir(folder))
+            except OSError:
+                listing = self._exists[folder] = frozenset()
+        return listing
+
+    def _module_file(self, base: str, parts: list[str], on_disk: bool) -> Optional[str]:
+        stem = os.path.join(base, *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if self._is_file(candidate, on_disk):
+                return candidate
+        return None
+
+    def resolve(self, qualified: str, key: str, on_disk: bool = False) -> Optional[tuple[str, list[str]]]:
+        """The module a qualified name (as Imports gives it) lands in from the file `key`, and
+        the attribute path left inside it: (`/p/trainer.py`, ["Trainer", "step"]).  Memoised:
+        what is on disk does not change during a run; what is in the index only by add/read."""
+        memo = self.__dict__.setdefault("_resolved_on_disk" if on_disk else "_resolved", {})
+        if (qualified, key) not in memo:
+            found = self._resolve(qualified, key, on_disk)
+            memo[(qualified, key)] = (found[0], tuple(found[1])) if found is not None else None
+        found = memo[(qualified, key)]
+        return (found[0], list(found[1])) if found is not None else None
+
+    def _resolve(self, qualified: str, key: str, on_disk: bool) -> Optional[tuple[str, list[str]]]:
+        level = len(qualified) - len(qualified.lstrip("."))
+        rest = qualified[level:]
+        parts = rest.split(".") if rest else []
+        if level:
+            base = os.path.dirname(key)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            bases = self._bases(key)
+        for base in bases:
+            if parts and not level and not self._has_entry(base, parts[0], on_disk):
+                continue  # nothing named like the import's first name there (`torch` in a project)
+            for cut in range(len(parts), 0, -1):
+                found = self._module_file(base, parts[:cut], on_disk)
+                if found is not None and found != key:
+                    return found, parts[cut:]
+            if level:
+                init = os.path.join(base, "__init__.py")
+                if init != key and self._is_file(init, on_disk):
+                    return init, parts
+        return None
+
+    def lookup(self, qualified: str, key: str, depth: int = 0, trail: Optional[list] = None):
+        """What a qualified name names in the project: ("module", path, Module), ("function",
+        path, Module, Function), ("class", path, Module, Class), ("method", path, Module, Class,
+        Function); None when it is not the project's (or not a function, class or module of
+        it).  `trail` collects the paths of the modules it read (their digests key the cache)."""
+        found = self.resolve(qualified, key)
+        if found is None or depth > MAX_REEXPORTS:
+            return None
+        target, rest = found
+        if trail is not None:
+            trail.append(target)
+        module = self.module(target)
+        if module is None:
+            return None
+        if not rest:
+            return ("module", target, module)
+        head = rest[0]
+        if head in module.functions and len(rest) == 1:
+            return ("function", target, module, module.functions[head])
+        if head in module.classes:
+            cls = module.classes[head]
+            if len(rest) == 1:
+                return ("class", target, module, cls)
+            if len(rest) == 2:
+                found = self.method(target, cls, rest[1])
+                return ("method",) + found if found is not None else None
+            return None
+        if head in module.aliases:  # re-exported: `from .trainer import Trainer` in __init__.py
+            return self.lookup(".".join([module.aliases[head]] + rest[1:]), target, depth + 1, trail)
+        return None
+
+    def method(self, key: str, cls: Class, name: str, depth: int = 0):
+        """(path, Module, Class, Function) of `name` on `cls` or on its first base of the project
+        that has it."""
+        module = self.module(key)
+        if module is None or depth > MAX_REEXPORTS:
+            return None
+        if name in cls.methods:
+            return key, module, cls, cls.methods[name]
+        for base in cls.bases:
+            found = self.class_named(base, key, module)
+            if found is not None:
+                hit = self.method(found[0], found[1], name, depth + 1)
+                if hit is not None:
+                    return hit
+        return None
+
+    def class_named(self, dotted: str, key: str, module: Module) -> Optional[tuple[str, Class]]:
+        """A class named in `module` (defined there or imported into it), or None."""
+        head, _, rest = dotted.partition(".")
+        if not rest and head in module.classes:
+            return key, module.classes[head]
+        if head in module.aliases:
+            qualified = module.aliases[head] + ("." + rest if rest else "")
+            found = self.lookup(qualified, key)
+            if found is not None and found[0] == "class":
+                return found[1], found[3]
+        return None
+
+    def is_relevant(self, key: str, function: Function) -> bool:
+        return (key, function.qualname) in self.relevant

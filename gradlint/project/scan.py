@@ -1,0 +1,286 @@
+"""A text scan of a file, before any parse: which of its defs hold a gradient spelling, and
+which of its calls may reach such a def of another file.
+
+The index parses a module with `ast` only when a file of the run may call one of its
+functions that touches gradients in a loop.  Deciding that from text costs a few regular
+expression passes per file; parsing every module that has a gradient word somewhere would
+cost more than the rest of a whole-tree run (most such files are training scripts nobody
+imports).
+
+A spelling (or a call) is placed in the defs and loops around it by indentation: the
+nearest `def`, `class`, `for` or `while` head above it indented less, whose block no line
+between has closed, then the one around that, and so on.  Only the lines with a spelling or
+a call of interest are placed, never every line.  The scan decides what to parse: what it
+misses stays silent, what it over-reads costs a parse.
+
+Functions and methods are told apart, and so are their calls: `model.train()` is a call of a
+method `train`, never of a script's function `def train(...)`; a function is called bare
+(`train(...)`) or through a module its file imports (`utils.clip(model)`).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from dataclasses import dataclass, field
+
+from gradlint.model.events import BACKWARD_NAMES, CLIP_FUNCTIONS, SELF_UNSCALING_CLIPS, ZERO_GRAD_METHODS
+
+_HEAD = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:(def|class)[ \t]+(\w+)|(for|while)\b)", re.M)
+# What a function may do to gradients, as text: a backward, a clear, a clip, an unscale, a
+# `.grad` write, a step (kept below only of something named like an optimizer, a scaler or an
+# engine, or without arguments: `scheduler.step(noise, t, x)` of a diffusion pipeline is none).
+# One pattern per spelling, each starting with its literal (a fast search), tried only when
+# the literal is in the text at all.
+_SPELLINGS = tuple(
+    (literal, re.compile(pattern))
+    for literal, pattern in [
+        *((name, re.escape(name) + r"[ \t]*\(")
+          for name in sorted(BACKWARD_NAMES | ZERO_GRAD_METHODS | CLIP_FUNCTIONS | SELF_UNSCALING_CLIPS | {"unscale_"})),
+        (".grad", r"\.grad\b(?:\.data)?[ \t]*(?:=[^=]|[-+*/]=|\.zero_\()"),
+        (".step", r"\.step[ \t]*\("),
+    ]
+)
+
+_STEPPER = re.compile(r"opt|scaler|engine", re.I)
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class Scan:
+    imports: set = field(default_factory=set)  # words of the import lines
+    functions: set = field(default_factory=set)  # names of top-level (or nested) functions around a spelling
+    methods: dict = field(default_factory=dict)  # names of methods around a spelling -> their classes
+
+
+def import_words(text: str) -> set[str]:
+    words: set[str] = set()
+    for match in _IMPORT_LINE.finditer(text):
+        for group in match.groups():
+            if group:
+                words.update(_WORD.findall(group))
+    return words
+
+
+_TRIPLE = re.compile(r"\"\"\"|\'\'\'")
+
+
+def _in_strings(text: str):
+    """A test: does an offset lie inside a triple-quoted string (a docstring's example code
+    is no code)?  Quotes are paired in order; escapes and nesting are not read."""
+    bounds: list[int] = []
+    opened = None
+    for match in _TRIPLE.finditer(text):
+        if opened is None:
+            opened = match.group()
+            bounds.append(match.start())
+        elif match.group() == opened:
+            opened = None
+            bounds.append(match.end())
+    if opened is not None:
+        bounds.append(len(text))
+
+    def inside(offset: int) -> bool:
+        return bisect_left(bounds, offset + 1) % 2 == 1
+
+    return inside
+
+
+class _Heads:
+    """The def, class and loop heads of a text, to place a line among them."""
+
+    def __init__(self, text: str, inside=None) -> None:
+        self.text = text
+        self.heads = []
+        for m in _HEAD.finditer(text):
+            if inside is not None and inside(m.start()):
+                continue
+            kind = m.group(2) or "loop"
+            self.heads.append((m.start(), len(m.group(1).expandtabs()), kind, m.group(3) or ""))
+        self.offsets = [h[0] for h in self.heads]
+
+    def around(self, offset: int) -> list[tuple]:
+        """(kind, name, owner kind) of each head around the line holding `offset`, innermost first."""
+        text = self.text
+        line_start = text.rfind("\n", 0, offset) + 1
+        prefix = text[line_start:offset]
+        indent = len(prefix[: len(prefix) - len(prefix.lstrip(" \t"))].expandtabs())
+        found = []
+        index = bisect_left(self.offsets, line_start) - 1
+        while index >= 0 and indent > 0:
+            head = self.heads[index]
+            if head[1] < indent and _closing(head[1]).search(text, head[0], line_start) is None:
+                found.append(head)
+                indent = head[1]
+            index -= 1
+        return [(h[2], h[3], found[i + 1] if i + 1 < len(found) else (None, None, None, None)) for i, h in enumerate(found)]
+
+
+_CLOSERS: dict = {}
+
+
+def _closing(width: int) -> "re.Pattern":
+    """A code line indented at most `width` columns (a tab counts one: close enough for this)."""
+    if width not in _CLOSERS:
+        _CLOSERS[width] = re.compile(r"\n[ \t]{0,%d}[^\s#)\]}]" % width)
+    return _CLOSERS[width]
+
+
+def _defs(kinds: list[tuple]) -> tuple[set, dict]:
+    """(functions, methods with their classes) among the heads around a line."""
+    functions, methods = set(), {}
+    for kind, name, owner in kinds:
+        if kind == "def":
+            if owner[2] == "class":
+                methods.setdefault(name, set()).add(owner[3])
+            else:
+                functions.add(name)
+    return functions, methods
+
+
+def merge(into: dict, methods: dict) -> None:
+    for name, classes in methods.items():
+        into.setdefault(name, set()).update(classes)
+
+
+def _receiver(text: str, start: int):
+    """For a call whose name starts at `start`: None when it is called bare (`f(`), else the
+    word before the dot (`trainer` of `self.trainer.step(`; "" when it is no plain word)."""
+    i = start - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    if i < 0 or text[i] != ".":
+        return None
+    return _word_before(text, i)
+
+
+def _word_before(text: str, end: int) -> str:
+    """The word that ends right before `end` (spaces skipped), read backwards: "" if none."""
+    i = end - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    stop = i
+    while i >= 0 and (text[i].isalnum() or text[i] == "_") and stop - i < 80:
+        i -= 1
+    return text[i + 1 : stop + 1]
+
+
+def _spellings(text: str) -> list[int]:
+    return sorted(
+        m.start() for literal, pattern in _SPELLINGS if literal in text for m in pattern.finditer(text) if _counts(text, m)
+    )
+
+
+def scan(text: str, wrappers=None) -> Scan:
+    found = Scan(import_words(text))
+    spellings = _spellings(text)
+    inside = _in_strings(text) if spellings else None
+    spellings = [offset for offset in spellings if not inside(offset)]
+    if wrappers is not None:  # a configured wrapper's name is a spelling too
+        for name in wrappers.all_names():
+            word = name.rsplit(".", 1)[-1]
+            spellings += [m.start() for m in re.finditer(re.escape(word) + r"[ \t]*\(", text)]
+    if not spellings:
+        return found
+    heads = _Heads(text, inside)
+    for offset in spellings:
+        functions, methods = _defs(heads.around(offset))
+        found.functions |= functions
+        merge(found.methods, methods)
+    return found
+
+
+def calls_of(text: str, functions: set, methods: dict, imports: set) -> tuple[bool, set, dict]:
+    """Where the file calls one of `functions` (bare, or through a module it imports) or of
+    `methods` (after a dot, when the file imports one of the method's classes: `unet.train()`
+    is not a call of a trainer's `train` in a file that never imports the trainer): (one of
+    them inside a `for` or `while` block, the functions and the methods of the file around
+    them).  Only a loop can make a call a training step; a def around a call wraps it, and a
+    loop elsewhere may call that def."""
+    inside = _in_strings(text)
+    heads = _Heads(text, inside)
+
+    def imported(name: str, receiver) -> bool:
+        """A call of another module's function or method: imported by name, through a module
+        alias, or a method of an imported class."""
+        if receiver is None:
+            return name in functions and name in imports
+        return (name in methods and not imports.isdisjoint(methods[name])) or (name in functions and receiver in imports)
+
+    in_loop, wrapping_functions, wrapping_methods = _placed(text, heads, inside, functions | set(methods), imported)
+    # a def of this file around such a call, called in one of its own loops (bare, or on self)
+    if not in_loop and (wrapping_functions or wrapping_methods):
+        def local(name: str, receiver) -> bool:
+            return (receiver is None and name in wrapping_functions) or (receiver == "self" and name in wrapping_methods)
+
+        in_loop = _placed(text, heads, inside, wrapping_functions | set(wrapping_methods), local)[0]
+    return in_loop, wrapping_functions, wrapping_methods
+
+
+def _placed(text: str, heads: "_Heads", inside, names, accept) -> tuple[bool, set, dict]:
+    in_loop = False
+    functions, methods = set(), {}
+    for match in _calls_of_names(text, names):
+        if inside(match.start()) or not accept(match.group(1), _receiver(text, match.start())):
+            continue
+        kinds = heads.around(match.start())
+        in_loop = in_loop or any(kind == "loop" for kind, _, _ in kinds)
+        f, m = _defs(kinds)
+        functions |= f
+        merge(methods, m)
+    return in_loop, functions, methods
+
+
+class _Call:
+    """A call's name and where it starts (what calls_of reads of a match)."""
+
+    __slots__ = ("name", "begin")
+
+    def __init__(self, name: str, begin: int) -> None:
+        self.name, self.begin = name, begin
+
+    def group(self, _index: int) -> str:
+        return self.name
+
+    def start(self) -> int:
+        return self.begin
+
+
+_CALL = re.compile(r"(?<!\w)(\w+)[ \t]*\(")
+# The calls of the texts being scanned, by name: one pass per text, whatever the names asked
+# about in each round (str caches its hash, so the text itself is the key).  Cleared by forget().
+_CALLS: dict = {}
+
+
+def forget() -> None:
+    _CALLS.clear()
+
+
+def _calls_of_names(text: str, names) -> list:
+    """Calls of these names in the text, in order."""
+    calls = _CALLS.get(text)
+    if calls is None:
+        calls = _CALLS[text] = {}
+        for match in _CALL.finditer(text):
+            calls.setdefault(match.group(1), []).append(match.start())
+    found = [_Call(name, at) for name in names if name in calls for at in calls[name]]
+    found.sort(key=lambda call: call.begin)
+    return found
+
+
+def has_spelling(text: str, wrappers=None) -> bool:
+    """Does the text hold a gradient spelling (the scan's, configured wrappers included)?"""
+    if any(_counts(text, m) for literal, pattern in _SPELLINGS if literal in text for m in pattern.finditer(text)):
+        return True
+    return wrappers is not None and any(
+        re.search(re.escape(n.rsplit(".", 1)[-1]) + r"[ \t]*\(", text) for n in wrappers.all_names() if n
+    )
+
+
+def _counts(text: str, match: "re.Match") -> bool:
+    if not match.group().startswith(".step"):
+        return True
+    if text[match.end() : match.end() + 8].lstrip(" \t").startswith(")"):
+        return True  # `x.step()`
+    return _STEPPER.search(_word_before(text, match.start())) is not None

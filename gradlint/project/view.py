@@ -1,0 +1,135 @@
+"""What one checked file sees of the project: the words that make its loops worth modelling,
+and the digest of everything its result depends on in other files (for the cache key)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from gradlint.digest import hex_digest
+from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module
+
+
+@dataclass(frozen=True)
+class View:
+    key: str  # the checked file's absolute path
+    # Names that, written in this file, may call a function of another module that touches
+    # gradients: the prefilter and the screen treat them as they treat a configured wrapper.
+    words: tuple[str, ...]
+    digest: str  # of every module of the project its analysis can read
+    # Names those functions call: one may be a function or a method of this file handed to
+    # them (a callback), so the screen keeps this file's defs of those names.
+    callbacks: tuple[str, ...] = ()
+
+
+def _worth_following(index: Index, qualified: str, here: str) -> bool:
+    """Can this import reach a function that touches gradients?  Its last name must be one
+    such function's, its class's, its module's or a package above it (the text scan's words),
+    and it must resolve to a module holding one (or a package's __init__.py above one, which
+    may re-export it): the index parses nothing for the others."""
+    last = qualified.rstrip(".").rsplit(".", 1)[-1]
+    if last not in index.reachable_words:
+        return False
+    if index.holders is None:
+        return True
+    found = index.resolve(qualified, here)
+    return found is not None and found[0] in index.holders
+
+
+def walk(index: Index, key: str, module: Module, callbacks: Optional[set] = None) -> tuple[set[str], set[str]]:
+    """(words, module keys) reachable from this module's imports, MAX_IMPORT_DEPTH deep.
+    The keys are every module a lookup from here parsed or read (re-exports included);
+    `callbacks` collects what the relevant functions reached call."""
+    words: set[str] = set()
+    keys: set[str] = set()
+    frontier = [(key, module, 0)]
+    seen = {key}
+    while frontier:
+        here, current, depth = frontier.pop()
+        for local, qualified in sorted(current.aliases.items()):
+            if not _worth_following(index, qualified, here):
+                continue
+            trail: list[str] = []
+            found = index.lookup(qualified, here, trail=trail)
+            keys.update(trail)
+            if found is None:
+                continue
+            target, target_module = found[1], found[2]
+            hit = _relevant_words(index, found, callbacks)
+            if hit and depth == 0:
+                words.add(local)
+                words |= hit
+            if target not in seen and depth + 1 < MAX_IMPORT_DEPTH:
+                seen.add(target)
+                frontier.append((target, target_module, depth + 1))
+    return words, keys
+
+
+def _relevant_words(index: Index, found, callbacks: Optional[set] = None) -> set[str]:
+    """The names under which what an import names reaches a function that touches gradients."""
+    kind, key, module = found[0], found[1], found[2]
+    sink = callbacks if callbacks is not None else set()
+    if kind == "function":
+        if not index.is_relevant(key, found[3]):
+            return set()
+        sink |= found[3].calls
+        return {found[3].name}
+    if kind == "class":
+        out = set()
+        cls = found[3]
+        for name in _method_names(index, key, cls):
+            hit = index.method(key, cls, name)
+            if hit is not None and index.is_relevant(hit[0], hit[3]):
+                out.add(name)
+                sink |= hit[3].calls
+        return out | {cls.name} if out else set()
+    if kind == "module":
+        out = set()
+        for f in module.functions.values():
+            if index.is_relevant(key, f):
+                out.add(f.name)
+                sink |= f.calls
+        for cls in module.classes.values():
+            out |= _relevant_words(index, ("class", key, module, cls), callbacks)
+        return out
+    return set()
+
+
+def _method_names(index: Index, key: str, cls, depth: int = 0) -> set[str]:
+    names = set(cls.methods)
+    module = index.module(key)
+    if module is None or depth > 3:
+        return names
+    for base in cls.bases:
+        found = index.class_named(base, key, module)
+        if found is not None:
+            names |= _method_names(index, found[0], found[1], depth + 1)
+    return names
+
+
+def view_of(index: Index, key: str) -> Optional[View]:
+    """The view of a parsed module of the index, or None when nothing it imports reaches a
+    function that touches gradients (its result then depends on no other file)."""
+    module = index.module(key)
+    return reachable_view(index, key, module) if module is not None else None
+
+
+def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
+    """The view of the module at `key` as `module` reads (the language server: an unsaved buffer)."""
+    callbacks: set = set()
+    words, _ = walk(index, key, module, callbacks)
+    if not words:
+        return None
+    return View(key, tuple(sorted(words)), index_digest(index), tuple(sorted(callbacks - words)))
+
+
+def index_digest(index: Index) -> str:
+    """Of every module the index parsed: all that an analysis through it can read (a lookup
+    in a frozen index parses nothing).  Wider than one file's needs, never narrower: a change
+    to any parsed module renews the cache entries of the files that call into the project."""
+    cached = index.__dict__.get("_digest")
+    if cached is None or cached[0] != len(index.modules):
+        parts = sorted(f"{k}\0{m.digest}" for k, m in index.modules.items() if m is not None)
+        cached = (len(index.modules), hex_digest("\n".join(parts).encode("utf-8", "surrogateescape"), size=12))
+        index.__dict__["_digest"] = cached
+    return cached[1]

@@ -1,0 +1,338 @@
+"""Project-wide analysis (gradlint/project): a loop that calls a function or method of another
+module of the project is modelled through that function, as a helper of its own file is."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gradlint.engine import RunOptions, check_source
+from gradlint.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TRAINER = """\
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_step(self, batch):
+        x, y = batch
+        self.optimizer.zero_grad()
+        loss = nn.functional.mse_loss(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+"""
+
+TRAIN = """\
+import torch
+from torch import nn
+from {module} import Trainer
+
+trainer = Trainer(nn.Linear(4, 1))
+for batch in [(torch.randn(8, 4), torch.randn(8, 1))] * 3:
+    trainer.train_step(batch)
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def run(root: Path, *paths: str, jobs: int = 1, cache_dir=None):
+    """A run from inside `root`, over its files named as the command line names them."""
+    from gradlint.discover import discover
+    from gradlint.engine import RunResult, check_files
+
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        files = [os.path.normpath(p) for p in discover(list(paths) or ["."]).files]
+        options = RunOptions(jobs=jobs, cache_dir=cache_dir, roots=tuple(paths) or (".",))
+        return RunResult(check_files([(p, Settings.default()) for p in files], options))
+    finally:
+        os.chdir(cwd)
+
+
+def found(result) -> list[tuple[str, int, str]]:
+    return sorted((f.path, f.line, f.code) for f in result.findings())
+
+
+def test_a_trainer_method_of_another_module_is_modelled_on_the_call(tmp_path):
+    write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
+    result = run(tmp_path)
+    assert found(result) == [("train.py", 7, "GL004")]
+    (finding,) = result.findings()
+    assert finding.fix is None  # a fix would edit another file
+    first, second = finding.related
+    assert (first.path, first.span.line) == ("trainer.py", 16)  # the clip, where it is
+    assert (second.path, second.span.line) == ("trainer.py", 15)  # the step it comes after
+    assert finding.message.startswith("in trainer.train_step(): ")
+    assert "(trainer.py line 15)" in finding.message
+
+
+def test_the_file_alone_knows_nothing_of_the_other_module(tmp_path):
+    """What cannot be resolved stays silent: without the index the call is opaque."""
+    write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
+    alone = check_source((tmp_path / "train.py").read_text(), "train.py", Settings.default())
+    assert alone.findings == []
+
+
+def test_a_named_file_reads_the_modules_it_imports(tmp_path):
+    """`gradlint train.py` (a pre-commit run of the changed file): trainer.py is read for the index."""
+    write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
+    assert found(run(tmp_path, "train.py")) == [("train.py", 7, "GL004")]
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        # a relative import inside a package
+        ({"pkg/__init__.py": "", "pkg/trainer.py": TRAINER, "pkg/train.py": TRAIN.format(module=".trainer")},
+         [("pkg/train.py", 7, "GL004")]),
+        # an absolute import from the package root
+        ({"pkg/__init__.py": "", "pkg/core/__init__.py": "", "pkg/core/trainer.py": TRAINER,
+          "pkg/train.py": TRAIN.format(module="pkg.core.trainer")},
+         [("pkg/train.py", 7, "GL004")]),
+        # re-exported by a package's __init__.py, which has no gradient word
+        ({"lib/__init__.py": "from .trainer import Trainer\n", "lib/trainer.py": TRAINER,
+          "train.py": TRAIN.format(module="lib")},
+         [("train.py", 7, "GL004")]),
+        # a module that is not the project's (nothing on disk): silent
+        ({"train.py": TRAIN.format(module="some_library")}, []),
+    ],
+    ids=["relative", "absolute-from-package-root", "re-exported", "not-the-project"],
+)
+def test_imports_resolve_by_path(tmp_path, files, expected):
+    write(tmp_path, files)
+    assert found(run(tmp_path)) == expected
+
+
+def test_a_module_function_and_a_helper_chain_across_two_modules(tmp_path):
+    write(tmp_path, {
+        "clearing.py": "def clear(opt):\n    opt.zero_grad()\n",
+        "steps.py": "from clearing import clear\n\n\ndef optimize(loss, opt):\n    loss.backward()\n    clear(opt)\n    opt.step()\n",
+        "main.py": """\
+            import torch
+            import steps
+
+            model = torch.nn.Linear(2, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in [torch.randn(4, 2)] * 3:
+                steps.optimize(model(x).sum(), opt)
+        """,
+    })
+    result = run(tmp_path)
+    assert found(result) == [("main.py", 7, "GL002")]
+    (finding,) = result.findings()
+    assert (finding.related[0].path, finding.related[0].span.line) == ("clearing.py", 2)
+
+
+def test_a_subclass_of_a_base_trainer_of_another_module(tmp_path):
+    """`self.train_step(batch)` in a class whose base (another module) defines it."""
+    write(tmp_path, {
+        "base.py": TRAINER.replace("class Trainer:", "class BaseTrainer:"),
+        "mine.py": """\
+            import torch
+            from torch import nn
+            from base import BaseTrainer
+
+
+            class MyTrainer(BaseTrainer):
+                def fit(self, batches):
+                    for batch in batches:
+                        self.train_step(batch)
+
+
+            MyTrainer(nn.Linear(4, 1)).fit([(torch.randn(8, 4), torch.randn(8, 1))] * 2)
+        """,
+    })
+    assert found(run(tmp_path)) == [("mine.py", 9, "GL004")]
+
+
+def test_an_attribute_of_another_modules_class_that_is_a_project_class(tmp_path):
+    """`self.stepper.run(loss)` inside Trainer.fit (trainer.py), `self.stepper = Stepper(...)`."""
+    write(tmp_path, {
+        "stepper.py": "class Stepper:\n    def __init__(self, opt):\n        self.opt = opt\n\n"
+                      "    def run(self, loss):\n        loss.backward()\n        self.opt.step()\n",
+        "trainer.py": """\
+            from stepper import Stepper
+
+
+            class Trainer:
+                def __init__(self, opt):
+                    self.stepper = Stepper(opt)
+                    self.other = dict(a=1)
+
+                def train_step(self, loss):
+                    self.stepper.run(loss)
+        """,
+        "main.py": """\
+            import torch
+            from trainer import Trainer
+
+            model = torch.nn.Linear(2, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            trainer = Trainer(opt)
+            for x in [torch.randn(4, 2)] * 3:
+                trainer.train_step(model(x).sum())
+        """,
+    })
+    assert found(run(tmp_path)) == [("main.py", 8, "GL001")]
+
+
+def test_a_method_of_this_file_called_back_by_another_modules_function(tmp_path):
+    """`moved_step(self, x, y)` whose body calls `self_.clip()`: Net.clip of this file, kept by
+    the screen though nothing here calls it by name, clips after the step."""
+    write(tmp_path, {
+        "steps.py": """\
+            def moved_step(self_, x, y):
+                self_.opt.zero_grad()
+                self_.model(x).sum().backward()
+                self_.opt.step()
+                self_.clip()
+        """,
+        "train.py": """\
+            import torch
+            from steps import moved_step
+
+
+            class Net:
+                def __init__(self):
+                    self.model = torch.nn.Linear(4, 1)
+                    self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+                def clip(self):
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+
+                def fit(self, batches):
+                    for x, y in batches:
+                        moved_step(self, x, y)
+        """,
+    })
+    result = run(tmp_path)
+    assert found(result) == [("train.py", 11, "GL004")]
+    (finding,) = result.findings()
+    assert [(r.path, r.span.line) for r in finding.related] == [("steps.py", 4), (None, 15)]  # the step, the call
+
+
+def test_modules_that_call_each_other_do_not_loop_forever(tmp_path):
+    write(tmp_path, {
+        "a.py": "from b import pong\n\n\ndef ping(loss, opt):\n    loss.backward()\n    pong(loss, opt)\n",
+        "b.py": "from a import ping\n\n\ndef pong(loss, opt):\n    opt.step()\n    ping(loss, opt)\n",
+        "main.py": """\
+            import torch
+            from a import ping
+
+            model = torch.nn.Linear(2, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in [torch.randn(4, 2)] * 3:
+                ping(model(x).sum(), opt)
+        """,
+    })
+    assert found(run(tmp_path)) == [("main.py", 7, "GL001")]
+
+
+def test_the_cache_key_holds_the_modules_a_result_depends_on(tmp_path):
+    write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
+    cache = str(tmp_path / "cache")
+    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]  # from the cache
+    fixed = TRAINER.replace(
+        "        self.optimizer.step()\n        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n",
+        "        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n        self.optimizer.step()\n",
+    )
+    (tmp_path / "trainer.py").write_text(fixed)
+    assert found(run(tmp_path, cache_dir=cache)) == []  # train.py's entry is not served again
+
+
+def test_a_file_that_reaches_no_other_module_keeps_its_cache_key(tmp_path):
+    from gradlint.cache import Cache, content_digest
+    from gradlint.engine import _with_view
+
+    data = b"import torch\n"
+    assert _with_view(content_digest(data), None) == content_digest(data)
+    cache = Cache(str(tmp_path))
+    assert cache.key("a.py", _with_view(content_digest(data), None), Settings.default()) == cache.key(
+        "a.py", content_digest(data), Settings.default())
+
+
+def test_the_pool_gets_the_index(tmp_path):
+    files = {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")}
+    for n in range(8):  # enough files that need an analysis for worker processes
+        files[f"other{n}.py"] = "import torch\nfor x in range(3):\n    x.backward()\n"
+    write(tmp_path, files)
+    assert found(run(tmp_path, jobs=2)) == found(run(tmp_path, jobs=1)) == [("train.py", 7, "GL004")]
+
+
+def test_files_without_gradient_words_are_not_parsed_for_the_index(tmp_path):
+    from gradlint.project.run import index_files
+
+    texts = {
+        "trainer.py": TRAINER,
+        "train.py": TRAIN.format(module="trainer"),
+        "plots.py": "import matplotlib\nprint('a plot')\n",
+        "data.py": "from trainer import Trainer\nimport numpy\n",
+        # a training script of its own: gradient words, but no import of the project reaches it
+        "script.py": "import torch\nfrom data import numpy\nfor x in range(3):\n    loss.backward()\n    opt.step()\n",
+    }
+    write(tmp_path, texts)
+    files = [(str(tmp_path / name), text, "d", None) for name, text in texts.items()]
+    index, views = index_files(files, [str(tmp_path)])
+    parsed = {os.path.basename(k) for k, m in index.modules.items() if m is not None}
+    # plots.py: no import of the project; data.py imports Trainer but calls nothing of it;
+    # script.py calls nothing that touches gradients in another module
+    assert parsed == {"trainer.py", "train.py"}
+    assert set(views) == {str(tmp_path / "train.py")}
+    assert "train_step" in views[str(tmp_path / "train.py")].words
+
+
+# --- every output format points into the other file ---------------------------------------
+
+
+def _cli(tmp_path, *args):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "gradlint", "--no-cache", *args, "."], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_every_output_format_names_the_other_file(tmp_path):
+    write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
+    data = json.loads(_cli(tmp_path, "--output-format", "json").stdout)
+    (finding,) = data["findings"]
+    assert finding["path"] == "train.py"
+    assert [(r["path"], r["line"]) for r in finding["related"]] == [("trainer.py", 16), ("trainer.py", 15)]
+
+    sarif = json.loads(_cli(tmp_path, "--output-format", "sarif").stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("train.py")
+    related = [r["physicalLocation"]["artifactLocation"]["uri"] for r in result["relatedLocations"]]
+    assert all(uri.endswith("trainer.py") for uri in related)
+    assert "[trainer.py line 15](2)" in result["message"]["text"]
+
+    github = _cli(tmp_path, "--output-format", "github").stdout
+    assert "trainer.py line 16: " in github and "file=train.py" in github
+
+    junit = _cli(tmp_path, "--output-format", "junit").stdout
+    assert "trainer.py line 15: " in junit
+
+    lsp = json.loads(_cli(tmp_path, "--output-format", "lsp").stdout)
+    diagnostics = next(iter(lsp.values())) if isinstance(lsp, dict) else lsp[0]["diagnostics"]
+    uris = [r["location"]["uri"] for d in diagnostics for r in d["relatedInformation"]]
+    assert uris and all(uri.endswith("/trainer.py") for uri in uris)
