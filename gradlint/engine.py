@@ -98,8 +98,10 @@ class _ParseFailure(Exception):
 def _parse(source: str, path: str):
     import libcst as cst
 
+    from gradlint.cst_parse import parse_module
+
     try:
-        return cst.parse_module(source)
+        return parse_module(source)
     except cst.ParserSyntaxError as exc:
         raise _ParseFailure(_syntax_error(source, path, exc))
 
