@@ -1,0 +1,59 @@
+"""What the project index (gradlint/project/run.py) reads of a file: only a file that can
+call one of the gradient-touching functions or methods is read for its calls."""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+
+from gradlint.project import run as project_run
+
+TRAINER = """\
+class Trainer:
+    def train(self, loss, optimizer):
+        loss.backward()
+        optimizer.step()
+"""
+
+# `model.train()` in a loop: a method named like the trainer's, on an object of a class this
+# file never imports (it imports the module, for something else)
+EVALUATE = """\
+import trainer
+
+for batch in loader:
+    model.train()
+    print(trainer.__name__)
+"""
+
+# the trainer's class imported: its `train` may be called here
+TRAIN = """\
+from trainer import Trainer
+
+t = Trainer()
+for batch in loader:
+    t.train(loss, opt)
+"""
+
+
+def index(tmp_path, files: dict[str, str]):
+    rows = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        rows.append((str(path), path.read_text(), hashlib.sha1(text.encode()).hexdigest(), None))
+    return project_run.index_files(rows, (str(tmp_path),))
+
+
+def test_a_file_that_cannot_call_them_is_not_read_for_calls(tmp_path, monkeypatch):
+    read = []
+    original = project_run.calls_of
+
+    def counting(text, *args):
+        read.append(text)
+        return original(text, *args)
+
+    monkeypatch.setattr(project_run, "calls_of", counting)
+    _, views = index(tmp_path, {"trainer.py": TRAINER, "evaluate.py": EVALUATE, "train.py": TRAIN})
+    assert EVALUATE not in read
+    assert TRAIN in read
+    assert str(tmp_path / "train.py") in views
