@@ -57,3 +57,26 @@ def test_a_file_that_cannot_call_them_is_not_read_for_calls(tmp_path, monkeypatc
     assert EVALUATE not in read
     assert TRAIN in read
     assert str(tmp_path / "train.py") in views
+
+
+def test_import_words_are_those_of_every_import_line():
+    """import_words tries its pattern only at the lines that hold `import`: the same words as
+    the pattern run over every line (the definition, spelled out here)."""
+    from gradlint.project.scan import _IMPORT_LINE, _WORD, import_words
+
+    def every_line(text: str) -> set[str]:
+        return {word for match in _IMPORT_LINE.finditer(text) for group in match.groups() if group
+                for word in _WORD.findall(group)}
+
+    texts = [
+        "import os\nfrom a.b import (c,\n    d)\n",
+        "x = 1\n    import torch.nn as nn  # comment import y\n",
+        "import a; import b\nreimport = 3\nprint('import z')\n",
+        "from . import trainer\r\nfrom .. import util\r\nimport q\r\n",
+        "def f():\n\tfrom x import y, z as w\n    return 'no import here' if importable else None\n",
+        "import",
+        "",
+        "s = '''\nimport inside_a_string\n'''\n",
+    ]
+    for text in texts:
+        assert import_words(text) == every_line(text), text
