@@ -286,7 +286,7 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, proje
         module, parsed = _parse_screened(text, source, path)
         model = build(module, path, source, settings.wrappers, parsed_text=parsed, project=project)
         del module
-    if not model.loops and not model.lightning_clips:
+    if not model.loops and not model.lightning_clips and not model.functions:
         return []
     from gradlint.fix.plan import plan
 

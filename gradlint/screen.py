@@ -42,6 +42,7 @@ from typing import Optional
 from gradlint import python_ast
 from gradlint.ast_nodes import ast_nodes
 from gradlint.model.events import (
+    CLIP_FUNCTIONS,
     EVENT_WORDS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
     GRAD_SCALERS,
@@ -235,6 +236,25 @@ def _handler(node: ast.stmt) -> bool:
     )
 
 
+def _clips_and_steps(node: ast.stmt) -> bool:
+    """A function that clips and steps through something named like a GradScaler
+    (`grad_scaler.step(opt)`): the model reads it on its own (bindings.py's outline, GL006),
+    whatever calls it.  (Only the scaler's name: this keeps files whose functions merely clip
+    and step an optimizer with a closure away from libcst.)"""
+    clips = steps = False
+    for sub in ast_nodes(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            clips = clips or name in CLIP_FUNCTIONS
+            if name == "step" and sub.args and isinstance(func, ast.Attribute):
+                receiver = func.value.attr if isinstance(func.value, ast.Attribute) else getattr(func.value, "id", "")
+                steps = steps or named_like_scaler(receiver)
+            if clips and steps:
+                return True
+    return False
+
+
 def _start(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", None)
     return min([node.lineno] + [d.lineno for d in decorators]) if decorators else node.lineno
@@ -287,7 +307,7 @@ def screen(
     candidates += [
         (unit.start, unit.end, unit.top, node)
         for name, unit, node, _ in walk.functions
-        if (name in run or _handler(node)) and _contains(marked, unit.start, unit.end)
+        if (name in run or _handler(node) or _clips_and_steps(node)) and _contains(marked, unit.start, unit.end)
     ]
     if not candidates and not walk.training_step_tops:
         return None
@@ -854,10 +874,16 @@ def _needed_tops(
                     add(_assignment_needs(node))
                     if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
                         factory(node.value.func.id)  # what it returns
+                    elif isinstance(node.value, ast.Call) and _self_method(node.value.func):
+                        call(METHOD, node.value.func.attr, 1)  # `self.opt = self.make_optimizer()`
                     continue
                 need(unit, unit.node)
                 add_text(*span)
     return needed, partial
+
+
+def _self_method(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
 def _bound_words(node: ast.stmt) -> list[str]:

@@ -111,7 +111,7 @@ def tree_lines(nodes, depth: int = 1) -> Iterator[str]:
     pad = "  " * depth
     for node in nodes:
         kind = type(node).__name__
-        if kind in ("Branch", "Nested", "Helper") and not has_events([node]):
+        if kind in ("Branch", "Nested", "Helper") and not has_events([node]) or kind == "Rebind":
             continue
         if kind == "Event":
             yield pad + describe_event(node)

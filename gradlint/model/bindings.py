@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from gradlint.model import events as api
+from gradlint.model.attribute_kinds import several_kinds
 from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, keyword_argument, last, root, target_names
 from gradlint.model.positions import Numbering
 from gradlint.model.walk import walk
@@ -55,6 +56,8 @@ class Bindings(Numbering):
         self.outline: list[tuple] = []
         self.imports = Imports()
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
+        # names the file updates in place anywhere (`step += 1`): counters, never settings
+        self.incremented: set[str] = set()
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
         self.all_functions: dict[str, list[cst.FunctionDef]] = {}  # at any depth (closures)
         self.plain_functions: dict[str, list[cst.FunctionDef]] = {}  # not methods: callable by bare name
@@ -71,6 +74,8 @@ class Bindings(Numbering):
         self._step_receivers: set[str] = set()
         self._class_stack: list[ClassInfo] = []
         self._function_depth = 0
+        # per open def: [node, class, calls a clip, calls `x.step(arg)`] (scaler_steps.py)
+        self._open_functions: list[list] = []
         self._parent: dict[str, str] = {}  # alias union-find
 
     # --- collection -------------------------------------------------------
@@ -109,9 +114,15 @@ class Bindings(Numbering):
         elif not self._class_stack and self._function_depth == 0:
             self.functions.setdefault(node.name.value, node)
         self._function_depth += 1
+        self._open_functions.append([node, self._enclosing_class(), False, False])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
+        node, class_name, clips, steps = self._open_functions.pop()
+        if clips and steps:
+            # a clip and a `scaler.step(opt)`-like call: modelled on its own for GL006 (the
+            # scaled backward may run in a caller the file does not show)
+            self.outline.append(("function", node, class_name))
 
     def _enclosing_class(self) -> Optional[str]:
         return self._class_stack[-1].name if self._class_stack else None
@@ -172,6 +183,7 @@ class Bindings(Numbering):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.number(node, self._function_depth > 0)
         self._assigned(node.target)
+        self.incremented.update(target_names(node.target))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.number(node, self._function_depth > 0)
@@ -187,6 +199,14 @@ class Bindings(Numbering):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.number(node, self._function_depth > 0)
+        if self._open_functions:
+            func = node.func
+            called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            top = self._open_functions[-1]
+            if called in api.CLIP_FUNCTIONS:
+                top[2] = True
+            elif called == "step" and node.args:
+                top[3] = True
         if self._open_loops:
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -433,11 +453,17 @@ class Bindings(Numbering):
         kinds.discard(None)
         if len(kinds) == 1:
             return kinds.pop()
+        if kinds:
+            # `self.scaler = None` in __init__, `GradScaler(enabled=flag)` in setup(): every kind it
+            # is assigned (see attribute_kinds.py)
+            return several_kinds(kinds)
         if not kinds and self.canonical(name) != name:
             return self.kind(self.canonical(name), depth + 1)
         return None
 
     def _kind_of_value(self, value: cst.BaseExpression, depth: int) -> Optional[str]:
+        if depth > _MAX_DEPTH:
+            return None  # a method that returns what it (or another) returns, around and around
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.kind(dotted(value), depth + 1)
         if not isinstance(value, cst.Call):
@@ -457,7 +483,7 @@ class Bindings(Numbering):
             return OPTIMIZER
         if name in self.classes:
             return self._kind_of_class(name, depth)
-        returned = self.returned_values(callee)
+        returned = self.returned_values(callee) or self.method_returns(callee)
         if returned:
             # `sched = make_sched(opt)` where `def make_sched(opt): return StepLR(opt, 10)`
             kinds = {self._kind_of_value(v, depth + 1) for v in returned} - {None}
@@ -514,6 +540,21 @@ class Bindings(Numbering):
             returns = _Returns()
             if found is not None:
                 walk(found[0].body, returns)
+            cache[callee] = tuple(returns.values)
+        return cache[callee]
+
+    def method_returns(self, callee: str) -> tuple:
+        """What `self.make_optimizer()` returns: the `return` values of that method in the
+        classes of the file that define it (an object built in one method, used in another)."""
+        if not callee.startswith("self.") or callee.count(".") != 1:
+            return ()
+        cache = self.__dict__.setdefault("_returned", {})
+        if callee not in cache:
+            method = callee[len("self.") :]
+            returns = _Returns()
+            for info in self.classes.values():
+                if method in info.methods:
+                    walk(info.methods[method].body, returns)
             cache[callee] = tuple(returns.values)
         return cache[callee]
 

@@ -15,6 +15,9 @@ from gradlint.model.bindings import params_argument
 from gradlint.model.event import Event
 from gradlint.model.events import (
     ACCUMULATE_CONTEXTS,
+    GRAD_DISABLING,
+    GRAD_ENABLING,
+    GRAD_SETTERS,
     B,
     BACKWARD_FUNCTIONS,
     CLEAR_LIKE_NAMES,
@@ -176,7 +179,8 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
         )
     if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
         target = _first_name(call, ctx)
-        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None) if target else None
+        live = not bindings.scaler_disabled(receiver)
+        return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None, by_scaler=live) if target else None
     if bindings.is_optimizer(receiver):
         return ctx.event(S, call, optimizer=receiver, closure=bool(_positional(call)), sync_only=ctx.accumulate is not None)
     return None
@@ -294,6 +298,44 @@ def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Opti
     return ctx.event(Z, anchor, module=name)
 
 
+def _is_grad_target(node: cst.BaseExpression) -> bool:
+    """`p.grad` or `p._grad` (the attribute behind it, written by hand to share a tensor)."""
+    return _is_grad(node) or (isinstance(node, cst.Attribute) and node.attr.value == "_grad")
+
+
+def gradient_handoff(node: cst.BaseSmallStatement, ctx) -> list[Event]:
+    """`shared_p._grad = p.grad` (or `.grad =`, `.grad.clone()`...), with `p` and `shared_p` the
+    parameters of two different modules: the local module's gradients are used (an S of that
+    module, as a step by hand would be) and the shared parameters get them (a B that
+    overwrites).  [] for anything else."""
+    if not (isinstance(node, cst.Assign) and len(node.targets) == 1 and _is_grad_target(node.targets[0].target)):
+        return []
+    source = _grad_source(node.value)
+    if source is None:
+        return []
+    local = ctx.parameter_owner(ctx.name(source))
+    target = node.targets[0].target
+    shared = ctx.parameter_owner(ctx.name(target.value if not _is_grad(target) else _grad_owner(target)))
+    if local is None or local[0] != "module" or (shared is not None and shared[1] == local[1]):
+        return []
+    module = shared[1] if shared is not None and shared[0] == "module" else None
+    return [
+        ctx.event(S, node, optimizer=local[1], manual=True, handoff=True),
+        ctx.event(B, node, overwrites=True, module=module),
+    ]
+
+
+def _grad_source(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`p` of `p.grad`, `p.grad.data`, `p.grad.clone()`, `p.grad.detach().clone()`."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args:
+        if value.func.attr.value not in ("clone", "detach", "cpu", "cuda", "to", "contiguous", "float"):
+            return None
+        value = value.func.value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to":
+        value = value.func.value  # `p.grad.to(device)`
+    return _grad_owner(value) if _is_grad(value) else None
+
+
 def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
     """`p.grad = None` clears; `p.grad = g` or `p.grad += g` writes a gradient by hand."""
     if isinstance(node, cst.Assign):
@@ -303,6 +345,8 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
                     return _grad_clear(node, target.target, ctx)
                 return ctx.event(B, node, overwrites=True)
     if isinstance(node, cst.AugAssign) and _is_grad(node.target):
+        if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
+            return None  # `p.grad /= n`, `p.grad *= s`: rescales what is there, writes nothing new
         return ctx.event(B, node)
     if isinstance(node, cst.AugAssign):
         return _manual_update(node, node.target, (node,), ctx)
@@ -362,6 +406,15 @@ class _GradReaders(cst.CSTVisitor):
                 self.owners.add(owner.value)
 
 
+def accumulate_with(stmt: cst.With, ctx) -> Optional[str]:
+    """`accelerator` when one of the `with` statement's items is `accelerator.accumulate(...)`."""
+    for item in stmt.items:
+        accelerator = accumulate_context(item, ctx)
+        if accelerator is not None:
+            return accelerator
+    return None
+
+
 def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:
     """`accelerator` for `with accelerator.accumulate(model):`, else None."""
     call = item.item
@@ -371,4 +424,26 @@ def accumulate_context(item: cst.WithItem, ctx) -> Optional[str]:
         and call.func.attr.value in ACCUMULATE_CONTEXTS
     ):
         return ctx.name(call.func.value) or "accelerator"
+    return None
+
+
+def grad_mode(node: cst.BaseExpression, ctx) -> Optional[bool]:
+    """False for `torch.no_grad()` / `torch.inference_mode()` / `torch.set_grad_enabled(False)`
+    (a `with` item or a decorator, called or not), True for `torch.enable_grad()` and
+    `set_grad_enabled(True)`, None for anything else (`set_grad_enabled(is_train)` too)."""
+    call = node if isinstance(node, cst.Call) else None
+    qualified = ctx.qualify(dotted(call.func if call is not None else node))
+    if qualified is None:
+        return None
+    if qualified in GRAD_DISABLING:
+        if call is not None and call.args and qualified.endswith("inference_mode"):
+            mode = call.args[0].value  # inference_mode(False) leaves gradients on
+            return None if not (isinstance(mode, cst.Name) and mode.value == "True") else False
+        return False
+    if qualified in GRAD_ENABLING:
+        return True
+    if qualified in GRAD_SETTERS and call is not None and call.args:
+        flag = call.args[0].value
+        if isinstance(flag, cst.Name) and flag.value in ("True", "False"):
+            return flag.value == "True"
     return None

@@ -13,7 +13,8 @@ class Event:
     kind: str
     span: Span
     text: str  # the call as written, for messages: `opt.zero_grad()`
-    # Z: the optimizer it clears (opt.zero_grad) or the module (model.zero_grad);
+    # Z: the optimizer it clears (opt.zero_grad) or the module (model.zero_grad); B by hand
+    # (`p.grad = g`): the module of `p` when known;
     # S/U: the optimizer; C: the module whose parameters are clipped; L: the scheduler.
     optimizer: Optional[str] = None
     module: Optional[str] = None
@@ -30,9 +31,16 @@ class Event:
     # on the other side of an accumulation step test (`if (i+1) % k == 0: S else: Z`):
     # runs on exactly the iterations that skip the step
     off_boundary: bool = False
+    # the accumulation condition it runs under (the innermost; `!key` for its other side): a
+    # clear under the same condition as the step, before the backward, starts no window
+    boundary: Optional[str] = None
     skips_first: bool = False  # under a condition false on the loop's first iteration (`if epoch > 0:`)
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
     manual: bool = False  # S by hand: parameters updated from their own gradients
+    by_scaler: bool = False  # S through a live GradScaler (`scaler.step(opt)`): it expects scaled gradients
+    # S that hands a module's gradients to another model's parameters (`shared_p._grad = p.grad`,
+    # asynchronous RL workers): it uses them as a step would (`optimizer` is that module)
+    handoff: bool = False
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
     # Project-wide analysis (gradlint/project): an event of a function of another module that
     # the loop calls sits in that file (`path`, as the run names it); `anchor` is the span of

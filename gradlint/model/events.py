@@ -61,7 +61,8 @@ def other_framework(packages: set) -> bool:
 
 # --- names a reader recognises when nothing resolves --------------------------
 
-_OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|^opt[A-Z0-9]", re.I)
+# `optG`, `opt1` (camelCase, case-sensitive: `optional_ctx`, `options` are no optimizers)
+_OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|(?-i:^opt[A-Z0-9])", re.I)
 _SCALER_NAME = re.compile(r"scaler", re.I)
 # `scheduler`, `lr_sched`, `warmup_scheduler`: what a training function calls the parameter it
 # is handed a scheduler through (`def train(model, optimizer, scheduler, loader)`).
@@ -116,6 +117,15 @@ GLOBAL_STEP_HOOK_FUNCTIONS = frozenset({"register_optimizer_step_post_hook"})
 # `with accelerator.accumulate(model):` makes the prepared optimizer's step and zero_grad no-ops
 # except on the syncing step.
 ACCUMULATE_CONTEXTS = frozenset({"accumulate"})
+# `with torch.no_grad():`, `@torch.inference_mode()`: nothing computed there has a graph, so a
+# helper run entirely without gradients does no backward (it would raise).  `enable_grad` turns
+# them back on; `set_grad_enabled(flag)` does either, by its literal argument.
+GRAD_DISABLING = frozenset(
+    """torch.no_grad torch.inference_mode torch.autograd.no_grad torch.autograd.inference_mode
+    torch.autograd.grad_mode.no_grad torch.autograd.grad_mode.inference_mode""".split()
+)
+GRAD_ENABLING = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
+GRAD_SETTERS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
 # A condition that marks a deliberate accumulation step (besides a `%`).
 ACCUMULATION_WORDS = re.compile(r"accum|sync_grad|grad_acc|boundary|should_step|do_step|update_step", re.I)
 

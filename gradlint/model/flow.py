@@ -16,7 +16,7 @@ from typing import Optional
 
 from gradlint.model.event import Event
 from gradlint.model.events import S
-from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, steps_in
+from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, Rebind, steps_in
 
 MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
 # Work per loop is bounded by its size (the nodes of its model): a path enumeration may take
@@ -57,8 +57,11 @@ class _Sequence:
 class _Enumeration:
     """The shared sequences and the step budget of one loop's path enumeration."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, read_again: frozenset = frozenset()):
         self.empty = _Sequence(None, None, 0)
+        # the condition keys that more than one branch reads (_read_again): a decision on a
+        # varying key that nothing reads again only splits equal paths, and the splits multiply
+        self.read_again = read_again
         self.steps_left = STEPS_PER_NODE * max(size, 1)
         self._codes: dict = {}  # an Event (by value: equal events are one code) -> its code
         self._by_id: dict[int, tuple[Event, int]] = {}  # the same, by identity (held: ids stay unique)
@@ -147,6 +150,10 @@ def _step(run: _Enumeration, node, state: _State) -> list[_State]:
         return [_State(s.events, s.decisions, NORMAL if s.status == RETURN else s.status, s.deferred) for s in out]
     if isinstance(node, Branch):
         return _branch(run, node, state)
+    if isinstance(node, Rebind):
+        # a later test of these conditions may go the other way
+        kept = frozenset(d for d in state.decisions if d[0] not in node.keys)
+        return [_State(state.events, kept, state.status, state.deferred)]
     if isinstance(node, Nested):
         return _nested(run, node, state)
     raise TypeError(node)
@@ -158,7 +165,9 @@ def _branch(run: _Enumeration, node: Branch, state: _State) -> list[_State]:
         implied = node.then_implies if side else node.else_implies
         if not _possible(node, side, state):
             continue
-        decisions = state.decisions | {(node.key, side, node.invariant)} | frozenset(implied)
+        decisions = state.decisions | frozenset(
+            d for d in ((node.key, side, node.invariant), *implied) if d[2] or d[0] in run.read_again
+        )
         body = node.then if side else node.orelse
         other = node.orelse if side else node.then
         deferred = state.deferred
@@ -175,6 +184,8 @@ def _possible(node: Branch, side: bool, state: _State) -> bool:
     taken = state.decided(node.key)
     if taken is not None:
         return taken == side
+    if not side and any(state.decided(key) == part for key, part in node.always_then):
+        return False  # `x % accum == 0` where a setting made `accum` 1: no accumulation
     implied = node.then_implies if side else node.else_implies
     if any(state.decided(key) not in (None, part) for key, part, _ in implied):
         return False
@@ -206,7 +217,7 @@ def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
 
 
 def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
-    run = _Enumeration(model_size(loop.body))
+    run = _Enumeration(model_size(loop.body), _read_again(loop.body))
     try:
         states = _run(run, loop.body, [_State(run.empty, frozenset())])
     except TooComplex:
@@ -216,6 +227,28 @@ def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
         invariants = frozenset((k, side) for k, side, inv in s.decisions if inv)
         paths.append(Path(s.events.events(), invariants, s.status in (BREAK, RETURN), s.deferred))
     return list(dict.fromkeys(paths))
+
+
+def _read_again(nodes) -> frozenset:
+    """The keys of the conditions that more than one branch tests (as its condition or a part of
+    it).  A decision on any other key that varies is read by no later branch of its iteration
+    and is forgotten by the next: it need not be kept (an invariant one is kept for the pairing
+    of iterations)."""
+    seen: set = set()
+    again: set = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Branch):
+            keys = {node.key} | {k for k, _, _ in node.then_implies + node.else_implies}
+            keys |= {k for k, _ in node.always_then}
+            again |= keys & seen
+            seen |= keys
+            stack.extend(node.then)
+            stack.extend(node.orelse)
+        elif isinstance(node, (Nested, Helper)):
+            stack.extend(node.body)
+    return frozenset(again)
 
 
 def model_size(nodes) -> int:

@@ -16,7 +16,7 @@ import libcst as cst
 
 from gradlint import source_lines
 from gradlint.findings import Span
-from gradlint.model import classify
+from gradlint.model import arguments, classify, conditions
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
@@ -46,6 +46,11 @@ class Branch:
     # the `then` of `a and b` has a and b true, the `else` of `a or b` has both false.
     then_implies: tuple = ()
     else_implies: tuple = ()
+    reads: frozenset = frozenset()  # the dotted names the condition reads (after substitution)
+    calls: bool = False  # the condition calls something (`torch.is_grad_enabled()`): not a plain setting
+    divisor: Optional[str] = None  # `accum` of a boundary `(i + 1) % accum == 0`
+    # (key, side) of the setting tests whose side makes that count 1: there the boundary always holds
+    always_then: tuple = ()
 
 
 @dataclass
@@ -65,7 +70,16 @@ class Helper:
     body: list["Node"]
 
 
-Node = Union[Event, Branch, Nested, Jump, Helper]
+@dataclass
+class Rebind:
+    """An assignment to names some condition of the loop reads: a later branch on that
+    condition may take another side than an earlier one did in the same iteration."""
+
+    names: frozenset
+    keys: frozenset = frozenset()  # the conditions it outdates (filled when the loop is built)
+
+
+Node = Union[Event, Branch, Nested, Jump, Helper, Rebind]
 
 
 @dataclass
@@ -95,6 +109,9 @@ class FileModel:
     # C events inside a LightningModule's training_step under automatic optimization
     lightning_clips: list[Event]
     source: str
+    # functions that clip and step through a GradScaler, each modelled as one call of its own
+    # (kind "function"): only GL006 reads them (the scaled backward may be the caller's)
+    functions: list[LoopModel] = field(default_factory=list)
 
     @property
     def lines(self) -> list[str]:
@@ -131,6 +148,14 @@ class Context:
         # parameter variables under a test of their name: a clear there picks some parameters
         self.selective: frozenset[str] = frozenset()
         self.accumulate: Optional[str] = None  # the accelerator inside `with X.accumulate(...)`
+        # the accelerator of a `with X.accumulate(...)` that comes later in the same block: a
+        # prepared optimizer's clear here runs while the previous step's sync flag holds
+        self.accumulate_later: Optional[str] = None
+        # parameters of the inlined helper that its call binds to constants (arguments.py)
+        self.constants: dict[str, object] = {}
+        # gradients off: "block" inside `with torch.no_grad():` of this function, "all" in a helper
+        # that runs entirely without them (called there, or decorated): no backward in it
+        self.grad_off: Optional[str] = None
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
         # Inside a function of another module (gradlint/project/foreign.py's Scope): its names,
@@ -258,12 +283,18 @@ class Builder:
         self.bindings = bindings
         self._codes: dict[int, str] = {}
         self.positions = positions
+        # key -> names read, of the conditions of the loop being built (for its Rebind nodes)
+        self.conditions: dict[str, frozenset] = {}
+        # key -> (count, side) of the loop's setting tests whose side means the count is 1
+        self.single_steps: dict[str, tuple[str, bool]] = {}
+        self._reassigned: dict[int, frozenset] = {}  # id of a helper def -> names its body assigns
 
     def use_piece(self, module: cst.Module, bindings) -> None:
         """Go on with another piece of the file (piecewise.py); node ids of the last one are reused."""
         self.module = module
         self.bindings = bindings
         self._codes = {}
+        self._reassigned = {}
 
     def done(self) -> None:
         """The models are built: let go of the positions, whose `code` is this builder's method.
@@ -271,6 +302,7 @@ class Builder:
         walked the tree first (0.1 s of a 2,000-loop file)."""
         self.positions = None
         self._codes = {}
+        self._reassigned = {}
 
     def code(self, node: cst.CSTNode) -> str:
         """The node's source (generated once: messages and position checks both need it)."""
@@ -286,9 +318,36 @@ class Builder:
 
     def block(self, stmts, ctx: Context) -> list[Node]:
         out: list[Node] = []
-        for stmt in stmts:
-            out.extend(self.statement(stmt, ctx))
+        contexts = self.accumulate_contexts(stmts, ctx)
+        for stmt, stmt_ctx in zip(stmts, contexts):
+            out.extend(self.statement(stmt, stmt_ctx))
         return out
+
+    @staticmethod
+    def accumulate_contexts(stmts, ctx: Context) -> list[Context]:
+        """The context of each statement of a block that holds `with X.accumulate(...)`.
+
+        `accumulate()` sets the sync flag on entry, and the prepared optimizer acts only
+        while it holds: before the `with` (in the same block) that is the previous
+        micro-step's flag, so a clear there runs at the start of a window; after it, the
+        flag of this micro-step, as inside."""
+        if ctx.accumulate is not None or len(stmts) < 2:
+            return [ctx] * len(stmts)
+        found = next(
+            (
+                (index, accelerator)
+                for index, stmt in enumerate(stmts)
+                if isinstance(stmt, cst.With)
+                for accelerator in [classify.accumulate_with(stmt, ctx)]
+                if accelerator is not None
+            ),
+            None,
+        )
+        if found is None:
+            return [ctx] * len(stmts)
+        index, accelerator = found
+        before, after = ctx.child(accumulate_later=accelerator), ctx.child(accumulate=accelerator)
+        return [before] * index + [ctx] + [after] * (len(stmts) - index - 1)
 
     def suite(self, suite: cst.BaseSuite, ctx: Context) -> list[Node]:
         if isinstance(suite, cst.IndentedBlock):
@@ -311,7 +370,10 @@ class Builder:
                 pre.extend(self.expression(item.item, ctx))
                 accelerator = classify.accumulate_context(item, ctx)
                 if accelerator is not None:
-                    inner = ctx.child(accumulate=accelerator)
+                    inner = inner.child(accumulate=accelerator)
+                mode = classify.grad_mode(item.item, ctx)
+                if mode is not None:
+                    inner = inner.child(grad_off=None if mode else (ctx.grad_off or "block"))
             return pre + self.suite(stmt.body, inner)
         if isinstance(stmt, cst.Try):
             out = self.suite(stmt.body, ctx)
@@ -334,14 +396,25 @@ class Builder:
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
+            handoff = classify.gradient_handoff(stmt, ctx)
+            if handoff:
+                return out + handoff + [self.rebind(stmt, ctx)]
             grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
-            return out + ([grad] if grad is not None else [])
+            return out + ([grad] if grad is not None else []) + [self.rebind(stmt, ctx)]
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
         return []
 
     def if_statement(self, stmt: cst.If, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.test, ctx)
+        decided = arguments.truth(stmt.test, ctx.constants) if ctx.constants else None
+        if decided is not None:
+            # a test of the helper's constant arguments (`if do_backward:`): one side only
+            if decided:
+                return pre + self.suite(stmt.body, ctx)
+            if isinstance(stmt.orelse, cst.If):
+                return pre + self.if_statement(stmt.orelse, ctx)
+            return pre + (self.suite(stmt.orelse.body, ctx) if isinstance(stmt.orelse, cst.Else) else [])
         ctx = self.name_filtered(stmt.test, ctx)
         then = self.suite(stmt.body, ctx)
         if isinstance(stmt.orelse, cst.If):
@@ -350,8 +423,8 @@ class Builder:
             orelse = self.suite(stmt.orelse.body, ctx)
         else:
             orelse = []
-        if not then and not orelse:
-            return pre
+        if _only_rebinds(then) and _only_rebinds(orelse):
+            return pre + then + orelse  # no event, no jump: only what it may assign counts
         return pre + [self.branch(stmt.test, ctx, then, orelse)]
 
     @staticmethod
@@ -368,10 +441,21 @@ class Builder:
         picked = {ctx.param_names[root(n)] for n in names.names if root(n) in ctx.param_names}
         return ctx.child(selective=ctx.selective | picked) if picked else ctx
 
+    def rebind(self, stmt, ctx: Context) -> Rebind:
+        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        names = (ctx.substitute(name) for target in targets for name in target_names(target))
+        return Rebind(frozenset(name for name in names if name))
+
     def branch(self, test: cst.BaseExpression, ctx: Context, then, orelse) -> Branch:
         # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, then, orelse = test.expression, orelse, then
+        if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
+            then = _mark(then, skips_first=True)
+        # `if scaler is not None:` is `if scaler is None:` with the sides swapped (and `!=` is `==`)
+        test, swapped = conditions.positive(test)
+        if swapped:
+            then, orelse = orelse, then
         key, accumulation, invariant = self.condition(test, ctx)
         # A guard keeps its meaning inside `and`/`or`: `if accelerator.sync_gradients and
         # max_norm > 0:` runs only on sync steps, so it takes the side `if accelerator.sync_gradients:` takes.
@@ -381,9 +465,13 @@ class Builder:
             then_steps, else_steps = steps_in(then), steps_in(orelse)
             then = _mark(then, accumulation_guarded=True, off_boundary=bool(else_steps - then_steps))
             orelse = _mark(orelse, accumulation_guarded=True, off_boundary=bool(then_steps - else_steps))
-        if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
-            then = _mark(then, skips_first=True)
-        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies)
+            then, orelse = _mark_boundary(then, key), _mark_boundary(orelse, "!" + key)
+        reads = self.conditions.get(key, frozenset())
+        calls = conditions.calls_something(test)
+        divisor = conditions.modulo_divisor(test) if accumulation else None
+        if divisor is not None:
+            divisor = ctx.substitute(divisor) or divisor
+        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies, reads, calls, divisor)
 
     def condition(self, test: cst.BaseExpression, ctx: Context) -> tuple[str, bool, bool]:
         """A condition's key (its text), whether it is an accumulation test, whether it is loop-invariant."""
@@ -391,17 +479,32 @@ class Builder:
         walk(test, names)
         key = " ".join(self.module.code_for_node(test).split())
         key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
-        accumulation = (
-            names.has_modulo
-            or bool(api.ACCUMULATION_WORDS.search(key))
-            or any(self.bindings.accumulation_flag(n) for n in names.names)
-        )
+        reads = frozenset(ctx.substitute(name) or name for name in names.names)
+        self.conditions[key] = self.conditions.get(key, frozenset()) | reads
         assigned = ctx.assigned
         # Only what the loop itself assigns can change between iterations as far as this file
         # shows: a call of nothing else (`torch.is_grad_enabled()`, `dist.get_rank() == 0`) is
         # read as the same on every iteration (precision first: an unread call is no evidence
         # that an event under it runs only sometimes).
         varying = any(n in assigned or root(n) in assigned for n in names.names)
+        flag = any(self.bindings.accumulation_flag(n) for n in names.names)
+        accumulation = names.has_modulo or flag or bool(api.ACCUMULATION_WORDS.search(key))
+        # `if cfg.accum_steps > 1:` compares a setting with a number: it picks one regime for the
+        # whole loop (accumulate, or clear and step every batch), the same side in every
+        # iteration, though what it guards keeps its accumulation marks.  A window's boundary
+        # (a modulo, a flag such as `accelerator.sync_gradients`) moves; so does a counter (a
+        # name the file increments anywhere).
+        setting = (
+            accumulation
+            and not (names.has_modulo or flag or varying or names.has_call)
+            and conditions.compares_with_number(test)
+            and not any(conditions.incremented(n, self.bindings.incremented) for n in names.names)
+        )
+        if setting:
+            accumulation = False
+            single = conditions.single_step_side(test)
+            if single is not None:
+                self.single_steps[key] = (ctx.substitute(single[0]) or single[0], single[1])
         return key, accumulation, not (varying or accumulation)
 
     def implied(self, test: cst.BaseExpression, operator: type, side: bool, ctx: Context) -> tuple:
@@ -412,8 +515,9 @@ class Builder:
             return ()
         out = []
         for atom, atom_side in parts:
-            key, _, invariant = self.condition(atom.with_changes(lpar=(), rpar=()), ctx)
-            out.append((key, atom_side, invariant))
+            atom, swapped = conditions.positive(atom)
+            key, _, invariant = self.condition(atom, ctx)
+            out.append((key, atom_side != swapped, invariant))
         return tuple(out)
 
     def match_statement(self, stmt: cst.Match, ctx: Context) -> list[Node]:
@@ -423,7 +527,7 @@ class Builder:
             case = stmt.cases[index]
             body = self.suite(case.body, ctx)
             key = f"match@{id(stmt)}#{index}"
-            out = [Branch(key, False, False, body, out)] if (body or out) else []
+            out = out + body if _only_rebinds(body) and _only_rebinds(out) else [Branch(key, False, False, body, out)]
         return pre + out
 
     def nested_loop(self, stmt: cst.For | cst.While, ctx: Context) -> list[Node]:
@@ -437,11 +541,30 @@ class Builder:
                 for var in _target_names(stmt.target, owner[0]):
                     inner.param_vars[var] = owner
                 inner.param_names = {**ctx.param_names, **_name_targets(stmt.target, owner[0])}
+            zipped = self.zip_owners(stmt, ctx)
+            if zipped:
+                inner = ctx.child()
+                inner.param_vars.update(zipped)
         else:
             pre = self.expression(stmt.test, ctx)
         body = self.suite(stmt.body, inner)
         orelse = self.suite(stmt.orelse.body, ctx) if stmt.orelse is not None else []
-        return pre + ([Nested(body)] if body else []) + orelse
+        return pre + (body if _only_rebinds(body) else [Nested(body)]) + orelse
+
+    def zip_owners(self, stmt: cst.For, ctx: Context) -> dict:
+        """`{"p": ("module", "model"), "shared_p": ("module", "shared_model")}` for
+        `for p, shared_p in zip(model.parameters(), shared_model.parameters()):`."""
+        iterable, target = stmt.iter, stmt.target
+        if not (isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip" and isinstance(target, cst.Tuple)):
+            return {}
+        if len(iterable.args) != len(target.elements) or any(a.star or a.keyword for a in iterable.args):
+            return {}
+        owners = {}
+        for arg, element in zip(iterable.args, target.elements):
+            owner = self.iteration_owner(arg.value, ctx)
+            if isinstance(element.value, cst.Name) and owner is not None and owner[0] == "module":
+                owners[element.value.value] = owner
+        return owners
 
     def iteration_owner(self, iterable: cst.BaseExpression, ctx: Context) -> Optional[tuple[str, str]]:
         """What the loop variable of `for p in <iterable>` belongs to, for `p.grad = None`."""
@@ -473,6 +596,8 @@ class Builder:
         # not taken for the API call of the same name.
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
         event = classify.classify_call(call, ctx) if helper is None else None
+        if event is not None and event.kind == api.B and ctx.grad_off == "all":
+            return []  # a helper run without gradients computed its loss without a graph too
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
@@ -482,9 +607,15 @@ class Builder:
                 return [event, hook]
             if event.sync_only:
                 # Inside `with accelerator.accumulate(...)`: runs only on the syncing step.
-                marked = replace(event, accumulation_guarded=True)
                 # Same key as the user's own `if accelerator.sync_gradients:` so both take one side.
                 key = f"{ctx.accumulate}.sync_gradients"
+                marked = replace(event, accumulation_guarded=True, boundary=key)
+                return [Branch(key, True, False, [marked], [])]
+            if event.kind == api.Z and event.optimizer and ctx.accumulate_later is not None:
+                # Before `with accelerator.accumulate(...)`: the previous micro-step's sync flag,
+                # so the prepared optimizer clears at the start of each window.
+                key = f"{ctx.accumulate_later}.sync_gradients before accumulate()"
+                marked = replace(event, accumulation_guarded=True, boundary=key)
                 return [Branch(key, True, False, [marked], [])]
             return [event]
         helper = helper or self.helper_for(call, ctx)
@@ -557,14 +688,24 @@ class Builder:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
 
+    def reassigned(self, definition: cst.FunctionDef) -> frozenset:
+        """What a helper's body assigns (kept: a helper is inlined at every call of it)."""
+        key = id(definition)
+        if key not in self._reassigned:
+            self._reassigned[key] = arguments.assigned_in(definition)
+        return self._reassigned[key]
+
     def inline(
         self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx,
         scope=None, substitution=None, hints=None,
     ) -> list[Node]:
         """`scope` (with the `substitution` of its `self` and the `hints` of what its attributes
         are): the definition is another module's (gradlint/project), whose names are its own."""
-        if id(definition) in ctx.helpers:
-            return []
+        if id(definition) in ctx.helpers or _abstract(definition):
+            return []  # an abstract method: a subclass the file may not show does the work
+        disabled = ctx.grad_off is not None or any(
+            classify.grad_mode(d.decorator, ctx) is False for d in definition.decorators
+        )
         changes = {}
         if scope is HOME:  # back in this file's own code (handed_back)
             changes.update(foreign=None, bindings=self.bindings)
@@ -584,10 +725,15 @@ class Builder:
             via=ctx.via + (label,),
             helpers=ctx.helpers + (id(definition),),
             substitution=dict(substitution or {}) if fresh else dict(ctx.substitution),
+            constants={},
+            grad_off="all" if disabled else None,
             **changes,
         )
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
+            inner.constants = arguments.bound_constants(
+                definition, call, _passes_self(definition), ctx.constants, self.reassigned(definition)
+            )
         return self.suite(definition.body, inner)
 
     # -- loops --
@@ -601,6 +747,7 @@ class Builder:
             walk(node, names)
             assigned = frozenset(names.names)
         ctx = Context(self, class_name, assigned)
+        self.conditions, self.single_steps = {}, {}
         if isinstance(node, cst.For):
             owner = self.iteration_owner(node.iter, ctx)
             if owner is not None:
@@ -619,11 +766,19 @@ class Builder:
         assigned = _AssignedNames()
         walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
+        self.conditions, self.single_steps = {}, {}
         # Its `return` ends one iteration, not the loop: the body runs as an inlined helper.
         body = [Helper(self.suite(node.body, ctx))]
         return self._finish(LoopModel(self._header_span(node), kind, body))
 
     def _finish(self, loop: LoopModel) -> Optional[LoopModel]:
+        if self.conditions:
+            loop.body = _resolve_rebinds(loop.body, self.conditions, conditions.by_root(self.conditions))
+        else:
+            loop.body = _resolve_rebinds(loop.body, {}, {})
+        if self.single_steps:
+            _mark_single_steps(loop.body, self.single_steps)
+        self.conditions, self.single_steps = {}, {}
         everything: list[Event] = []
         own: list[tuple] = []
         _flatten(loop.body, everything, own, inside_nested=False)
@@ -652,6 +807,58 @@ def _mark(nodes: list[Node], **flags) -> list[Node]:
             out.append(replace(node, then=_mark(node.then, **flags), orelse=_mark(node.orelse, **flags)))
         elif isinstance(node, (Nested, Helper)):
             out.append(type(node)(_mark(node.body, **flags)))
+        else:
+            out.append(node)
+    return out
+
+
+def _only_rebinds(nodes: list[Node]) -> bool:
+    return all(isinstance(node, Rebind) for node in nodes)
+
+
+def _resolve_rebinds(nodes: list[Node], read: dict, index: dict) -> list[Node]:
+    """Each Rebind with the keys of the conditions it outdates; the ones that outdate none
+    are dropped (most assignments: the walk need not stop at them)."""
+    out: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Rebind):
+            keys = conditions.rebound_keys(node.names, read, index) if read else None
+            if keys:
+                out.append(Rebind(node.names, keys))
+        elif isinstance(node, Branch):
+            node.then, node.orelse = _resolve_rebinds(node.then, read, index), _resolve_rebinds(node.orelse, read, index)
+            out.append(node)
+        elif isinstance(node, (Nested, Helper)):
+            node.body = _resolve_rebinds(node.body, read, index)
+            out.append(node)
+        else:
+            out.append(node)
+    return out
+
+
+def _mark_single_steps(nodes: list[Node], single_steps: dict) -> None:
+    """Tell each boundary `x % accum == 0` which setting sides make `accum` 1 (it holds there)."""
+    for node in nodes:
+        if isinstance(node, Branch):
+            if node.divisor is not None:
+                node.always_then = tuple((k, side) for k, (count, side) in single_steps.items() if count == node.divisor)
+            _mark_single_steps(node.then, single_steps)
+            _mark_single_steps(node.orelse, single_steps)
+        elif isinstance(node, (Nested, Helper)):
+            _mark_single_steps(node.body, single_steps)
+
+
+def _mark_boundary(nodes: list[Node], key: str) -> list[Node]:
+    """Set `boundary` on the events of `nodes` that have none yet (an inner accumulation
+    condition, marked first, is the one an event runs under)."""
+    out: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Event):
+            out.append(node if node.boundary is not None else replace(node, boundary=key))
+        elif isinstance(node, Branch):
+            out.append(replace(node, then=_mark_boundary(node.then, key), orelse=_mark_boundary(node.orelse, key)))
+        elif isinstance(node, (Nested, Helper)):
+            out.append(type(node)(_mark_boundary(node.body, key)))
         else:
             out.append(node)
     return out
@@ -747,6 +954,40 @@ def _name_targets(target: cst.BaseExpression, owner_kind: str) -> dict[str, str]
     return {}
 
 
+def _abstract(definition: cst.FunctionDef) -> bool:
+    """A stub a subclass overrides: `@abstractmethod`, or a body (after its docstring) of only
+    `raise NotImplementedError`, `pass` or `...`.  Calling it says nothing about the events the
+    real method has; inlined, its `raise` would end every iteration."""
+    if any((dotted(d.decorator) or "").rsplit(".", 1)[-1] == "abstractmethod" for d in definition.decorators):
+        return True
+    body = definition.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    small = []
+    for statement in statements:
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        small.extend(statement.body)
+    if small and isinstance(small[0], cst.Expr) and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        small = small[1:]  # the docstring
+    if not small:
+        return False
+    for node in small:
+        if isinstance(node, cst.Pass) or (isinstance(node, cst.Expr) and isinstance(node.value, cst.Ellipsis)):
+            continue
+        if isinstance(node, cst.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, cst.Call) else node.exc
+            if dotted(exc) == "NotImplementedError":
+                continue
+        return False
+    return True
+
+
+def _passes_self(definition: cst.FunctionDef) -> bool:
+    """Is the first parameter the receiver (`self`, `cls`), which a call does not pass?"""
+    params = definition.params.params
+    return bool(params) and params[0].name.value in ("self", "cls")
+
+
 def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> dict[str, str]:
     params = [p.name.value for p in definition.params.params]
     if params and params[0] in ("self", "cls"):
@@ -775,10 +1016,20 @@ class LoopFinder:
         self.lightning_clips: list[Event] = []
 
     def entry(self, entry: tuple) -> Optional[LoopModel]:
-        """A model for one entry of the bindings pass's outline: a loop, or a class."""
+        """A model for one entry of the bindings pass's outline: a loop, a class, or a function
+        that clips and steps through a scaler."""
         if entry[0] == "class":
             return self.lightning(entry[1])
+        if entry[0] == "function":
+            return self.function(entry[1], entry[2])
         return self.loop(entry[1], entry[2])
+
+    def function(self, node: cst.FunctionDef, class_name: Optional[str]) -> Optional[LoopModel]:
+        """A function's body as one call (kind "function"), when it steps through a GradScaler."""
+        model = self.builder.step_function_model(node, class_name, kind="function")
+        if model is None or not any(e.kind == api.S and e.by_scaler for e in model.events):
+            return None
+        return model
 
     def loop(self, node, class_name: Optional[str]) -> Optional[LoopModel]:
         relevant, called, assigned = self.facts.loop_facts(node) or (True, frozenset(), None)
@@ -872,5 +1123,7 @@ def build(
 
 
 def file_model(path: str, bindings: Bindings, loops: list[LoopModel], lightning_clips: list[Event], source: str) -> FileModel:
+    functions = [model for model in loops if model.kind == "function"]
+    loops = [model for model in loops if model.kind != "function"]
     _mark_foreign(loops)
-    return FileModel(path, bindings, loops, lightning_clips, source)
+    return FileModel(path, bindings, loops, lightning_clips, source, functions)

@@ -269,8 +269,8 @@ class _Build:
             self.builder.use_piece(module, Recorder(bindings, log))
             models = []
             for entry in outline:
-                self.slots.append(entry[1] if entry[0] == "class" else self.finder.loop(entry[1], entry[2]))
-                models.append(self.slots[-1] if entry[0] == "loop" else None)
+                self.slots.append(entry[1] if entry[0] == "class" else self.finder.entry(entry))
+                models.append(self.slots[-1] if entry[0] != "class" else None)
             if self.models is not None:
                 self.models.put(module, (first, self.model_key), (log, models))
         kept = module if self.models is not None else None
@@ -314,7 +314,7 @@ class _Build:
         self.builder.use_piece(module, self.bindings)
         finder = LoopFinder(self.builder, again)
         for index, entry in zip(piece.slots, outline):
-            if entry[0] == "loop":  # a class keeps the complete bindings' ClassInfo, judged at the end
-                self.slots[index] = finder.loop(entry[1], entry[2])
+            if entry[0] != "class":  # a class keeps the complete bindings' ClassInfo, judged at the end
+                self.slots[index] = finder.entry(entry)
         positions.extra = None
         self.builder.use_piece(self.config, self.bindings)

@@ -9,7 +9,8 @@ from gradlint.findings import Fix
 from gradlint.model.event import Event
 from gradlint.model.events import S, Z
 from gradlint.model.flow import conditional
-from gradlint.model.loops import LoopModel
+from gradlint.model.loops import Branch, Helper, LoopModel, Nested
+from gradlint.model.names import is_under
 from gradlint.model.params import coverage
 
 
@@ -77,3 +78,72 @@ def sometimes_cleared(file, loop: LoopModel, optimizer: str) -> list[Event]:
     clears = [e for e in loop.events if e.kind == Z and may_clear(file, e, optimizer)]
     return clears if clears and all(some.get(e.key) for e in clears) else []
 
+
+
+def configuration_cleared(file, loop: LoopModel, optimizer: str) -> list[Event]:
+    """The clears of `optimizer`, when every one of them runs only under conditions the loop
+    never changes (`if args.amp: opt.zero_grad(); ...` with an `else:` that only
+    backpropagates and steps), none of which calls anything or tests the optimizer itself (`if opt is not None:
+    opt.zero_grad()` beside `opt.step()` cannot run with no optimizer); else [].  With the
+    other setting the loop never clears: GL001's bug on those runs."""
+    some = conditional(loop)
+    clears = [e for e in loop.events if e.kind == Z and may_clear(file, e, optimizer)]
+    if not clears or any(some.get(e.key) is not False for e in clears):
+        return []
+    keys = {e.key for e in clears}
+    canonical = file.bindings.canonical(optimizer)
+    for branch in _branches_around(loop.body, keys):
+        if branch.calls:
+            return []  # `if torch.is_grad_enabled():` is no setting a user picks, just unknown
+        if any(is_under(name, optimizer) or is_under(file.bindings.canonical(name), canonical) for name in branch.reads):
+            return []
+    return clears
+
+
+def _branches_around(nodes, keys: set) -> list[Branch]:
+    """The branches that hold one of these events, at any depth."""
+    found: list[Branch] = []
+
+    def holds(nodes) -> bool:
+        any_held = False
+        for node in nodes:
+            if isinstance(node, Event):
+                any_held = any_held or node.key in keys
+            elif isinstance(node, Branch):
+                if holds(node.then) | holds(node.orelse):
+                    found.append(node)
+                    any_held = True
+            elif isinstance(node, (Nested, Helper)):
+                any_held = holds(node.body) or any_held
+        return any_held
+
+    holds(nodes)
+    return found
+
+
+def clears_local(file, loop: LoopModel, clear: Event, module: str) -> bool:
+    """May `clear` reset a module whose gradients the loop hands to another model's parameters
+    (`shared_p._grad = p.grad`)?  A clear of that module, or of one around or inside it, or of
+    unknown parameters may; so may an optimizer that holds it.  An optimizer whose parameters
+    cannot be resolved and that the loop steps after handing the gradients over is the shared
+    model's (the worker's optimizer over the shared parameters): it does not."""
+    bindings = file.bindings
+    if clear.unknown_target:
+        return True
+    if clear.module is not None:
+        return coverage_of_module(file, clear.module, module) is not False
+    held = bindings.optimizer_params(clear.optimizer) if clear.optimizer else None
+    if held is not None:
+        return any(is_under(m, module) or is_under(module, m) for m in held)
+    return not any(e.kind == S and e.optimizer == clear.optimizer and not e.handoff for e in loop.events)
+
+
+def coverage_of_module(file, cleared: str, module: str) -> Optional[bool]:
+    """Does clearing module `cleared` reset `module`'s gradients?  None when unknown."""
+    bindings = file.bindings
+    a, b = bindings.canonical(cleared), bindings.canonical(module)
+    if is_under(b, a):
+        return True
+    if is_under(a, b):
+        return None  # a part of it
+    return False if bindings.definitely_distinct(a, b) else None

@@ -16,6 +16,7 @@ from gradlint.model.event import Event
 from gradlint.model.events import B, C, S, Z
 from gradlint.model.flow import Walk, walks
 from gradlint.model.params import steps_module
+from gradlint.rules.base import may_clear
 
 
 def clips_with_walks(file) -> Iterator[tuple[object, Walk, int]]:
@@ -101,7 +102,23 @@ def clips_before_backward(file) -> Iterator[tuple[object, Walk, int, Event]]:
             continue
         following = next_of(walk, i, B + S + Z)
         if following is not None and following.kind == B:
+            if _sees_what_nothing_clears(file, loop, walk, i, following):
+                continue
             yield loop, walk, i, following
+
+
+def _sees_what_nothing_clears(file, loop, walk: Walk, index: int, following: Event) -> bool:
+    """The clip sits after its iteration's backward and the next backward is the next
+    iteration's, in a loop that never clears the optimizer stepped after it: the clip sees
+    every gradient so far, as the step does.  That is GL001's bug (the missing clear), not a
+    clip before the backward (clearing each step makes it right, or GL005's in a window)."""
+    at = walk.events.index(following, index)
+    if walk.iteration[at] == walk.iteration[index]:
+        return False
+    step = next_of(walk, at, S)
+    if step is None or step.optimizer is None:
+        return False
+    return not any(e.kind == Z and may_clear(file, e, step.optimizer) for e in loop.events)
 
 
 def misplaced_clips(file) -> frozenset:

@@ -2,7 +2,8 @@
 
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
-from gradlint.rules.base import RawFinding, at, may_clear, sometimes_cleared
+from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
+from gradlint.rules.gl002_zero_grad_discards import discarding_clears
 from gradlint.rules.gl007_step_before_backward import steps_before_backward
 from gradlint.rules.registry import Rule
 
@@ -17,23 +18,47 @@ def check(file):
         # followed on its own: a backward after its step piles onto what it used.
         # In order of first step: a set would make the message depend on the hash seed.
         optimizers = {e.optimizer: [] for e in loop.events if e.kind == S}
+        # modules whose gradients are handed to another model (`shared_p._grad = p.grad`)
+        handed = {e.optimizer for e in loop.events if e.kind == S and e.handoff}
+        # optimizers whose every clear runs only under a condition the loop never changes
+        configured: dict = {}
         if loop.has(Z):
+            never = {o for o in handed if not any(e.kind == Z and clears_local(file, loop, e, o) for e in loop.events)}
             # A loop that clears is GL003's to judge, but for an optimizer whose every
-            # clear runs only on some iterations: the others never clear it.
+            # clear runs only on some iterations: the others never clear it.  And for one
+            # whose clears all depend on a setting (`if args.amp: opt.zero_grad()`): with the
+            # other setting, the loop never clears it.
             optimizers = {o: sometimes_cleared(file, loop, o) for o in optimizers if o is not None}
+            configured = {o: configuration_cleared(file, loop, o) for o, clears in optimizers.items() if not clears}
             optimizers = {o: clears for o, clears in optimizers.items() if clears}
+            if any(configured.values()):
+                # a clear moved into one setting's branch, between its backward and step, is
+                # GL002's one finding, not also a GL001 of the other setting
+                misplaced = discarding_clears(file, loop)
+                configured = {o: c for o, c in configured.items() if not any(z.key in misplaced for z in c)}
+            optimizers.update((o, clears) for o, clears in configured.items() if clears)
+            optimizers.update((o, []) for o in never)
         early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
         for walk in walks(loop):
             for optimizer, clears in optimizers.items():
-                for finding in _follow(file, loop, walk, optimizer, clears):
+                if configured.get(optimizer) and _runs_any(walk, clears):
+                    continue  # the setting that clears: only the walks of the other one count
+                for finding in _follow(file, loop, walk, optimizer, clears, bool(configured.get(optimizer)), optimizer in handed):
                     if not (clears and finding.related[0][0].key in early):
                         yield finding  # (a step before its backward is GL007's one finding)
 
 
-def _follow(file, loop, walk, optimizer, clears):
+def _runs_any(walk, clears) -> bool:
+    keys = {e.key for e in clears}
+    return any(e.key in keys for e in walk.events)
+
+
+def _follow(file, loop, walk, optimizer, clears, configured=False, handed=False):
     state, writer, consumer = CLEAN, None, None
     for event in walk.events:
         if event.kind == B:
+            if handed and event.overwrites and event.module and not file.bindings.same(event.module, optimizer):
+                continue  # the shared parameters get the gradients, not this module
             if event.overwrites:
                 state = FRESH
             elif state == CONSUMED:
@@ -41,19 +66,21 @@ def _follow(file, loop, walk, optimizer, clears):
             elif state == CLEAN:
                 state = FRESH
         elif event.kind == Z:
-            if may_clear(file, event, optimizer):
+            if clears_local(file, loop, event, optimizer) if handed else may_clear(file, event, optimizer):
                 state = CLEAN
         elif event.kind == S and event.optimizer == optimizer:
             if event.clears:
                 state = CLEAN
                 continue
             if state == STALE:
-                yield _finding(loop, writer, consumer, event, clears)
+                yield _finding(loop, writer, consumer, event, clears, configured)
             state, consumer = CONSUMED, event
 
 
-def _finding(loop, writer, consumer, step, clears):
-    if clears:
+def _finding(loop, writer, consumer, step, clears, configured=False):
+    if configured:
+        cleared = f"{at(clears[0])} runs only under a setting the loop never changes, and without it nothing clears them"
+    elif clears:
         cleared = f"{at(clears[0])} runs only on some iterations, so the others do not clear them"
     else:
         cleared = "nothing in this loop clears them"
@@ -66,7 +93,7 @@ def _finding(loop, writer, consumer, step, clears):
     else:
         message = f"{writer.text} adds to gradients that {at(consumer)} already used: {cleared} before {at(step)}"
         related = ((step, "the step that uses the piled-up gradients"), (consumer, "the step that used them first"))
-    related += tuple((z, "a clear that only some iterations run") for z in clears[:1])
+    related += tuple((z, "a clear that only some runs make" if configured else "a clear that only some iterations run") for z in clears[:1])
     return RawFinding("GL001", message, writer, related, loop)
 
 
@@ -132,6 +159,18 @@ for i, (x, y) in enumerate(loader):
         opt.zero_grad()
     loss_fn(model(x), y).backward()  # expect: GL001
     opt.step()
+""",
+        """
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    if args.amp:
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()  # expect: GL001
+        opt.step()
 """,
     ),
 )

@@ -88,6 +88,11 @@ def _judge(file, loop, walk, z_index, only_one):
             backward_between = True
         elif later.kind == S:
             if not touches(file, z, later.optimizer, only_one):
+                if later.accumulation_guarded:
+                    # another optimizer's step of an accumulation window: this clear's own step may
+                    # follow it (`opt_a.zero_grad(); opt_b.zero_grad(); B; if (i + 1) % k == 0:
+                    # opt_a.step(); opt_b.step()` misplaces two clears)
+                    continue
                 return None
             start, fresh = _pending(file, events, z_index, later.optimizer, only_one)
             if not fresh:
@@ -101,9 +106,11 @@ def _judge(file, loop, walk, z_index, only_one):
                 if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)
                 and not any(events[m].kind == S for m in range(i + 1, z_index))
             ]
-            if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own:
-                # A clear at the top of each epoch, before the inner loop that accumulates: it
-                # only drops the previous epoch's last, partial window (not this rule's question).
+            if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own and later.key not in loop.own:
+                # A clear at the top of each epoch, before the inner loop that accumulates and
+                # steps: it only drops the previous epoch's last, partial window (not this rule's
+                # question).  (When this loop steps, its own iterations are the window, and the
+                # inner loop only splits one micro-batch.)
                 accumulated = []
             here = _lost_here(walk, start, fresh, z_index, j) if walk.iteration[j] == walk.iteration[z_index] else None
             fix = None
@@ -111,10 +118,13 @@ def _judge(file, loop, walk, z_index, only_one):
                 lost = events[here]
                 lost_when = at(lost)
                 fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
-            elif accumulated and (z.off_boundary or not z.accumulation_guarded):
+            elif accumulated and (z.off_boundary or not z.accumulation_guarded or _discards_window(z, later)):
                 # (a clear under another accumulation test may start the next window:
                 # `if i % k == 0: Z` ... `if (i + 1) % k == 0: S`; the `else:` of the step's
-                # own test surely runs between a micro-batch and its step)
+                # own test surely runs between a micro-batch and its step, and a clear under the
+                # step's own test before this iteration's backward, such as a prepared optimizer's
+                # at the top of `with accelerator.accumulate(model):`, runs on the step's
+                # iteration, after the window's other micro-batches)
                 lost = events[accumulated[-1]]
                 lost_when = at_earlier(lost, z, walk.iteration[accumulated[-1]] != walk.iteration[z_index])
             else:
@@ -130,6 +140,15 @@ def _judge(file, loop, walk, z_index, only_one):
     return None
 
 
+def _discards_window(clear, step) -> bool:
+    """Does the clear run under the step's own accumulation test: on the step's iteration
+    (reached before its backward), or on exactly the iterations that skip the step
+    (`if (i + 1) % k != 0: Z` beside `if (i + 1) % k == 0: S`)?"""
+    if clear.boundary is None or step.boundary is None:
+        return False
+    return clear.boundary == step.boundary or clear.boundary == "!" + step.boundary
+
+
 def _deferred_for(file, path, optimizer) -> bool:
     return any(_same(file, d, optimizer) for d in path.deferred)
 
@@ -141,7 +160,10 @@ RULE = Rule(
     rationale=(
         "A clear between backward() and step() throws the fresh gradients away, so the step uses nothing "
         "(or only part of an accumulated sum). With accumulation, clearing every micro-batch while stepping "
-        "every k-th keeps only the last micro-batch."
+        "every k-th keeps only the last micro-batch. Inside `with accelerator.accumulate(model):` the prepared "
+        "optimizer's zero_grad() acts only on the syncing micro-step, which accumulate() decides on entry: "
+        "at the top of the block, before the backward, it throws away the k-1 micro-batches accumulated "
+        "before that step. Clear after the step, or in the loop body before the `with`."
     ),
     wrong="for x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
@@ -174,6 +196,14 @@ for batch in loader:
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    optimizer.zero_grad()
+    with accelerator.accumulate(model):
+        accelerator.backward(model(batch))
+        optimizer.step()
+""",
     ),
     invalid=(
         """
@@ -199,6 +229,14 @@ for batch in loader:
         accelerator.backward(loss)
         optimizer.step()
         model.zero_grad()  # expect: GL002
+""",
+        """
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        optimizer.zero_grad()  # expect: GL002
+        accelerator.backward(model(batch))
+        optimizer.step()
 """,
         """
 for i, (x, y) in enumerate(loader):

@@ -1,7 +1,7 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
 from gradlint.model.events import B, C, S, U
-from gradlint.model.flow import walks
+from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
 from gradlint.rules.registry import Rule
@@ -18,23 +18,81 @@ def check(file):
             for i, clip in enumerate(walk.events):
                 if clip.kind != C or clip.unscales or clip.key in misplaced:
                     continue
-                backward = _last_backward_or_unscale(walk.events, i)
-                if backward is None or backward.kind != B or not backward.scaled:
+                finding = _judge(loop, walk, i)
+                if finding is not None:
+                    yield finding
+    yield from _functions(file)
+
+
+def _functions(file):
+    """Functions that clip and step through a GradScaler, read on their own: one call of each
+    (its paths through one call, not two iterations in a row), for the clips no loop of the
+    file runs (a loop that calls the function judges them with what comes before the call).
+    One finding per clip."""
+    in_loops = {e.key for loop in file.loops for e in loop.events}
+    for function in file.functions:
+        if all(e.key in in_loops for e in function.events if e.kind == C):
+            continue  # every clip of it runs in a loop of the file, which judges it
+        reported: set = set()
+        for path in iteration_paths(function) or ():
+            walk = Walk(path.events, (0,) * len(path.events), (path,))
+            for i, clip in enumerate(walk.events):
+                if clip.kind != C or clip.unscales or clip.key in in_loops or clip.key in reported:
                     continue
-                yield RawFinding(
-                    "GL006",
-                    f"{clip.text} clips gradients still multiplied by the GradScaler's scale "
-                    f"(from {at(backward)}): call scaler.unscale_(optimizer) before clipping",
-                    clip,
-                    ((backward, "the scaled backward"),),
-                    loop,
-                    optimizer=getattr(later_in_iteration(walk, i, S), "optimizer", None),  # for the fix
-                )
+                finding = _judge(function, walk, i, first_only=True)
+                if finding is not None:
+                    reported.add(clip.key)
+                    yield finding
 
 
-def _last_backward_or_unscale(events, index):
+def _judge(loop, walk, i, first_only=False):
+    clip = walk.events[i]
+    backward = _last_backward_or_unscale(walk, i, first_only)
+    if backward is None:
+        # No backward before it here: the caller's.  A step through the GradScaler right after the
+        # clip says the gradients it sees are scaled.
+        step = _next_of(walk, i, (B, U, S))
+        if step is None or step.kind != S or not step.by_scaler:
+            return None
+        return RawFinding(
+            "GL006",
+            f"{clip.text} clips gradients that {at(step)} expects multiplied by the GradScaler's scale "
+            f"(the scaled backward runs before this code): call unscale_(optimizer) on the scaler before clipping",
+            clip,
+            ((step, "the step through the GradScaler"),),
+            loop,
+            optimizer=step.optimizer,
+        )
+    if backward.kind != B or not backward.scaled:
+        return None
+    return RawFinding(
+        "GL006",
+        f"{clip.text} clips gradients still multiplied by the GradScaler's scale "
+        f"(from {at(backward)}): call scaler.unscale_(optimizer) before clipping",
+        clip,
+        ((backward, "the scaled backward"),),
+        loop,
+        optimizer=getattr(later_in_iteration(walk, i, S), "optimizer", None),  # for the fix
+    )
+
+
+def _last_backward_or_unscale(walk, index, first_only=False):
+    events = walk.events
     for j in range(index - 1, -1, -1):
+        if first_only and walk.iteration[j] != walk.iteration[index]:
+            return None
         if events[j].kind in (B, U):
+            return events[j]
+    return None
+
+
+def _next_of(walk, index, kinds):
+    """The next event of these kinds in the same iteration."""
+    events = walk.events
+    for j in range(index + 1, len(events)):
+        if walk.iteration[j] != walk.iteration[index]:
+            return None
+        if events[j].kind in kinds:
             return events[j]
     return None
 
@@ -108,6 +166,13 @@ for x, y in loader:
     grad_scaler.step(opt)
     grad_scaler.update()
     opt.zero_grad()
+""",
+        """
+class Updater:
+    def step(self, grad_scaler):
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)  # expect: GL006
+        grad_scaler.step(self.optimizer)
+        grad_scaler.update()
 """,
     ),
 )

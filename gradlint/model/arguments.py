@@ -1,0 +1,156 @@
+"""Constant arguments of a call, bound to the parameters of the function it runs.
+
+A helper's events can depend on how it is called: `forward_backward(batch)` runs the
+`loss.backward()` under `if do_backward:` (the default is True), an evaluation method's
+`forward_backward(batch, do_backward=False)` does not.  When a call of a function of the
+file is modelled, the constants it passes (by position or keyword) and the constant
+defaults of what it leaves out are bound to the parameters, and a test that reads only
+those is decided: its other side never runs for that call.
+
+Pure functions of libcst nodes, so that a summary of a function of another module (issue
+27's project index) can bind the arguments of its calls the same way:
+
+    constants = bound_constants(definition, call, skip_first=True, outer={})
+    truth(test, constants)   # True, False, or None when it depends on something else
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import libcst as cst
+
+from gradlint.model.names import target_names
+from gradlint.model.walk import walk
+
+_UNKNOWN = object()
+
+
+def constant(node: Optional[cst.BaseExpression], outer: Mapping[str, object] = {}) -> object:
+    """The value of a literal (`True`, `None`, `0.5`, `"fp16"`, `-1`), or of a name bound to
+    a constant in the caller (`outer`); _UNKNOWN otherwise."""
+    if node is None:
+        return _UNKNOWN
+    if isinstance(node, cst.Name):
+        if node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        return outer.get(node.value, _UNKNOWN)
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        try:
+            return node.evaluated_value
+        except Exception:  # a literal libcst cannot evaluate: unknown, never a crash
+            return _UNKNOWN
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        value = constant(node.expression, outer)
+        return -value if isinstance(value, (int, float)) and not isinstance(value, bool) else _UNKNOWN
+    return _UNKNOWN
+
+
+def bound_constants(
+    definition: cst.FunctionDef,
+    call: cst.Call,
+    skip_first: bool,
+    outer: Mapping[str, object] = {},
+    reassigned: Optional[frozenset] = None,
+) -> dict[str, object]:
+    """The parameters of `definition` that `call` binds to constants, with their values.
+
+    `skip_first`: the call passes the first parameter itself (`self.m(...)`, `obj.m(...)`).
+    A parameter the body assigns again is left out (its test reads the new value), and so is
+    every parameter a `*args` or `**kwargs` of the call may fill.  `reassigned`: what
+    `assigned_in(definition)` returns, when the caller keeps it."""
+    params = definition.params
+    positional = list(params.posonly_params) + list(params.params)
+    if skip_first and positional:
+        positional = positional[1:]
+    values: dict[str, object] = {}
+    star = any(a.star == "*" for a in call.args)
+    double_star = any(a.star == "**" for a in call.args)
+    given = [a for a in call.args if a.keyword is None and not a.star]
+    if not star:
+        for param, arg in zip(positional, given):
+            values[param.name.value] = constant(arg.value, outer)
+    named = {p.name.value: p for p in positional + list(params.kwonly_params)}
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in named:
+            values[arg.keyword.value] = constant(arg.value, outer)
+    if not star and not double_star:
+        skipped = positional[len(given):] + list(params.kwonly_params)
+        for param in skipped:
+            if param.name.value not in values and param.default is not None:
+                values[param.name.value] = constant(param.default)
+    if reassigned is None:
+        reassigned = assigned_in(definition)
+    return {name: value for name, value in values.items() if value is not _UNKNOWN and name not in reassigned}
+
+
+def truth(test: cst.BaseExpression, constants: Mapping[str, object]) -> Optional[bool]:
+    """Is `test` surely true (True) or surely false (False) with these names bound?"""
+    value = _value(test, constants)
+    return None if value is _UNKNOWN else bool(value)
+
+
+def _value(node: cst.BaseExpression, constants: Mapping[str, object]) -> object:
+    if isinstance(node, cst.Name):
+        return constant(node, constants)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        inner = _value(node.expression, constants)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(node, cst.BooleanOperation):
+        left = _value(node.left, constants)
+        right = _value(node.right, constants)
+        if isinstance(node.operator, cst.And):
+            if left is not _UNKNOWN and not left or right is not _UNKNOWN and not right:
+                return False
+            return _UNKNOWN if _UNKNOWN in (left, right) else True
+        if left is not _UNKNOWN and left or right is not _UNKNOWN and right:
+            return True
+        return _UNKNOWN if _UNKNOWN in (left, right) else False
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        left = _value(node.left, constants)
+        target = node.comparisons[0]
+        right = _value(target.comparator, constants)
+        if _UNKNOWN in (left, right):
+            return _UNKNOWN
+        operator = type(target.operator)
+        if operator is cst.Is:
+            return left is right if left is None or right is None else _UNKNOWN
+        if operator is cst.IsNot:
+            return left is not right if left is None or right is None else _UNKNOWN
+        if operator is cst.Equal:
+            return left == right
+        if operator is cst.NotEqual:
+            return left != right
+        return _UNKNOWN
+    return constant(node)
+
+
+class _Assigned(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self.names.update(target_names(t.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names.update(target_names(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names.update(target_names(node.target))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.names.update(target_names(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names.update(target_names(node.target))
+
+
+def assigned_in(definition: cst.FunctionDef) -> frozenset:
+    """The names a function's body assigns (not those of defs inside it)."""
+    visitor = _Assigned()
+    walk(definition.body, visitor)
+    return frozenset(visitor.names)
