@@ -98,8 +98,10 @@ class _ParseFailure(Exception):
 def _parse(source: str, path: str):
     import libcst as cst
 
+    from gradlint.cst_parse import parse_module
+
     try:
-        return cst.parse_module(source)
+        return parse_module(source)
     except cst.ParserSyntaxError as exc:
         raise _ParseFailure(_syntax_error(source, path, exc))
 
@@ -147,6 +149,26 @@ def _guard(source: str, path: str, memo=None) -> None:
         raise _ParseFailure(FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
     except (ValueError, RecursionError, MemoryError, OverflowError):
         pass  # the guard judged these
+
+
+def _no_loop_by_text(source: str, settings: Settings, project=None) -> bool:
+    from gradlint.screen import no_loop_by_text
+
+    # a call into another module's gradient code is a spelling too (gradlint/project)
+    words = tuple(sorted(project.words)) if project is not None else ()
+    return no_loop_by_text(source, settings.wrappers, words)
+
+
+def _syntax_only(source: str, path: str) -> None:
+    """A file the analysis will not parse gets the check every file gets (gradlint/syntax.py:
+    CPython's symbol-table pass, its words for an error), as a file the prefilter passes
+    over does; the nesting guard is libcst's, and libcst will not see it."""
+    from gradlint import parse_guard
+    from gradlint.syntax import syntax_error
+
+    refused = parse_guard.long_line(source, path) or syntax_error(source, path)
+    if refused is not None:
+        raise _ParseFailure(refused)
 
 
 def _parse_screened(text: str, source: str, path: str):
@@ -239,6 +261,9 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, proje
     # From here on the source has its big numeric data literals emptied (gradlint/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     source = without_data(source)
+    if memo is None and _no_loop_by_text(source, settings, project):
+        _syntax_only(source, path)
+        return []  # inference code (a sampler's `.step(`): its cost is one CPython parse
     _guard(source, path, memo)
     # (tests replace _screen with a function of three arguments: a run without a project calls it so)
     text = _screen(source, settings, memo) if project is None else _screen(source, settings, memo, project)

@@ -38,6 +38,9 @@ MAX_DEPTH = 1000
 MAX_BRACKETS = 200
 
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+# Nodes with no node below them: nothing to walk into (a data table's keys and values are most
+# of a generated module's nodes).
+_NO_CHILDREN = _LEAVES + (ast.Constant,)
 
 
 def check(source: str, path: str, memo=None) -> Optional[FileError]:
@@ -173,7 +176,7 @@ def deepest_line(tree: ast.Module, source: str, memo=None) -> Optional[int]:
                 return line
             # Every level below costs at least one character of this node's span (plus a
             # context or operator leaf): a node shorter than what is left cannot reach the bound.
-            if isinstance(node, _LEAVES) or span(node) + 2 < MAX_DEPTH - depth:
+            if isinstance(node, _NO_CHILDREN) or span(node) + 2 < MAX_DEPTH - depth:
                 continue
             stack.extend((child, depth + 1, line) for child in ast.iter_child_nodes(node))
         return None

@@ -203,6 +203,18 @@ class Prefilter:
             lines.add(line)
         return sorted(lines)
 
+    def plain_steps(self, text: str) -> "Optional[list[int]]":
+        """Where each spelling of `text` starts when every one is a call of a method named
+        `step` (see only_plain_steps), else None."""
+        if self.wrapper_words:
+            return None
+        out = []
+        for start, plain in self._matches(text):
+            if not plain:
+                return None
+            out.append(start)
+        return out
+
     def only_plain_steps(self, text: str) -> bool:
         """Is every spelling in `text` a call of a method named `step` (no backward, no
         gradient write, no `training_step`, no configured wrapper)?"""

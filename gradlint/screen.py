@@ -36,6 +36,7 @@ import ast
 import heapq
 import re
 from bisect import bisect_left
+from itertools import accumulate
 from typing import Optional
 
 from gradlint import python_ast
@@ -78,10 +79,10 @@ _PER_BATCH_METHODS = frozenset({TRAINING_STEP}) | frozenset(
 class _Unit:
     """A function, class, import or assignment: what can make a dropped statement needed."""
 
-    __slots__ = ("top", "start", "end", "needed")
+    __slots__ = ("top", "start", "end", "needed", "node")
 
-    def __init__(self, top: int, start: int, end: int):
-        self.top, self.start, self.end, self.needed = top, start, end, False
+    def __init__(self, top: int, start: int, end: int, node: Optional[ast.stmt] = None):
+        self.top, self.start, self.end, self.needed, self.node = top, start, end, False, node
 
 
 class _Walk:
@@ -98,9 +99,12 @@ class _Walk:
         self.imports: list[tuple[list[str], _Unit]] = []
         self.assigns: list[ast.stmt] = []
         self.assign_tops: list[int] = []
-        # The compound statements between a function piece and each assignment in it
-        # (None when one of them cannot be cut down to its header: try, match, else...).
-        self.assign_paths: dict[int, Optional[tuple]] = {}
+        # The compound statements between a function piece and each statement in it, by the
+        # statement's id (None when one of them cannot be cut down to its header: try, match,
+        # else...): what a skeleton of the function keeps around the statements it needs.
+        self.paths: dict[int, Optional[tuple]] = {}
+        # The `return` statements of each function (by the def's id), not those of defs inside it
+        self.returns: dict[int, list[ast.Return]] = {}
         self.piece_nodes: list[ast.stmt] = []
         self.training_step_tops: set[int] = set()
         # With a memo: per assignment, the words that reach it (_bound_words), kept with the walk
@@ -135,18 +139,19 @@ class _Walk:
         if part.loops:
             self.loops += [(start, end, top + offset, node) for start, end, top, node in part.loops]
         if part.functions:
-            self.functions += [(name, _Unit(u.top + offset, u.start, u.end), node, method)
+            self.functions += [(name, _Unit(u.top + offset, u.start, u.end, u.node), node, method)
                                for name, u, node, method in part.functions]
         if part.classes:
-            self.classes += [(name, _Unit(u.top + offset, u.start, u.end), header_end)
+            self.classes += [(name, _Unit(u.top + offset, u.start, u.end, u.node), header_end)
                              for name, u, header_end in part.classes]
         if part.imports:
-            self.imports += [(names, _Unit(u.top + offset, u.start, u.end)) for names, u in part.imports]
+            self.imports += [(names, _Unit(u.top + offset, u.start, u.end, u.node)) for names, u in part.imports]
         if part.assigns:
             self.assigns += part.assigns
             self.assign_words += part.assign_words
             self.assign_tops += [top + offset for top in part.assign_tops]
-            self.assign_paths.update(part.assign_paths)
+        self.paths.update(part.paths)
+        self.returns.update(part.returns)
         self.piece_nodes += part.piece_nodes
         if part.training_step_tops:
             self.training_step_tops |= {top + offset for top in part.training_step_tops}
@@ -177,31 +182,38 @@ class _Walk:
 
     def _class(self, node: ast.ClassDef, top: int) -> None:
         header_end = node.body[0].lineno - 1 if node.body[0].lineno > node.lineno else node.lineno
-        self.classes.append((node.name, _Unit(top, _start(node), node.end_lineno), header_end))
+        self.classes.append((node.name, _Unit(top, _start(node), node.end_lineno, node), header_end))
 
     def _statement(self, stmt: ast.stmt, top: int, in_class: bool = False) -> None:
         root_path: Optional[tuple] = () if isinstance(stmt, _FUNCS) else None
-        stack = [(stmt, root_path, in_class)]
+        stack = [(stmt, root_path, in_class, None)]
         while stack:
-            node, path, method = stack.pop()
+            node, path, method, owner = stack.pop()
+            if node is not stmt:
+                self.paths[id(node)] = path
             if isinstance(node, _FUNCS):
                 # A method (a def right in a class body) is inlined as `self.m()` or `obj.m()` only, any
                 # other def as a bare call `f()` only (loops.py, helper_for).
-                self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno), node, method))
+                self.functions.append((node.name, _Unit(top, _start(node), node.end_lineno, node), node, method))
+                owner = node
             elif isinstance(node, ast.ClassDef):
                 self._class(node, top)
                 if any(isinstance(m, _FUNCS) and m.name in _PER_BATCH_METHODS for m in node.body):
                     self.training_step_tops.add(top)
+                owner = None
             elif isinstance(node, _LOOPS):
                 self.loops.append((node.lineno, node.end_lineno, top, node))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [(a.asname or a.name).split(".", 1)[0] for a in node.names if a.name != "*"]
-                self.imports.append((names, _Unit(top, node.lineno, node.end_lineno)))
+                self.imports.append((names, _Unit(top, node.lineno, node.end_lineno, node)))
                 continue
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 self.assigns.append(node)
                 self.assign_tops.append(top)
-                self.assign_paths[id(node)] = path
+                continue
+            elif isinstance(node, ast.Return):
+                if owner is not None:
+                    self.returns.setdefault(id(owner), []).append(node)
                 continue
             for field in _BODIES:  # statements, except handlers, match cases
                 children = getattr(node, field, None)
@@ -210,7 +222,7 @@ class _Walk:
                     cut = path is not None and field != "cases" and not isinstance(node, ast.match_case)
                     child_path = (path if node is stmt else path + ((node, field),)) if cut else None
                     in_body = isinstance(node, ast.ClassDef)
-                    stack.extend((child, child_path, in_body) for child in reversed(children))
+                    stack.extend((child, child_path, in_body, owner) for child in reversed(children))
 
 
 # These patterns start with the names they look for, not with `\b`: a leading `\b` stops re's
@@ -333,7 +345,14 @@ def screen(
     pieces = walk.pieces
     token_marks = sorted(token_lines)
     keep = {i for i, (_, _, droppable, _) in enumerate(pieces) if not droppable}
-    keep |= {loop[2] for loop in candidates} | walk.training_step_tops
+    # A function whose marks all lie in its candidate loops (or in defs inside it, which are
+    # reached on their own) is needed for those loops only: it keeps them and what the
+    # analysis reaches in it (a skeleton, as for assignments), not its whole body; the words
+    # of the rest of it reach nothing (holders: not read as a whole by _needed_tops).  Its calls
+    # of functions holding marks do not count: only a loop inlines them.
+    holders = _loop_holders(walk, token_marks, candidates)
+    in_skeleton = _outermost([loop for loop in candidates if _in_holder(walk, loop, holders)])
+    keep |= {loop[2] for loop in candidates if not _in_holder(walk, loop, holders)} | walk.training_step_tops
     # `X.backward(loss)` and `X.step()` are spelled with a mark: only statements holding one can hold them.
     engine_marks = _engine_call_lines(
         [walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)],
@@ -346,8 +365,12 @@ def screen(
     hooks = {match.group(1) for match in _at_words(_STEP_HOOK_CALL, source)}  # a hook function bindings looks into
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
     if len(keep) < len(pieces):
-        whole, partial = _needed_tops(walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo, callbacks)
+        whole, partial = _needed_tops(
+            walk, lines, candidates, token_marks, callees, prefilter.wrapper_words, memo, holders, callbacks
+        )
         keep |= whole
+        for loop in in_skeleton:
+            partial.setdefault(loop[2], []).append(loop[3])
         skeletons = _skeletons(walk, partial, keep, lines)
         keep |= set(skeletons)
     else:
@@ -377,6 +400,56 @@ def screen(
     return "\n".join(out)
 
 
+def _loop_holders(walk: "_Walk", marked: list[int], candidates) -> set[int]:
+    """The ids of the defs that hold a mark, every one of them inside a candidate (a loop or a
+    framework-run function) or inside a def nested in it."""
+    if not marked:
+        return set()
+    # Marks inside a candidate: one sweep, spans by their start, the farthest end so far.
+    spans = sorted((start, end) for start, end, _, _ in candidates)
+    covered: set[int] = set()
+    i, reach = 0, 0
+    for line in marked:
+        while i < len(spans) and spans[i][0] <= line:
+            reach = max(reach, spans[i][1])
+            i += 1
+        if reach >= line:
+            covered.add(line)
+    # The innermost def around each other mark (defs nest or are disjoint): a stack sweep.
+    defs = sorted((unit.start, -unit.end, id(node)) for _, unit, node, _ in walk.functions)
+    holding: set[int] = set()
+    open_defs: list[tuple[int, int]] = []  # (end, id)
+    j = 0
+    for line in marked:
+        while j < len(defs) and defs[j][0] <= line:
+            while open_defs and open_defs[-1][0] < defs[j][0]:
+                open_defs.pop()
+            open_defs.append((-defs[j][1], defs[j][2]))
+            j += 1
+        while open_defs and open_defs[-1][0] < line:
+            open_defs.pop()
+        if open_defs:
+            holding.add(open_defs[-1][1])
+            if line not in covered:
+                holding.add(-1 - open_defs[-1][1])  # a mark of its own outside its candidates
+    return {key for key in holding if key >= 0 and -1 - key not in holding}
+
+
+def _in_holder(walk: "_Walk", loop, holders: set[int]) -> bool:
+    """Is this candidate inside a def (a piece of its own) that needs only a skeleton around it?"""
+    piece = walk.piece_nodes[loop[2]]
+    return loop[3] is not piece and isinstance(piece, _FUNCS) and id(piece) in holders
+
+
+def _outermost(loops: list) -> list:
+    """The candidates not inside another one (an inner loop is kept with its outer loop)."""
+    out: list = []
+    for loop in sorted(loops, key=lambda loop: (loop[0], -loop[1])):
+        if not out or loop[0] > out[-1][1]:
+            out.append(loop)
+    return out
+
+
 def _sharing_lines(walk: "_Walk") -> set[int]:
     """Top-level assignments that share a line with another statement (`a = 1; b = 2`): blanking
     works by lines, so they stay."""
@@ -389,10 +462,11 @@ def _sharing_lines(walk: "_Walk") -> set[int]:
 
 
 def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dict[int, dict[int, str]]:
-    """Function pieces needed only for some assignments: the lines to keep of each, with their text.
+    """Function pieces needed only for some statements in them (assignments, candidate loops,
+    a factory's returns, defs, classes and imports): the lines to keep of each, with their text.
 
-    The def's header, a header for every block around each assignment, and
-    the assignment itself: still valid Python, every kept node on its own
+    The def's header, a header for every block around each statement, and
+    the statement itself, whole: still valid Python, every kept node on its own
     line and column, and nothing else for libcst to parse.  A block that
     cannot stand alone (`else:`, `elif`, `try:`, `except`, `finally:`) gets
     a header of the same indentation that can (`if 1:`, `if  cond:`).  Where
@@ -400,15 +474,24 @@ def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dic
     piece is kept whole.
     """
     out: dict[int, dict[int, str]] = {}
-    for top, assigns in partial.items():
+    for top, statements in partial.items():
         if top in keep:
             continue
         if not isinstance(walk.piece_nodes[top], _FUNCS):
             keep.add(top)
             continue
         kept: Optional[dict[int, str]] = _block_header(walk.piece_nodes[top], "body", lines)
-        for node in assigns:
-            path = walk.assign_paths.get(id(node))
+        first = walk.pieces[top][0]
+        # How many of the statements kept whole span each line of the piece: a block inside one
+        # of them keeps its own header line as written, never rewritten for another statement.
+        spans = [(_start(node), node.end_lineno or node.lineno) for node in statements]
+        cover = [0] * (walk.pieces[top][1] - first + 2)
+        for start, end in spans:
+            cover[start - first] += 1
+            cover[end - first + 1] -= 1
+        cover = list(accumulate(cover))
+        for node, (start, end) in zip(statements, spans):
+            path = walk.paths.get(id(node))
             if path is None or kept is None:
                 kept = None
                 break
@@ -417,10 +500,10 @@ def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dic
                 if header is None:
                     kept = None
                     break
-                kept.update(header)
+                kept.update((n, text) for n, text in header.items() if cover[n - first] == (start <= n <= end))
             if kept is None:
                 break
-            for n in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            for n in range(start, end + 1):
                 kept.setdefault(n, lines[n - 1])
         if kept is None:
             keep.add(top)
@@ -473,6 +556,28 @@ def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict
 # kind optimizer or scaler only from a value built by one of these classes or factories, or
 # from torch.optim, and a manual update (`p -= lr * p.grad`) reads a `.grad`.
 _STEP_VOCABULARY = frozenset(OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | GRAD_SCALERS | {"optim", "grad"})
+# The words of the vocabulary that hold no other one: every word of it holds one of these.
+_VOCABULARY_CORES = tuple(sorted(w for w in _STEP_VOCABULARY if not any(o != w and o in w for o in _STEP_VOCABULARY)))
+
+
+def _has_vocabulary_word(text: str) -> bool:
+    """Is one of the words of `text` (as _WORD.findall cuts them) in _STEP_VOCABULARY?  Found
+    from the occurrences of each core by str.find, each run of word characters read once: the
+    same answer as a set of every word of the file, for a fraction of its cost."""
+    for core in _VOCABULARY_CORES:
+        i = text.find(core)
+        while i >= 0:
+            start = i
+            while start > 0 and _is_word(text[start - 1]):
+                start -= 1
+            end = i + len(core)
+            while end < len(text) and _is_word(text[end]):
+                end += 1
+            word = _WORD.search(text, start, end)  # a run's word starts after its leading digits
+            if word is not None and word.group() in _STEP_VOCABULARY:
+                return True
+            i = text.find(core, end)
+    return False
 
 
 def _steps_by_name(word: str) -> bool:
@@ -481,19 +586,38 @@ def _steps_by_name(word: str) -> bool:
     return named_like_optimizer(word) or named_like_scaler(word)
 
 
-def _sampler_steps_dropped(source: str, walk: "_Walk", prefilter):
+def no_loop_by_text(source: str, wrappers: Wrappers = Wrappers(), project_words: tuple = ()) -> bool:
+    """True when `screen` would return None, decided from the text alone (no parse): a file
+    whose only spellings are calls of a method named `step` written without any word of an
+    optimizer, each on a receiver that cannot be an optimizer or a scaler by its name (a
+    diffusion pipeline's `self.scheduler.step(...)`), and no `training_step`.  False when
+    only the statements can tell (a bare name's step may be a helper's parameter).
+    `project_words`: as screen's (a call of another module's gradient code counts)."""
+    if "\r" in source or TRAINING_STEP in source:
+        return False
+    prefilter = for_wrappers(wrappers, project_words)
+    steps = prefilter.plain_steps(source)
+    if steps is None:
+        return False
+    kept = _sampler_steps_dropped(source, None, prefilter, steps_only=True)
+    return kept is not None and not any(kept(source, where) for where in steps)
+
+
+def _sampler_steps_dropped(source: str, walk: "Optional[_Walk]", prefilter, steps_only: bool = False):
     """For a file whose only spellings are calls of a method named `step`, written without any
     word of an optimizer: a test that keeps the `x.step(` whose x could still be an optimizer
     or a scaler by its name (the `self.scheduler.step(noise, t, latents)` of a diffusion
-    sampler cannot).  None (every spelling counts) for any other file."""
-    if not prefilter.only_plain_steps(source):
+    sampler cannot).  None (every spelling counts) for any other file.  Without the walk
+    (no_loop_by_text), a bare name's step counts.  `steps_only`: the caller knows every
+    spelling is a plain step."""
+    if not steps_only and not prefilter.only_plain_steps(source):
         return None
-    if not _STEP_VOCABULARY.isdisjoint(_WORD.findall(source)):
+    if _has_vocabulary_word(source):
         return None
     # A bare `x.step(` where x is a parameter of some def steps whatever a call hands that
     # parameter (loops.py substitutes the argument's name, along the whole chain of inlined
     # calls): such a name counts when some argument is named like an optimizer or a scaler.
-    parameters = {
+    parameters = None if walk is None else {
         arg.arg
         for _, _, node, _ in walk.functions
         for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
@@ -522,6 +646,8 @@ def _sampler_steps_dropped(source: str, walk: "_Walk", prefilter):
         before = _skip_back(text, i)
         if before >= 0 and text[before] == "." and "\n" not in text[before:i]:
             return False  # `a.b.step(`: the name's last part is b, whatever a stands for
+        if parameters is None:
+            return True  # no statements read: it may be a parameter
         return word in parameters and handed_an_optimizer()
 
     handed: list[bool] = []
@@ -643,9 +769,15 @@ FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `sel
 
 
 def _needed_tops(
-    walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None, callbacks=()
-) -> set[int]:
-    """Top-level statements whose functions, classes, imports or assignments the analysis can reach."""
+    walk: _Walk, lines: list[str], candidates, marked: list[int], callees, wrapper_words, memo=None,
+    holders: frozenset = frozenset(), callbacks=(),
+) -> tuple[set[int], dict[int, list]]:
+    """Pieces the analysis needs whole, and per piece of a def the statements in it it needs
+    (assignments, `return`s of a factory, and defs, classes and imports inside it, whole).
+
+    `marked`: the lines of the event spellings; `holders`: ids of the defs needed for their
+    candidate loops only (_loop_holders), whose other words reach nothing; `callbacks`: names
+    another module's reached functions call, which may be defs of this file handed to them."""
     from gradlint.model.loops import MAX_HELPER_DEPTH
 
     eventish = EVENT_WORDS + tuple(wrapper_words)
@@ -712,19 +844,44 @@ def _needed_tops(
                     call(kind, word, depth + 1)
         add(bare | self_calls | names)
 
+    def need(unit: _Unit, node: Optional[ast.stmt]) -> None:
+        """The piece whole when `node` is that piece, else the statement in its skeleton."""
+        if node is None or node is walk.piece_nodes[unit.top]:
+            needed.add(unit.top)
+        else:
+            partial.setdefault(unit.top, []).append(node)
+
+    made: set[str] = set()
+
+    def factory(name: str) -> None:
+        """`x = name(...)`: bindings.py reads what a function of the file by that name returns
+        (`sched = make_sched(opt)`), and what those values name; not the rest of its body."""
+        if name in made:
+            return
+        made.add(name)
+        for unit, node in callables.get((FUNCTION, name), ()):
+            for ret in walk.returns.get(id(node), ()):
+                if ret.value is None:
+                    continue
+                partial.setdefault(unit.top, []).append(ret)
+                add(_names_in(ret.value))
+                for sub in ast_nodes(ret.value):
+                    if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                        factory(sub.func.id)
+
+    needed: set[int] = set()
+    partial: dict[int, list] = {}  # piece -> the statements in it it is needed for
     for loop in candidates:
         add_code(loop[3], 0)
     for word in callbacks:  # called from another module's function that a loop calls
         call(FUNCTION, word, 1)
         call(METHOD, word, 1)
     for _, unit, node, _ in walk.functions:
-        if _contains(marked, unit.start, unit.end):
+        if id(node) not in holders and _contains(marked, unit.start, unit.end):
             add_code(node, 0)
     for _, unit, header_end in walk.classes:  # Lightning bases, base classes of a loop's class
         if _contains(marked, unit.start, unit.end):
             add_text(unit.start, header_end)
-    needed: set[int] = set()
-    partial: dict[int, list] = {}  # piece -> the assignments it is needed for
     while by_depth or queue:
         if by_depth:
             depth, kind, word = heapq.heappop(by_depth)
@@ -732,7 +889,7 @@ def _needed_tops(
                 for unit, node in callables.get((kind, word), ()):
                     if not unit.needed:
                         unit.needed = True
-                        needed.add(unit.top)
+                        need(unit, node)
                         add_code(node, depth)
             continue
         word = queue.pop()
@@ -743,11 +900,11 @@ def _needed_tops(
                     partial.setdefault(unit.top, []).append(node)  # this assignment, not its function
                     add(_assignment_needs(node))
                     if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
-                        call(FUNCTION, node.value.func.id, 1)  # a factory: what it returns
+                        factory(node.value.func.id)  # what it returns
                     elif isinstance(node.value, ast.Call) and _self_method(node.value.func):
                         call(METHOD, node.value.func.attr, 1)  # `self.opt = self.make_optimizer()`
                     continue
-                needed.add(unit.top)
+                need(unit, unit.node)
                 add_text(*span)
     return needed, partial
 

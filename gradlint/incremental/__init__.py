@@ -85,9 +85,9 @@ class CstPieces(_Generations):
         key = (text, occurrence)
         module = self._find(key)
         if module is None:
-            import libcst as cst
+            from gradlint.cst_parse import parse_module
 
-            module = self._used[key] = cst.parse_module(text)
+            module = self._used[key] = parse_module(text)
             self.parsed += 1
         return module
 

@@ -32,6 +32,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from gradlint.cst_parse import parse_module
 from gradlint.model import events as api
 from gradlint.model.bindings import Bindings, ClassInfo
 from gradlint.model.loops import Builder, FileModel, LoopFinder, LoopModel, event_names, file_model
@@ -188,7 +189,7 @@ def build_in_pieces(
     wrappers: Wrappers,
     table: AstTable,
     spans: list[tuple[int, int]],
-    parse: Callable[[str], cst.Module] = cst.parse_module,
+    parse: Callable[[str], cst.Module] = parse_module,
     models=None,
     project=None,
 ) -> Optional[FileModel]:
@@ -205,7 +206,7 @@ def build_in_pieces(
 
 class _Build:
     def __init__(
-        self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=cst.parse_module, models=None, project=None
+        self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=parse_module, models=None, project=None
     ) -> None:
         self.text = text
         self.parse = parse

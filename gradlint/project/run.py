@@ -78,18 +78,26 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         size = (len(functions), sum(map(len, methods.values())))
         names = functions | set(methods)
         words = _words(scans, names)
+        by_class: dict = {}  # class -> its methods among them
+        for name, classes in methods.items():
+            for cls in classes:
+                by_class.setdefault(cls, set()).add(name)
         for path, key in run_keys:
             found = scans[key]
             # cheapest first: an import line that may reach one, then the name in the text at all
             if looked.get(key) == size or found.imports.isdisjoint(words):
                 continue
             seen, checked = present.setdefault(key, (set(), set()))
-            fresh = names - checked
+            # what calls_of can accept here (its own test): a function, bare or through a module,
+            # or a method of a class the import lines name (`model.train()` is no call of a
+            # trainer's `train` in a file that never imports the trainer); only those are looked
+            # for in the text (a name, once callable here, stays so: the sets only grow)
+            fresh = functions.union(*(by_class[word] for word in found.imports if word in by_class)) - checked
             if fresh:
                 text = texts[key]
                 seen.update(name for name in fresh if name in text)
                 checked |= fresh
-            if seen.isdisjoint(names) or not _imports_a_holder(index, key, texts[key], holders, targets):
+            if not seen or not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
             looked[key] = size
             in_loop, wrapping_functions, wrapping_methods = calls_of(texts[key], functions, methods, found.imports)

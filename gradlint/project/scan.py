@@ -55,11 +55,22 @@ class Scan:
 
 
 def import_words(text: str) -> set[str]:
+    """The words of the text's import lines.  Only a line that holds `import` can be one
+    (a match never leaves its line): those lines are found by a plain search, and the
+    pattern is tried at their starts only, not at every line of the file."""
     words: set[str] = set()
-    for match in _IMPORT_LINE.finditer(text):
-        for group in match.groups():
-            if group:
-                words.update(_WORD.findall(group))
+    done = -1  # the start of the last line tried
+    at = text.find("import")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        if start != done:
+            done = start
+            match = _IMPORT_LINE.match(text, start)
+            if match is not None:
+                for group in match.groups():
+                    if group:
+                        words.update(_WORD.findall(group))
+        at = text.find("import", at + 6)
     return words
 
 

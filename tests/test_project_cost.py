@@ -1,0 +1,82 @@
+"""What the project index (gradlint/project/run.py) reads of a file: only a file that can
+call one of the gradient-touching functions or methods is read for its calls."""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+
+from gradlint.project import run as project_run
+
+TRAINER = """\
+class Trainer:
+    def train(self, loss, optimizer):
+        loss.backward()
+        optimizer.step()
+"""
+
+# `model.train()` in a loop: a method named like the trainer's, on an object of a class this
+# file never imports (it imports the module, for something else)
+EVALUATE = """\
+import trainer
+
+for batch in loader:
+    model.train()
+    print(trainer.__name__)
+"""
+
+# the trainer's class imported: its `train` may be called here
+TRAIN = """\
+from trainer import Trainer
+
+t = Trainer()
+for batch in loader:
+    t.train(loss, opt)
+"""
+
+
+def index(tmp_path, files: dict[str, str]):
+    rows = []
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        rows.append((str(path), path.read_text(), hashlib.sha1(text.encode()).hexdigest(), None))
+    return project_run.index_files(rows, (str(tmp_path),))
+
+
+def test_a_file_that_cannot_call_them_is_not_read_for_calls(tmp_path, monkeypatch):
+    read = []
+    original = project_run.calls_of
+
+    def counting(text, *args):
+        read.append(text)
+        return original(text, *args)
+
+    monkeypatch.setattr(project_run, "calls_of", counting)
+    _, views = index(tmp_path, {"trainer.py": TRAINER, "evaluate.py": EVALUATE, "train.py": TRAIN})
+    assert EVALUATE not in read
+    assert TRAIN in read
+    assert str(tmp_path / "train.py") in views
+
+
+def test_import_words_are_those_of_every_import_line():
+    """import_words tries its pattern only at the lines that hold `import`: the same words as
+    the pattern run over every line (the definition, spelled out here)."""
+    from gradlint.project.scan import _IMPORT_LINE, _WORD, import_words
+
+    def every_line(text: str) -> set[str]:
+        return {word for match in _IMPORT_LINE.finditer(text) for group in match.groups() if group
+                for word in _WORD.findall(group)}
+
+    texts = [
+        "import os\nfrom a.b import (c,\n    d)\n",
+        "x = 1\n    import torch.nn as nn  # comment import y\n",
+        "import a; import b\nreimport = 3\nprint('import z')\n",
+        "from . import trainer\r\nfrom .. import util\r\nimport q\r\n",
+        "def f():\n\tfrom x import y, z as w\n    return 'no import here' if importable else None\n",
+        "import",
+        "",
+        "s = '''\nimport inside_a_string\n'''\n",
+    ]
+    for text in texts:
+        assert import_words(text) == every_line(text), text
