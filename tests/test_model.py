@@ -228,3 +228,86 @@ def test_a_tangled_loop_is_not_judged():
     m = model("for x in data:\n" + body)
     assert iteration_paths(m.loops[0]) is None
     assert walks(m.loops[0]) == []
+
+
+def _settings_helper(tests: int) -> str:
+    """A method testing `tests` of its settings and running no gradient operation.  Each test
+    holds a loop that skips some rows (a test holding nothing, or only assignments, never was
+    a branch; a loop holding nothing never was a nested loop)."""
+    body = "".join(
+        f"        if s{i} is None:\n"
+        "            for row in rows:\n"
+        "                if row is None:\n"
+        "                    continue\n"
+        "                log(row)\n"
+        for i in range(tests)
+    )
+    return f"    def report(self, {', '.join(f's{i}' for i in range(tests))}):\n" + body
+
+
+def test_a_helper_with_no_gradient_event_does_not_make_the_loop_tangled():
+    # 8 setting tests keep 2**8 decisions: beyond MAX_PATHS when the helper is enumerated
+    args = ", ".join(f"a{i}" for i in range(8))
+    source = (
+        "import torch\n"
+        "class T:\n"
+        + _settings_helper(8)
+        + "    def fit(self):\n"
+        "        for x in data:\n"
+        "            opt.zero_grad()\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+        f"            self.report({args})\n"
+        "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    )
+    m = model(source)
+    assert shapes(m.loops[0]) == ["ZBSC"]
+    assert walks(m.loops[0])
+
+
+def test_a_return_that_skips_a_helper_event_is_kept():
+    source = (
+        "class T:\n"
+        "    def maybe_step(self, skip):\n"
+        "        if skip:\n"
+        "            return\n"
+        "        opt.step()\n"
+        "    def fit(self):\n"
+        "        for x in data:\n"
+        "            loss.backward()\n"
+        "            self.maybe_step(flag)\n"
+    )
+    assert shapes(model(source).loops[0]) == ["B", "BS"]
+
+
+def test_a_continue_or_raise_in_an_event_free_part_is_kept():
+    source = (
+        "def check(x):\n"
+        "    if x is None:\n"
+        "        raise ValueError\n"
+        "for x in data:\n"
+        "    check(x)\n"
+        "    if x.empty:\n"
+        "        continue\n"
+        "    loss.backward()\n"
+    )
+    paths = iteration_paths(model(source).loops[0])
+    assert sorted(("".join(e.kind for e in p.events), p.exits) for p in paths) == [
+        ("", False), ("", True), ("B", False)
+    ]
+
+
+def test_a_rebind_in_an_event_free_part_still_outdates_the_condition():
+    source = (
+        "for x in data:\n"
+        "    if ready:\n"
+        "        opt.step()\n"
+        "    if x.last:\n"
+        "        ready = False\n"
+        "        for row in rows:\n"
+        "            if row is None:\n"
+        "                continue\n"
+        "    if ready:\n"
+        "        opt.step()\n"
+    )
+    assert shapes(model(source).loops[0]) == ["", "S", "S", "SS"]
