@@ -311,3 +311,39 @@ def test_a_rebind_in_an_event_free_part_still_outdates_the_condition():
         "        opt.step()\n"
     )
     assert shapes(model(source).loops[0]) == ["", "S", "S", "SS"]
+
+
+def test_a_nested_loop_keeps_the_decisions_taken_before_it():
+    # the inner loop's second run forgets what it decided itself, not what its iteration of
+    # the outer loop decided before it: the clip and the step take the same side of `i % 2`
+    source = (
+        "import torch\n"
+        "for i, x in enumerate(data):\n"
+        "    loss.backward()\n"
+        "    if i % 2 == 0:\n"
+        "        for p in params:\n"
+        "            if p.grad is None:\n"
+        "                continue\n"
+        "            p.grad = p.grad * 0.5\n"
+        "        torch.nn.utils.clip_grad_norm_(params, 1.0)\n"
+        "    if i % 2 == 0:\n"
+        "        opt.step()\n"
+        "        opt.zero_grad()\n"
+    )
+    found = set(shapes(model(source).loops[0]))
+    assert found and all(("C" in s) == ("S" in s) for s in found), found
+
+
+def test_a_nested_loop_rebinds_its_target():
+    # `x` of the inner loop is another value than the `x` tested before it
+    source = (
+        "for batch in data:\n"
+        "    x = batch[0]\n"
+        "    if x.ready:\n"
+        "        opt.step()\n"
+        "    for x in batch:\n"
+        "        if x.ready:\n"
+        "            loss.backward()\n"
+    )
+    found = set(shapes(model(source).loops[0]))
+    assert {"S", "B"} <= found, found  # a step without the inner backward, and the other way

@@ -199,8 +199,12 @@ def _next_iteration(state: _State) -> _State:
 
 
 def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
-    """An inner loop runs its body once or twice (never zero: that adds no events)."""
-    once = _run(run, node.body, [_next_iteration(state)])
+    """An inner loop runs its body once or twice (never zero: that adds no events).  Its second
+    run forgets the varying decisions its first run took, not the ones the outer iteration took
+    before it (`if accelerator.sync_gradients:` around a loop over parameters, tested again for
+    the step): what the inner body assigns is outdated by its own Rebind."""
+    entry = state.decisions
+    once = _run(run, node.body, [state])
     results = []
     again = []
     for s in once:
@@ -210,7 +214,8 @@ def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
             results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
         else:
             results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
-            again.append(_next_iteration(s))
+            kept = frozenset(d for d in s.decisions if d[2] or d in entry)
+            again.append(_State(s.events, kept, NORMAL, s.deferred))
     for s in _run(run, node.body, again) if again else []:
         results.append(_State(s.events, s.decisions, RETURN if s.status == RETURN else NORMAL, s.deferred))
     return list(dict.fromkeys(results))
