@@ -228,3 +228,122 @@ def test_a_tangled_loop_is_not_judged():
     m = model("for x in data:\n" + body)
     assert iteration_paths(m.loops[0]) is None
     assert walks(m.loops[0]) == []
+
+
+def _settings_helper(tests: int) -> str:
+    """A method testing `tests` of its settings and running no gradient operation.  Each test
+    holds a loop that skips some rows (a test holding nothing, or only assignments, never was
+    a branch; a loop holding nothing never was a nested loop)."""
+    body = "".join(
+        f"        if s{i} is None:\n"
+        "            for row in rows:\n"
+        "                if row is None:\n"
+        "                    continue\n"
+        "                log(row)\n"
+        for i in range(tests)
+    )
+    return f"    def report(self, {', '.join(f's{i}' for i in range(tests))}):\n" + body
+
+
+def test_a_helper_with_no_gradient_event_does_not_make_the_loop_tangled():
+    # 8 setting tests keep 2**8 decisions: beyond MAX_PATHS when the helper is enumerated
+    args = ", ".join(f"a{i}" for i in range(8))
+    source = (
+        "import torch\n"
+        "class T:\n"
+        + _settings_helper(8)
+        + "    def fit(self):\n"
+        "        for x in data:\n"
+        "            opt.zero_grad()\n"
+        "            loss.backward()\n"
+        "            opt.step()\n"
+        f"            self.report({args})\n"
+        "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    )
+    m = model(source)
+    assert shapes(m.loops[0]) == ["ZBSC"]
+    assert walks(m.loops[0])
+
+
+def test_a_return_that_skips_a_helper_event_is_kept():
+    source = (
+        "class T:\n"
+        "    def maybe_step(self, skip):\n"
+        "        if skip:\n"
+        "            return\n"
+        "        opt.step()\n"
+        "    def fit(self):\n"
+        "        for x in data:\n"
+        "            loss.backward()\n"
+        "            self.maybe_step(flag)\n"
+    )
+    assert shapes(model(source).loops[0]) == ["B", "BS"]
+
+
+def test_a_continue_or_raise_in_an_event_free_part_is_kept():
+    source = (
+        "def check(x):\n"
+        "    if x is None:\n"
+        "        raise ValueError\n"
+        "for x in data:\n"
+        "    check(x)\n"
+        "    if x.empty:\n"
+        "        continue\n"
+        "    loss.backward()\n"
+    )
+    paths = iteration_paths(model(source).loops[0])
+    assert sorted(("".join(e.kind for e in p.events), p.exits) for p in paths) == [
+        ("", False), ("", True), ("B", False)
+    ]
+
+
+def test_a_rebind_in_an_event_free_part_still_outdates_the_condition():
+    source = (
+        "for x in data:\n"
+        "    if ready:\n"
+        "        opt.step()\n"
+        "    if x.last:\n"
+        "        ready = False\n"
+        "        for row in rows:\n"
+        "            if row is None:\n"
+        "                continue\n"
+        "    if ready:\n"
+        "        opt.step()\n"
+    )
+    assert shapes(model(source).loops[0]) == ["", "S", "S", "SS"]
+
+
+def test_a_nested_loop_keeps_the_decisions_taken_before_it():
+    # the inner loop's second run forgets what it decided itself, not what its iteration of
+    # the outer loop decided before it: the clip and the step take the same side of `i % 2`
+    source = (
+        "import torch\n"
+        "for i, x in enumerate(data):\n"
+        "    loss.backward()\n"
+        "    if i % 2 == 0:\n"
+        "        for p in params:\n"
+        "            if p.grad is None:\n"
+        "                continue\n"
+        "            p.grad = p.grad * 0.5\n"
+        "        torch.nn.utils.clip_grad_norm_(params, 1.0)\n"
+        "    if i % 2 == 0:\n"
+        "        opt.step()\n"
+        "        opt.zero_grad()\n"
+    )
+    found = set(shapes(model(source).loops[0]))
+    assert found and all(("C" in s) == ("S" in s) for s in found), found
+
+
+def test_a_nested_loop_rebinds_its_target():
+    # `x` of the inner loop is another value than the `x` tested before it
+    source = (
+        "for batch in data:\n"
+        "    x = batch[0]\n"
+        "    if x.ready:\n"
+        "        opt.step()\n"
+        "    for x in batch:\n"
+        "        if x.ready:\n"
+        "            loss.backward()\n"
+    )
+    found = set(shapes(model(source).loops[0]))
+    assert {"S", "B"} <= found, found  # a step without the inner backward, and the other way

@@ -10,7 +10,7 @@ leaves in `.grad` and what the next does with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from typing import Optional
 
@@ -199,8 +199,12 @@ def _next_iteration(state: _State) -> _State:
 
 
 def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
-    """An inner loop runs its body once or twice (never zero: that adds no events)."""
-    once = _run(run, node.body, [_next_iteration(state)])
+    """An inner loop runs its body once or twice (never zero: that adds no events).  Its second
+    run forgets the varying decisions its first run took, not the ones the outer iteration took
+    before it (`if accelerator.sync_gradients:` around a loop over parameters, tested again for
+    the step): what the inner body assigns is outdated by its own Rebind."""
+    entry = state.decisions
+    once = _run(run, node.body, [state])
     results = []
     again = []
     for s in once:
@@ -210,16 +214,18 @@ def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
             results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
         else:
             results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
-            again.append(_next_iteration(s))
+            kept = frozenset(d for d in s.decisions if d[2] or d in entry)
+            again.append(_State(s.events, kept, NORMAL, s.deferred))
     for s in _run(run, node.body, again) if again else []:
         results.append(_State(s.events, s.decisions, RETURN if s.status == RETURN else NORMAL, s.deferred))
     return list(dict.fromkeys(results))
 
 
 def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
-    run = _Enumeration(model_size(loop.body), _read_again(loop.body))
+    body = without_inert(loop.body)
+    run = _Enumeration(model_size(body), _read_again(body))
     try:
-        states = _run(run, loop.body, [_State(run.empty, frozenset())])
+        states = _run(run, body, [_State(run.empty, frozenset())])
     except TooComplex:
         return None
     paths = []
@@ -227,6 +233,62 @@ def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
         invariants = frozenset((k, side) for k, side, inv in s.decisions if inv)
         paths.append(Path(s.events.events(), invariants, s.status in (BREAK, RETURN), s.deferred))
     return list(dict.fromkeys(paths))
+
+
+def without_inert(nodes: list) -> list:
+    """The body with every inert part left out: a branch, nested loop or inlined helper that
+    holds no gradient event and no jump out of it (a helper's own `return`, a nested loop's
+    own `break` stay inside).  Such a part runs the same events on every side, but each of its
+    tests on a setting (`if val_loader is None:`) is a decision the paths keep, so one long
+    evaluation helper multiplied the paths past MAX_PATHS and silenced the whole loop.  What
+    the part rebinds is kept (one Rebind of all of it: a later test may go either way)."""
+    return _prune(nodes)[0]
+
+
+def _prune(nodes: list) -> tuple[list, bool, frozenset, frozenset]:
+    """(the nodes with their inert parts replaced, whether any holds an event, the kinds of the
+    jumps that leave them, the condition keys their rebinds outdate)."""
+    kept: list = []
+    events = False
+    leaves: frozenset = frozenset()
+    keys: frozenset = frozenset()
+    for node in nodes:
+        if isinstance(node, Event):
+            kept.append(node)
+            events = True
+            continue
+        if isinstance(node, Jump):
+            kept.append(node)
+            leaves |= {node.kind}
+            continue
+        if isinstance(node, Rebind):
+            kept.append(node)
+            keys |= node.keys
+            continue
+        if isinstance(node, Branch):
+            then, then_events, then_leaves, then_keys = _prune(node.then)
+            orelse, else_events, else_leaves, else_keys = _prune(node.orelse)
+            part = (then_events or else_events, then_leaves | else_leaves, then_keys | else_keys)
+            rebuilt = replace(node, then=then, orelse=orelse)
+        elif isinstance(node, Helper):
+            body, part_events, part_leaves, part_keys = _prune(node.body)
+            part = (part_events, part_leaves - {RETURN}, part_keys)
+            rebuilt = Helper(body)
+        elif isinstance(node, Nested):
+            body, part_events, part_leaves, part_keys = _prune(node.body)
+            part = (part_events, part_leaves - {BREAK, CONTINUE}, part_keys)
+            rebuilt = Nested(body)
+        else:
+            raise TypeError(node)
+        part_events, part_leaves, part_keys = part
+        keys |= part_keys
+        if part_events or part_leaves:
+            kept.append(rebuilt)
+            events = events or part_events
+            leaves |= part_leaves
+        elif part_keys:
+            kept.append(Rebind(frozenset(), part_keys))
+    return kept, events, leaves, keys
 
 
 def _read_again(nodes) -> frozenset:

@@ -552,7 +552,13 @@ class Builder:
             pre = self.expression(stmt.test, ctx)
         body = self.suite(stmt.body, inner)
         orelse = self.suite(stmt.orelse.body, ctx) if stmt.orelse is not None else []
-        return pre + (body if _only_rebinds(body) else [Nested(body)]) + orelse
+        if _only_rebinds(body):
+            return pre + body + orelse
+        if isinstance(stmt, cst.For):
+            # each run binds the target anew: a test of it taken before the loop may go either way
+            names = (ctx.substitute(name) for name in target_names(stmt.target))
+            body = [Rebind(frozenset(name for name in names if name)), *body]
+        return pre + [Nested(body)] + orelse
 
     def zip_owners(self, stmt: cst.For, ctx: Context) -> dict:
         """`{"p": ("module", "model"), "shared_p": ("module", "shared_model")}` for
