@@ -590,11 +590,12 @@ def no_loop_by_text(source: str, wrappers: Wrappers = Wrappers(), project_words:
     """True when `screen` would return None, decided from the text alone (no parse): a file
     whose only spellings are calls of a method named `step` written without any word of an
     optimizer, each on a receiver that cannot be an optimizer or a scaler by its name (a
-    diffusion pipeline's `self.scheduler.step(...)`), and no `training_step`.  False when
+    diffusion pipeline's `self.scheduler.step(...)`), and no name of a framework's per-batch
+    method (`training_step`, `compute_loss`, `fit_batch`: _PER_BATCH_METHODS).  False when
     only the statements can tell (a bare name's step may be a helper's parameter).
     `project_words`: as screen's (a call of another module's gradient code counts)."""
-    if "\r" in source or TRAINING_STEP in source:
-        return False
+    if "\r" in source or any(method in source for method in _PER_BATCH_METHODS):
+        return False  # a framework runs the optimizer step around such a method: screen decides
     prefilter = for_wrappers(wrappers, project_words)
     steps = prefilter.plain_steps(source)
     if steps is None:

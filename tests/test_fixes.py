@@ -195,6 +195,23 @@ def test_inserted_clears_are_unsafe_and_moves_safe():
     ]
 
 
+def test_a_clear_for_optimizers_stepped_in_their_own_loop_goes_after_each_step():
+    # `o` is bound by the inner loop only: a clear inserted before the backward named an
+    # unbound variable (the fixed script raised NameError)
+    source = (
+        "for x in data:\n"
+        "    loss = sum(m(x).sum() for m in members)\n"
+        "    loss.backward()\n"
+        "    for o in optimizers:\n"
+        "        o.step()\n"
+    )
+    head = "import torch\nmembers = [torch.nn.Linear(2, 1) for _ in range(2)]\n" \
+        "optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in members]\n"
+    outcome = fixed_by_session(head + source)
+    assert outcome.changed
+    assert outcome.text.endswith("    for o in optimizers:\n        o.step()\n        o.zero_grad()\n")
+
+
 def test_a_fix_that_would_add_a_finding_is_dropped_and_said_so():
     # Moving the clip below the backward would leave it before no unscale_ (GL006), and the
     # backward cannot move up (it reads the loss computed after the clip): nothing is fixed.

@@ -85,7 +85,12 @@ def _insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[
     accumulating = step.accumulation_guarded or (
         first_stmt is not None and step_stmt is not None and _deeper_loop(first_stmt.chain, step_stmt.chain)
     )
-    if accumulating or first_stmt is None:
+    # `for o in optimizers: o.step()` after the backward: the receiver is that inner loop's own
+    # name, unbound before the backward, so the clear goes after the step, inside that loop
+    step_in_inner_loop = (
+        first_stmt is not None and step_stmt is not None and _deeper_loop(step_stmt.chain, first_stmt.chain)
+    )
+    if accumulating or step_in_inner_loop or first_stmt is None:
         return insert(file.lines, call, step, True, f"Insert {call} after {step.text}", UNSAFE)
     return insert(file.lines, call, first, False, f"Insert {call} before {first.text}", UNSAFE)
 
