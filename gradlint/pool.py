@@ -281,6 +281,13 @@ def _stop(pool) -> None:
         worker.terminate()
     for worker in workers:
         worker.join(timeout=1)
+    # The executor's manager thread closes its wake-up pipe when it sees the workers gone; the
+    # exit hook of concurrent.futures writes to that pipe.  Unsynchronised in older Pythons,
+    # the two can meet (a "Bad file descriptor" traceback on a SIGTERM'd run's stderr): let
+    # the thread finish first.
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=1)
 
 
 def _isolated(work, path: str, settings: Settings, prepare) -> Outcome:
