@@ -20,7 +20,7 @@ from typing import Mapping, Optional
 
 import libcst as cst
 
-from gradlint.model.names import target_names
+from gradlint.model.names import AssignedNames
 from gradlint.model.walk import walk
 
 _UNKNOWN = object()
@@ -125,32 +125,8 @@ def _value(node: cst.BaseExpression, constants: Mapping[str, object]) -> object:
     return constant(node)
 
 
-class _Assigned(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self.names.update(target_names(t.target))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.names.update(target_names(node.target))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.names.update(target_names(node.target))
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.names.update(target_names(node.target))
-
-    def visit_For(self, node: cst.For) -> None:
-        self.names.update(target_names(node.target))
-
-
 def assigned_in(definition: cst.FunctionDef) -> frozenset:
     """The names a function's body assigns (not those of defs inside it)."""
-    visitor = _Assigned()
+    visitor = AssignedNames(into_defs=False, with_targets=False)
     walk(definition.body, visitor)
     return frozenset(visitor.names)

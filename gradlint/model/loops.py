@@ -22,7 +22,7 @@ from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
 from gradlint.model.engines import engine_runs
 from gradlint.model.event import Event
-from gradlint.model.names import ExpressionNames, dotted, root, target_names
+from gradlint.model.names import AssignedNames, ExpressionNames, dotted, root, target_names
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
 from gradlint.settings import Wrappers
@@ -238,33 +238,6 @@ class _CallsInOrder(cst.CSTVisitor):
 
     def leave_Call(self, original_node: cst.Call) -> None:
         self.calls.append(original_node)
-
-
-class _AssignedNames(cst.CSTVisitor):
-    """Names a function assigns (a loop's come from the bindings pass, which walks it anyway)."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self.names.update(target_names(t.target))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.names.update(target_names(node.target))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.names.update(target_names(node.target))
-
-    def visit_For(self, node: cst.For) -> None:
-        self.names.update(target_names(node.target))
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.names.update(target_names(node.target))
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self.names.update(target_names(node.asname.name))
 
 
 def event_names(wrappers: Wrappers) -> frozenset:
@@ -755,7 +728,7 @@ class Builder:
     ) -> Optional[LoopModel]:
         """`assigned`: the names the loop assigns, if the bindings pass has them."""
         if assigned is None:
-            names = _AssignedNames()
+            names = AssignedNames()
             walk(node, names)
             assigned = frozenset(names.names)
         ctx = Context(self, class_name, assigned)
@@ -775,7 +748,7 @@ class Builder:
     ) -> Optional[LoopModel]:
         """A function a framework calls once per batch (Lightning's manual-optimization
         training_step, ignite's update function): a loop body."""
-        assigned = _AssignedNames()
+        assigned = AssignedNames()
         walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
         self.conditions, self.single_steps = {}, {}
@@ -787,7 +760,7 @@ class Builder:
         """An engine (model/engines.py's EngineRun) as the loops it runs: per epoch its epoch
         handlers around a batch loop of the iteration handlers and the process function."""
         defs = [h.definition for h in run.handlers] + ([run.process] if run.process is not None else [])
-        assigned = _AssignedNames()
+        assigned = AssignedNames()
         for definition in defs:
             walk(definition, assigned)
         ctx = Context(self, run.process_class, frozenset(assigned.names))
@@ -841,7 +814,7 @@ class Builder:
         """An override of a framework trainer's per-batch method (events.py's FRAMEWORK_TRAINERS):
         its body as one iteration, then what the framework documents doing after it returns."""
         supers, after = documented
-        assigned = _AssignedNames()
+        assigned = AssignedNames()
         walk(method, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
         ctx.super_events = {method.name.value: supers} if supers else {}

@@ -129,3 +129,37 @@ class ExpressionNames(cst.CSTVisitor):
 
     def visit_Modulo(self, node: cst.Modulo) -> None:
         self.has_modulo = True
+
+
+class AssignedNames(cst.CSTVisitor):
+    """The names a piece of code assigns: assignment, augmented and annotated targets, walrus
+    and `for` targets.  `into_defs`: also those of the defs inside it; `with_targets`: also
+    `with ... as name`."""
+
+    def __init__(self, into_defs: bool = True, with_targets: bool = True) -> None:
+        self.names: set[str] = set()
+        self.into_defs = into_defs
+        self.with_targets = with_targets
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return self.into_defs
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self.names.update(target_names(t.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names.update(target_names(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names.update(target_names(node.target))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.names.update(target_names(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names.update(target_names(node.target))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if self.with_targets and node.asname is not None:
+            self.names.update(target_names(node.asname.name))
