@@ -15,6 +15,7 @@ from gradlint.project.view import View, view_of
 # What this process knows of the run's project: the index and each checked file's view.
 _INDEX: Optional[Index] = None
 _VIEWS: dict = {}
+_BUILD = None  # makes the index when the views came from the cache (views_of_run)
 
 
 def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dict]:
@@ -205,9 +206,40 @@ def _module_word(path: str) -> str:
     return os.path.basename(folder) if stem == "__init__" else stem
 
 
-def install(index: Optional[Index], views: dict) -> None:
-    global _INDEX, _VIEWS
-    _INDEX, _VIEWS = index, dict(views)
+def views_of_run(files, roots, cache) -> tuple[Optional[Index], dict]:
+    """(index, views) of the run: the views saved by an earlier run of the same files when the
+    disk still answers as it did (then no index: None, built by `index_now` if a file with a
+    view turns out to need analysis), else both built now and the views saved."""
+    if cache is None:
+        return index_files(files, roots)
+    from gradlint.project import saved
+
+    key = saved.run_key(cache, files, roots)
+    views = saved.load(cache, key)
+    if views is not None:
+        return None, views
+    index, views = index_files(files, roots)
+    saved.save(cache, key, index, views)
+    return index, views
+
+
+def install(index: Optional[Index], views: dict, build=None) -> None:
+    """`build`: makes (index, views) when the index is None and a file with a view is analysed."""
+    global _INDEX, _VIEWS, _BUILD
+    _INDEX, _VIEWS, _BUILD = index, dict(views), build
+
+
+def index_now() -> Optional[Index]:
+    """The run's index, built now if the views came from the cache."""
+    global _INDEX, _VIEWS, _BUILD
+    if _INDEX is None and _BUILD is not None:
+        _INDEX, views = _BUILD()
+        _VIEWS, _BUILD = dict(views), None
+    return _INDEX
+
+
+def views_now() -> dict:
+    return dict(_VIEWS)
 
 
 def view_for(path: str) -> Optional[View]:
@@ -216,8 +248,10 @@ def view_for(path: str) -> Optional[View]:
 
 def project_for(path: str):
     """The Project (foreign.py) a check of this file models other modules' functions with, or None."""
-    view = _VIEWS.get(path)
-    if view is None or _INDEX is None:
+    if _VIEWS.get(path) is None or index_now() is None:
+        return None
+    view = _VIEWS.get(path)  # the built index's own view
+    if view is None:
         return None
     from gradlint.project.foreign import Project
 
