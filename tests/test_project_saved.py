@@ -110,3 +110,19 @@ def test_a_damaged_entry_builds_the_index(tmp_path, builds):
     assert Cache(cache).writable
     assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
     assert len(builds) == 2
+
+
+def test_an_installed_library_beside_a_checked_one_is_not_read(tmp_path):
+    """Checking a package inside site-packages: a sibling the run does not check is another
+    installed library, not the project, and is never read; a module under the checked root is."""
+    from gradlint.project.run import index_files
+
+    lib = tmp_path / "lib" / "site-packages"
+    write(lib, {"pkg/__init__.py": "", "pkg/train.py": TRAIN.format(module="trainer"), "trainer.py": TRAINER,
+                "pkg/helper.py": TRAINER})
+    train = str(lib / "pkg" / "train.py")
+    index, _ = index_files([(train, (lib / "pkg" / "train.py").read_text(), "d", None)], roots=(train,))
+    assert str(lib / "trainer.py") not in index.known
+    local = TRAIN.format(module="pkg.helper")
+    index, views = index_files([(train, local, "d", None)], roots=(train,))
+    assert str(lib / "pkg" / "helper.py") in index.known and train in views

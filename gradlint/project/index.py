@@ -287,6 +287,12 @@ def import_targets(text: str) -> list[str]:
     return out
 
 
+def _installed(path: str) -> bool:
+    """Under a folder where pip installs packages."""
+    parts = path.split(os.sep)
+    return "site-packages" in parts or "dist-packages" in parts
+
+
 def read_module(path: str) -> tuple[Optional[str], str]:
     """(text, digest of the bytes) of a module on disk the run does not check; (None, "")
     when it is too big, unreadable or not UTF-8."""
@@ -370,6 +376,8 @@ class Index:
         its text is read (and parsed only if a caller needs it)."""
         if key in self.known:
             return True
+        if _installed(key) and not any(key.startswith(root + os.sep) for root in self.roots):
+            return False  # an installed library next to a checked one (numpy beside torch): not the project
         text, digest = read_module(key)
         self.disk[("read", key)] = digest
         if text is None:

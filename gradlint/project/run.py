@@ -8,7 +8,7 @@ from typing import Optional
 
 from gradlint.model.events import LOOP_EVENT_NAMES, ZERO_GRAD_METHODS
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
-from gradlint.project.scan import calls_of, merge, scan
+from gradlint.project.scan import called_names, calls_of, merge, scan
 from gradlint.project.scan import forget as forget_calls
 from gradlint.project.view import View, view_of
 
@@ -62,6 +62,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         methods.pop(name, None)
     if not functions and not methods:
         index.freeze()
+        forget_calls()
         return index, {}
     from gradlint.project.view import walk
 
@@ -95,8 +96,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             # for in the text (a name, once callable here, stays so: the sets only grow)
             fresh = functions.union(*(by_class[word] for word in found.imports if word in by_class)) - checked
             if fresh:
-                text = texts[key]
-                seen.update(name for name in fresh if name in text)
+                seen.update(fresh.intersection(called_names(texts[key])))  # calls_of finds only calls
                 checked |= fresh
             if not seen or not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
