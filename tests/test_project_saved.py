@@ -98,7 +98,7 @@ def test_a_damaged_entry_builds_the_index(tmp_path, builds):
     cache = str(tmp_path / ".gradlint_cache")
     run(tmp_path, cache_dir=cache)
     damaged = 0
-    for entry in (tmp_path / ".gradlint_cache").rglob("*.json"):
+    for entry in (tmp_path / ".gradlint_cache" / "v2" / "project").rglob("*.json"):
         head, seal, body = entry.read_bytes().split(b"\n", 2)
         if b"project-views" in body:  # rewritten well formed and sealed, but of the wrong shape
             new = body.replace(b'"views":[', b'"views":[7,', 1)

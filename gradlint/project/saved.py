@@ -21,6 +21,7 @@ from gradlint.project.index import Index, listed, listing_digest, read_module
 from gradlint.project.view import View
 
 LAYOUT = "project-views-1"  # bump when the entry's format changes
+AREA = "project"  # the cache's folder for these entries
 
 
 def run_key(cache, files, roots) -> str:
@@ -34,7 +35,7 @@ def run_key(cache, files, roots) -> str:
 
 
 def save(cache, key: str, index: Index, views: dict) -> None:
-    cache.put_json(key, {
+    cache.put_json(key, area=AREA, value={
         "layout": LAYOUT,
         "views": [[path, v.key, list(v.words), v.digest, list(v.callbacks)] for path, v in sorted(views.items())],
         "disk": [[kind, path, answer] for (kind, path), answer in sorted(index.disk.items())],
@@ -44,7 +45,7 @@ def save(cache, key: str, index: Index, views: dict) -> None:
 def load(cache, key: str) -> Optional[dict]:
     """The saved views (path -> View) when the entry is there, well formed, and the disk still
     answers as it did; else None (build the index)."""
-    data = cache.get_json(key)
+    data = cache.get_json(key, AREA)
     try:
         if not isinstance(data, dict) or data.get("layout") != LAYOUT:
             return None
