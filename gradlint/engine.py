@@ -569,7 +569,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     rest are served from the cache when their key matches, and the others
     are analysed, in worker processes when there are enough of them.
     """
-    from gradlint.cache import Cache, content_digest
+    from gradlint.cache import Cache
     from gradlint.project import run as project_run
 
     cache = Cache(options.cache_dir) if options.cache_dir else None
@@ -579,17 +579,23 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     read: list = [None] * len(tasks)
     for i, (path, settings) in enumerate(tasks):
         try:
-            read[i] = _read_for_run(path, options.notebooks)
+            read[i] = _digested(_read_for_run(path, options.notebooks))  # the bytes are let go here
         except Exception as exc:  # one file's trouble is that file's error: the run goes on
             from gradlint.pool import crashed
 
             read[i] = crashed(path, f"{type(exc).__name__}: {exc}")
     # The project index (gradlint/project): what the functions of the run's modules do to
     # gradients, so that a loop calling into another module is modelled through it.
-    files = [(tasks[i][0], r[1], content_digest(r[0]), tasks[i][1].wrappers)
-             for i, r in enumerate(read) if isinstance(r, tuple) and r[1] is not None]
+    files = [(tasks[i][0], r[2], r[0], tasks[i][1].wrappers)
+             for i, r in enumerate(read) if isinstance(r, tuple) and r[2] is not None]
     index, views = project_run.views_of_run(files, options.roots, cache)
-    project_run.install(index, views, lambda: project_run.index_files(files, options.roots))
+    # views from the cache: an index is built only if a file that calls into the project is
+    # analysed, from the files read again (the texts are not kept through the run for that)
+    again = [(path, wrappers) for path, _, _, wrappers in files]
+    del files
+    from functools import partial
+
+    project_run.install(index, views, partial(_index_again, again, options.roots, options.notebooks))
     for i, (path, settings) in enumerate(tasks):
         try:
             known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks, read[i], views.get(path))
@@ -635,6 +641,22 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     return results
 
 
+def _index_again(files: list, roots: tuple, notebooks=None):
+    """The run's project index, its files read again ((path, wrappers) of each)."""
+    from gradlint.cache import content_digest
+    from gradlint.project import run as project_run
+
+    texts = []
+    for path, wrappers in files:
+        try:
+            read = _read_for_run(path, notebooks)
+        except Exception:  # gone or unreadable since: the run's other files still make the index
+            continue
+        if isinstance(read, tuple) and read[1] is not None:
+            texts.append((path, read[1], content_digest(read[0]), wrappers))
+    return project_run.index_files(texts, roots)
+
+
 def _with_view(digest: str, view) -> str:
     """A file's part of its cache key: its bytes' digest, and the digest of the other modules
     its result depends on (none: the key is the one it always had)."""
@@ -660,30 +682,37 @@ def _without_analysis(
 ) -> "FileResult | int":
     """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
     in it and no call into the project (`view`), in the cache), else its size in bytes.
-    `read`: what _read_for_run gave for it (None: read it now)."""
-    from gradlint.cache import content_digest
-
+    `read`: what _digested(_read_for_run(...)) gave for it (None: read it now)."""
     if read is None:
-        read = _read_for_run(path, notebooks)
+        read = _digested(_read_for_run(path, notebooks))
     if isinstance(read, FileResult):
         return read
-    data, text = read
+    digest, size, text = read
     if text is not None and view is None and not _passes_prefilter(text, settings):
         # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
-        digest = content_digest(data) if cache is not None else None
-        if digest is not None and cache.known_to_parse(digest):
+        if cache is not None and cache.known_to_parse(digest):
             return FileResult(path)
         result = syntax_checked(text, path)
-        if digest is not None and not result.errors:
+        if cache is not None and not result.errors:
             cache.parsed(digest)
         return result
     if cache is not None:
-        digest = content_digest(data)
         hit = cache.get(cache.key(path, _with_view(digest, view), settings, proven=proven), path)
         if hit is not None:
             hit.source_digest = digest  # what an edit of the file must find there (gradlint/rewrite.py)
             return hit
-    return len(data)
+    return size
+
+
+def _digested(read):
+    """(digest, size, text) of what _read_for_run gave (its error result as it is): a run keeps
+    no file's bytes while the others are read and the project is indexed."""
+    if isinstance(read, FileResult):
+        return read
+    from gradlint.cache import content_digest
+
+    data, text = read
+    return content_digest(data), len(data), text
 
 
 def _workers(asked: int | None, files: int, size: int) -> int:

@@ -370,6 +370,9 @@ class Index:
         """Done building: the texts of modules never parsed are let go, nothing is parsed later."""
         self.frozen = True
         self.pending = {}
+        # what only the build asks (the disk): tens of megabytes on a big tree, in every worker
+        self._exists = {}
+        self.__dict__.pop("_resolved_on_disk", None)
 
     def read(self, key: str) -> bool:
         """A module of the project that the run does not check but one of its files imports:
