@@ -73,7 +73,6 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     done: set = set()
     targets: dict = {}
     looked: dict = {}
-    present: dict = {}  # per file: the names seen in its text so far, and those checked
     for _ in range(MAX_IMPORT_DEPTH + 1):
         holders = _holders(scans, functions | set(methods))
         more_functions, more_methods = set(functions), {k: set(v) for k, v in methods.items()}
@@ -89,16 +88,16 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             # cheapest first: an import line that may reach one, then the name in the text at all
             if looked.get(key) == size or found.imports.isdisjoint(words):
                 continue
-            seen, checked = present.setdefault(key, (set(), set()))
             # what calls_of can accept here (its own test): a function, bare or through a module,
             # or a method of a class the import lines name (`model.train()` is no call of a
-            # trainer's `train` in a file that never imports the trainer); only those are looked
-            # for in the text (a name, once callable here, stays so: the sets only grow)
-            fresh = functions.union(*(by_class[word] for word in found.imports if word in by_class)) - checked
-            if fresh:
-                seen.update(fresh.intersection(called_names(texts[key])))  # calls_of finds only calls
-                checked |= fresh
-            if not seen or not _imports_a_holder(index, key, texts[key], holders, targets):
+            # trainer's `train` in a file that never imports the trainer), called in the text
+            # (set intersections: each walks the smaller set, the file's calls)
+            called = called_names(texts[key])
+            if called.isdisjoint(functions) and not any(
+                not called.isdisjoint(by_class[word]) for word in found.imports if word in by_class
+            ):
+                continue
+            if not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
             looked[key] = size
             in_loop, wrapping_functions, wrapping_methods = calls_of(texts[key], functions, methods, found.imports)

@@ -264,11 +264,13 @@ _CALLS: dict = {}
 # Its triple-quoted strings and its def, class and loop heads, for each text placed in a
 # round (calls_of runs once per round on a caller). Cleared by forget().
 _LAYOUTS: dict = {}
+_NAMES: dict = {}  # text -> the names it calls (called_names)
 
 
 def forget() -> None:
     _CALLS.clear()
     _LAYOUTS.clear()
+    _NAMES.clear()
 
 
 def _layout(text: str) -> tuple:
@@ -280,8 +282,13 @@ def _layout(text: str) -> tuple:
 
 
 def called_names(text: str):
-    """The names the text calls (`name(`), each once: what calls_of can find in it."""
-    return _calls(text).keys()
+    """The names the text calls (`name(`), each once: what calls_of can find in it.  Without
+    their places (most texts are only asked this): a set, not the lists _calls keeps."""
+    names = _NAMES.get(text)
+    if names is None:
+        calls = _CALLS.get(text)
+        names = _NAMES[text] = frozenset(calls) if calls is not None else frozenset(_CALL.findall(text))
+    return names
 
 
 def _calls(text: str) -> dict:
