@@ -342,7 +342,10 @@ def test_an_accumulation_setting_picks_one_regime(name):
 # A setting inside `and`/`or` with a test that varies (`accum == 1 and batch_index == 0`) is
 # no accumulation window: the chain is one only when an operand is (a modulo, a flag, an
 # accumulation-worded counter). Read as a whole, the words of the setting made the skipped
-# clear look deliberate (abhishekkrthakur/tez 11d3a891a7).
+# clear look deliberate (abhishekkrthakur/tez 11d3a891a7).  Two more readings complete it: a
+# clear under a test true on the first iteration only (`batch_index == 0`) runs before any
+# backward of the loop, as if before it; and a clear under a plain test inside the step's
+# window boundary (`if batch_index > 0:`) is a clear of only some of the step's iterations.
 SETTING_IN_CHAIN = {
     "a clear only at batch 0 of the count-1 regime, the clear after the step skipped at batch 0": ("""
 import torch
@@ -424,27 +427,7 @@ def train(model, optimizer, loader, grad_accum):
 }
 
 
-# Not found yet (the fix study's tez row): reading the chain operand by operand is not enough.
-# The clear under `... and i == 0` runs on the first iteration only (before any backward), and
-# the clear the step skips at batch 0 sits under a plain test inside the step's modulo
-# boundary, which GL001's "cleared only on some iterations" does not read while the step
-# itself is accumulation-guarded.  Strict: these start passing when the mechanism lands.
-_SETTING_IN_CHAIN_MISSED = {
-    "a clear only at batch 0 of the count-1 regime, the clear after the step skipped at batch 0",
-    "a plain function",
-    "the same test spelled as a negated `or`",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="tez: first-iteration clear and a clear under the step's boundary"))
-        if name in _SETTING_IN_CHAIN_MISSED
-        else name
-        for name in SETTING_IN_CHAIN
-    ],
-)
+@pytest.mark.parametrize("name", list(SETTING_IN_CHAIN))
 def test_a_setting_inside_and_or_is_no_accumulation_window(name):
     source = case(SETTING_IN_CHAIN[name])
     assert marks(source) == expected_marks(source)

@@ -97,6 +97,7 @@ class LoopModel:
     foreign: frozenset = frozenset()
     walks: Optional[list] = field(default=None, repr=False, compare=False)  # flow.walks() fills it
     conditional: Optional[dict] = field(default=None, repr=False, compare=False)  # flow.conditional() fills it
+    plain_guards: Optional[dict] = field(default=None, repr=False, compare=False)  # flow.plain_guards() fills it
 
     def has(self, kind: str) -> bool:
         return any(e.kind == kind for e in self.events)
@@ -428,6 +429,13 @@ class Builder:
             test, then, orelse = test.expression, orelse, then
         if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
             then = _mark(then, skips_first=True)
+        # `if accum == 1 and i == 0: zero_grad()`: a clear that runs on the first iteration only
+        # runs before any backward of the loop, so it neither discards a window nor clears for
+        # a later iteration: the loop reads as if it ran before it
+        if any(_only_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
+            then = _without_clears(then)
+        if any(_only_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.Or, False)):
+            orelse = _without_clears(orelse)
         # `if scaler is not None:` is `if scaler is None:` with the sides swapped (and `!=` is `==`)
         test, swapped = conditions.positive(test)
         if swapped:
@@ -463,6 +471,27 @@ class Builder:
         # read as the same on every iteration (precision first: an unread call is no evidence
         # that an event under it runs only sometimes).
         varying = any(n in assigned or root(n) in assigned for n in names.names)
+        if isinstance(conditions.bare(test), cst.BooleanOperation):
+            # `accum == 1 and batch_index == 0`: a chain marks a window only where one of its
+            # operands does; a setting among them picks a regime, the rest are plain tests
+            accumulation = any(self.window(atom, ctx)[0] for atom in conditions.operands(test))
+        else:
+            accumulation, setting = self.window(test, ctx, names, key)
+            if setting:
+                single = conditions.single_step_side(test)
+                if single is not None:
+                    self.single_steps[key] = (ctx.substitute(single[0]) or single[0], single[1])
+        return key, accumulation, not (varying or accumulation)
+
+    def window(self, test: cst.BaseExpression, ctx: Context, names=None, key=None) -> tuple[bool, bool]:
+        """(does this test mark an accumulation window, is it a setting) for one test."""
+        if names is None:
+            names = ExpressionNames()
+            walk(test, names)
+            key = " ".join(self.module.code_for_node(test).split())
+            key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
+        assigned = ctx.assigned
+        varying = any(n in assigned or root(n) in assigned for n in names.names)
         flag = any(self.bindings.accumulation_flag(n) for n in names.names)
         accumulation = names.has_modulo or flag or bool(api.ACCUMULATION_WORDS.search(key))
         # `if cfg.accum_steps > 1:` compares a setting with a number: it picks one regime for the
@@ -476,12 +505,7 @@ class Builder:
             and conditions.compares_with_number(test)
             and not any(conditions.incremented(n, self.bindings.incremented) for n in names.names)
         )
-        if setting:
-            accumulation = False
-            single = conditions.single_step_side(test)
-            if single is not None:
-                self.single_steps[key] = (ctx.substitute(single[0]) or single[0], single[1])
-        return key, accumulation, not (varying or accumulation)
+        return accumulation and not setting, setting
 
     def implied(self, test: cst.BaseExpression, operator: type, side: bool, ctx: Context) -> tuple:
         """(key, side, invariant) of each operand of an `and` chain (operator And, for its
@@ -970,6 +994,49 @@ def _false_at_first(atom: cst.BaseExpression, side: bool, assigned: frozenset) -
     except (TypeError, ValueError):
         return False
     return bound >= _FIRST_FALSE[op] if op is not cst.NotEqual else bound == 0
+
+
+# `x == 0`, `x < 1`, `x <= 0` on a counter the loop advances from zero: true on the first
+# iteration only (and `x > 0`, `x >= 1`, `x != 0` false there only)
+_ONLY_FIRST_TRUE = {cst.Equal: 0, cst.LessThan: 1, cst.LessThanEqual: 0}
+_ONLY_FIRST_FALSE = {cst.GreaterThan: 0, cst.GreaterThanEqual: 1, cst.NotEqual: 0}
+_TURNED = {cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual, cst.Equal: cst.Equal,
+           cst.NotEqual: cst.NotEqual, cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual}
+
+
+def _only_first(atom: cst.BaseExpression, side: bool, assigned: frozenset) -> bool:
+    """Is `atom` `side` on the loop's first iteration and on no other: a counter of the loop
+    (from zero) compared with the bound of its first value?"""
+    atom = conditions.bare(atom)
+    if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
+        return False
+    target = atom.comparisons[0]
+    left, op, right = conditions.bare(atom.left), type(target.operator), conditions.bare(target.comparator)
+    if isinstance(left, cst.Integer) and op in _TURNED:  # `0 == step`
+        left, op, right = right, _TURNED[op], left
+    counter = dotted(left)
+    if counter is None or not (counter in assigned or root(counter) in assigned):
+        return False
+    if not isinstance(right, cst.Integer):
+        return False
+    table = _ONLY_FIRST_TRUE if side else _ONLY_FIRST_FALSE
+    return op in table and right.value == str(table[op])
+
+
+def _without_clears(nodes: list[Node]) -> list[Node]:
+    """`nodes` without their clears, at any depth."""
+    out: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Event):
+            if node.kind != "Z":
+                out.append(node)
+        elif isinstance(node, Branch):
+            out.append(replace(node, then=_without_clears(node.then), orelse=_without_clears(node.orelse)))
+        elif isinstance(node, (Nested, Helper)):
+            out.append(type(node)(_without_clears(node.body)))
+        else:
+            out.append(node)
+    return out
 
 
 def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> None:
