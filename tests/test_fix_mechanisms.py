@@ -412,6 +412,42 @@ def train(model, optimizer, loader, grad_accum):
             if i > 0:
                 optimizer.zero_grad()
 """),
+    "a window counter comes back to 0: its clear is no first-iteration clear": ("""
+import torch
+def train(model, optimizer, loader, per_step):
+    micro = 0
+    for x in loader:
+        if micro == 0:
+            optimizer.zero_grad()
+        (model(x).sum() / per_step).backward()
+        micro += 1
+        if micro == per_step:
+            optimizer.step()
+            micro = 0
+"""),
+    "an inner loop's counter starts again every outer iteration": ("""
+import torch
+def train(model, optimizer, loader):
+    for batch in loader:
+        for j, part in enumerate(batch.chunk(4)):
+            if j == 0:
+                optimizer.zero_grad()
+            model(part).sum().backward()
+        optimizer.step()
+"""),
+    "a counter the loop resets by assignment is no loop variable": ("""
+import torch
+def train(model, optimizer, loader, per_step):
+    micro = 0
+    for x in loader:
+        if micro == 0:
+            optimizer.zero_grad()
+        (model(x).sum() / per_step).backward()
+        micro = micro + 1
+        if micro == per_step:
+            optimizer.step()
+            micro = 0
+"""),
     "an operand that is a window keeps the chain a window": ("""
 import torch
 def train(model, optimizer, loader, grad_accum):
