@@ -425,16 +425,6 @@ def train(model, optimizer, loader, per_step):
             optimizer.step()
             micro = 0
 """),
-    "an inner loop's counter starts again every outer iteration": ("""
-import torch
-def train(model, optimizer, loader):
-    for batch in loader:
-        for j, part in enumerate(batch.chunk(4)):
-            if j == 0:
-                optimizer.zero_grad()
-            model(part).sum().backward()
-        optimizer.step()
-"""),
     "a counter the loop resets by assignment is no loop variable": ("""
 import torch
 def train(model, optimizer, loader, per_step):
@@ -466,6 +456,51 @@ def train(model, optimizer, loader, grad_accum):
 @pytest.mark.parametrize("name", list(SETTING_IN_CHAIN))
 def test_a_setting_inside_and_or_is_no_accumulation_window(name):
     source = case(SETTING_IN_CHAIN[name])
+    assert marks(source) == expected_marks(source)
+
+
+# An inner loop that accumulates the chunks of a batch and clears on its own first chunk:
+# that clear runs once per batch, before the chunks' backwards (main read it as a clear of
+# only some iterations: a false GL001).  Its counter starts again every outer iteration, so
+# it is no first-iteration clear of the outer loop either.
+FIRST_CHUNK = {
+    "the clear first in the inner loop": ("""
+import torch
+def train(model, optimizer, loader):
+    for batch in loader:
+        for j, part in enumerate(batch.chunk(4)):
+            if j == 0:
+                optimizer.zero_grad()
+            model(part).sum().backward()
+        optimizer.step()
+"""),
+    "after an unpacking that calls nothing, with `range`": ("""
+import torch
+def train(model, optimizer, loader):
+    for inputs, targets in loader:
+        for j in range(4):
+            x, y = inputs[j], targets[j]
+            if not j:
+                optimizer.zero_grad()
+            (model(x) - y).pow(2).sum().backward()
+        optimizer.step()
+"""),
+    "a clear on the first chunk of every other batch is still GL001": ("""
+import torch
+def train(model, optimizer, loader):
+    for i, batch in enumerate(loader):
+        for j, part in enumerate(batch.chunk(4)):
+            if j == 0 and i % 2 == 0:
+                optimizer.zero_grad()
+            model(part).sum().backward()  # expect: GL001
+        optimizer.step()
+"""),
+}
+
+
+@pytest.mark.parametrize("name", list(FIRST_CHUNK))
+def test_an_inner_loop_clearing_on_its_first_chunk_clears_once_per_batch(name):
+    source = case(FIRST_CHUNK[name])
     assert marks(source) == expected_marks(source)
 
 

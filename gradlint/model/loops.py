@@ -567,10 +567,10 @@ class Builder:
         return pre + [Nested(body)] + orelse
 
     def first_iteration_clears(self, stmt: cst.For | cst.While, ctx: Context) -> tuple[list[Node], list]:
-        """(the clears, the other statements) of a nested loop whose body clears under a test
-        of its own counter's first value before any other gradient event (`for j, part in
-        enumerate(chunks): if j == 0: opt.zero_grad()`): that clear runs once, before the
-        inner loop's micro-batches, as a clear before the loop would; else ([], [])."""
+        """(the clears, the other statements) of a nested loop whose body starts by clearing
+        under a test of its own counter's first value (`for j, part in enumerate(chunks): if
+        j == 0: opt.zero_grad()`): that clear runs once, before the inner loop's
+        micro-batches, as a clear before the loop would; else ([], [])."""
         counter = _first_counter(stmt) if isinstance(stmt, cst.For) else None
         if counter is None or not isinstance(stmt.body, cst.IndentedBlock):
             return [], []
@@ -581,7 +581,9 @@ class Builder:
                 if clears and all(isinstance(node, Event) and node.kind == api.Z for node in clears):
                     return clears, statements[:index] + statements[index + 1 :]
                 return [], []
-            if not _only_rebinds(self.statement(statement, ctx)):
+            # only assignments that call nothing before it (`x, y = part`): they hold no event,
+            # and nothing is built twice
+            if not isinstance(statement, cst.SimpleStatementLine) or conditions.calls_something(statement):
                 return [], []
         return [], []
 
