@@ -152,12 +152,25 @@ class Cache:
         text = "\0".join((self.code, fingerprint, path, digest) + (("proven",) if proven else ()))
         return hex_digest(text.encode("utf-8", "surrogateescape"), size=20)
 
-    def _entry(self, key: str) -> str:
-        return os.path.join(self.root, key[:2], key[2:] + ".json")
+    def _entry(self, key: str, area: str = "") -> str:
+        """`area`: a folder of its own for entries that are not a file's result."""
+        return os.path.join(self.root, area, key[:2], key[2:] + ".json")
 
     def get(self, key: str, path: str) -> Optional[FileResult]:
         """The result stored under `key` for `path`, None when there is none worth trusting."""
-        data = _read_entry(self._entry(key))
+        data = self.get_json(key)
+        if data is None:
+            return None
+        try:
+            result = FileResult.from_dict(data)
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+            return None  # corrupt: recompute and overwrite
+        return result if result.path == path and _well_typed(result) else None
+
+    def get_json(self, key: str, area: str = ""):
+        """The JSON value stored under `key`, None when there is none worth trusting (the
+        caller still checks its types: a sealed entry may come from an older layout)."""
+        data = _read_entry(self._entry(key, area))
         if data is None:
             return None
         head, sep, body = data.partition(b"\n")
@@ -165,17 +178,20 @@ class Cache:
         if not sep or not sep2 or head != key.encode() or claimed != _seal(key, body).encode():
             return None  # another key's entry, truncated, or rewritten: not this file's result
         try:
-            result = FileResult.from_dict(json.loads(body))
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
+            return json.loads(body)
+        except (ValueError, RecursionError, MemoryError):
             return None  # corrupt: recompute and overwrite
-        return result if result.path == path and _well_typed(result) else None
 
     def put(self, key: str, result: FileResult) -> None:
-        if not self.writable or not cacheable(result):
+        if cacheable(result):
+            self.put_json(key, result.to_dict())
+
+    def put_json(self, key: str, value, area: str = "") -> None:
+        if not self.writable:
             return
-        entry = self._entry(key)
+        entry = self._entry(key, area)
         folder = os.path.dirname(entry)
-        body = json.dumps(result.to_dict(), separators=(",", ":")).encode("utf-8", "surrogateescape")
+        body = json.dumps(value, separators=(",", ":")).encode("utf-8", "surrogateescape")
         if len(body) + 200 > MAX_ENTRY_BYTES:
             return  # a reader would refuse it
         try:

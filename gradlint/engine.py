@@ -588,8 +588,8 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     # gradients, so that a loop calling into another module is modelled through it.
     files = [(tasks[i][0], r[1], content_digest(r[0]), tasks[i][1].wrappers)
              for i, r in enumerate(read) if isinstance(r, tuple) and r[1] is not None]
-    index, views = project_run.index_files(files, options.roots)
-    project_run.install(index, views)
+    index, views = project_run.views_of_run(files, options.roots, cache)
+    project_run.install(index, views, lambda: project_run.index_files(files, options.roots))
     for i, (path, settings) in enumerate(tasks):
         try:
             known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks, read[i], views.get(path))
@@ -604,6 +604,10 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         pending.append(i)
         pending_bytes += known
 
+    if index is None and any(tasks[i][0] in views for i in pending):
+        # views from the cache, but a file that calls into the project must be analysed
+        index = project_run.index_now()
+        views = project_run.views_now()
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
     analyse = _Analysis(options.prove_fixes, bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)

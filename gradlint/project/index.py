@@ -287,6 +287,39 @@ def import_targets(text: str) -> list[str]:
     return out
 
 
+def _installed(path: str) -> bool:
+    """Under a folder where pip installs packages."""
+    parts = path.split(os.sep)
+    return "site-packages" in parts or "dist-packages" in parts
+
+
+def read_module(path: str) -> tuple[Optional[str], str]:
+    """(text, digest of the bytes) of a module on disk the run does not check; (None, "")
+    when it is too big, unreadable or not UTF-8."""
+    try:
+        if os.path.getsize(path) > _MAX_BYTES:
+            return None, ""
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return data.decode("utf-8"), hex_digest(data)
+    except (OSError, UnicodeDecodeError):
+        return None, ""
+
+
+def listed(folder: str) -> frozenset:
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
+
+
+def listing_digest(listing: frozenset) -> str:
+    """Of the names in a folder an import can name (`name.py`, `name/`): a run's cache made
+    there (`.gradlint_cache`) is no module."""
+    names = sorted(n for n in listing if n.isidentifier() or (n.endswith(".py") and n[:-3].isidentifier()))
+    return hex_digest("\0".join(names).encode("utf-8", "surrogateescape"), size=12)
+
+
 class Index:
     """The modules of a run by absolute path, and how imports resolve between them.
 
@@ -308,6 +341,11 @@ class Index:
         # not narrowed, the language server's index)
         self.holders: Optional[frozenset] = None
         self._exists: dict[str, frozenset] = {}  # folder -> the names in it
+        # What the build asked of the disk beyond the run's own files, and the answers:
+        # ("dir", folder) -> digest of its listing, ("file", path) -> is it a regular file,
+        # ("read", path) -> digest of the module read ("" when unreadable).  A saved view of
+        # the project (saved.py) holds while every answer is still the same.
+        self.disk: dict[tuple[str, str], object] = {}
 
     # --- building (the parent process) ---------------------------------------------------
 
@@ -338,16 +376,14 @@ class Index:
         its text is read (and parsed only if a caller needs it)."""
         if key in self.known:
             return True
-        try:
-            if os.path.getsize(key) > _MAX_BYTES:
-                return False
-            with open(key, "rb") as handle:
-                data = handle.read()
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+        if _installed(key) and not any(key.startswith(root + os.sep) for root in self.roots):
+            return False  # an installed library next to a checked one (numpy beside torch): not the project
+        text, digest = read_module(key)
+        self.disk[("read", key)] = digest
+        if text is None:
             return False
         shown = os.path.relpath(key) if not os.path.relpath(key).startswith("..") else key
-        self.know(shown, text, hex_digest(data))
+        self.know(shown, text, digest)
         self.__dict__.pop("_resolved", None)  # a name that resolved to nothing may now
         return True
 
@@ -357,7 +393,11 @@ class Index:
         if not on_disk or self.frozen:
             return False
         folder, name = os.path.split(path)
-        return name in self._listing(folder) and os.path.isfile(path) and self.read(path)
+        return name in self._listing(folder) and self._isfile(path) and self.read(path)
+
+    def _isfile(self, path: str) -> bool:
+        found = self.disk[("file", path)] = os.path.isfile(path)
+        return found
 
     def mark_relevant(self, seeds: tuple = ()) -> None:
         """Functions that touch gradients: their own text does, or they call (by name) one that
@@ -438,7 +478,7 @@ class Index:
         transformers` inside diffusers/models/ is the library, not models/transformers/)."""
         def package(path: str) -> bool:
             init = os.path.join(path, "__init__.py")
-            return init in self.known or os.path.isfile(init)
+            return init in self.known or self._isfile(init)
 
         out = []
         top = folder
@@ -485,10 +525,8 @@ class Index:
     def _listing(self, folder: str) -> frozenset:
         listing = self._exists.get(folder)
         if listing is None:  # one listing per folder, not a stat per candidate
-            try:
-                listing = self._exists[folder] = frozenset(os.listdir(folder))
-            except OSError:
-                listing = self._exists[folder] = frozenset()
+            listing = self._exists[folder] = listed(folder)
+            self.disk[("dir", folder)] = listing_digest(listing)
         return listing
 
     def _module_file(self, base: str, parts: list[str], on_disk: bool) -> Optional[str]:

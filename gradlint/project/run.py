@@ -8,13 +8,14 @@ from typing import Optional
 
 from gradlint.model.events import LOOP_EVENT_NAMES, ZERO_GRAD_METHODS
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
-from gradlint.project.scan import calls_of, merge, scan
+from gradlint.project.scan import called_names, calls_of, merge, scan
 from gradlint.project.scan import forget as forget_calls
 from gradlint.project.view import View, view_of
 
 # What this process knows of the run's project: the index and each checked file's view.
 _INDEX: Optional[Index] = None
 _VIEWS: dict = {}
+_BUILD = None  # makes the index when the views came from the cache (views_of_run)
 
 
 def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dict]:
@@ -61,6 +62,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         methods.pop(name, None)
     if not functions and not methods:
         index.freeze()
+        forget_calls()
         return index, {}
     from gradlint.project.view import walk
 
@@ -94,8 +96,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             # for in the text (a name, once callable here, stays so: the sets only grow)
             fresh = functions.union(*(by_class[word] for word in found.imports if word in by_class)) - checked
             if fresh:
-                text = texts[key]
-                seen.update(name for name in fresh if name in text)
+                seen.update(fresh.intersection(called_names(texts[key])))  # calls_of finds only calls
                 checked |= fresh
             if not seen or not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
@@ -205,9 +206,40 @@ def _module_word(path: str) -> str:
     return os.path.basename(folder) if stem == "__init__" else stem
 
 
-def install(index: Optional[Index], views: dict) -> None:
-    global _INDEX, _VIEWS
-    _INDEX, _VIEWS = index, dict(views)
+def views_of_run(files, roots, cache) -> tuple[Optional[Index], dict]:
+    """(index, views) of the run: the views saved by an earlier run of the same files when the
+    disk still answers as it did (then no index: None, built by `index_now` if a file with a
+    view turns out to need analysis), else both built now and the views saved."""
+    if cache is None:
+        return index_files(files, roots)
+    from gradlint.project import saved
+
+    key = saved.run_key(cache, files, roots)
+    views = saved.load(cache, key)
+    if views is not None:
+        return None, views
+    index, views = index_files(files, roots)
+    saved.save(cache, key, index, views)
+    return index, views
+
+
+def install(index: Optional[Index], views: dict, build=None) -> None:
+    """`build`: makes (index, views) when the index is None and a file with a view is analysed."""
+    global _INDEX, _VIEWS, _BUILD
+    _INDEX, _VIEWS, _BUILD = index, dict(views), build
+
+
+def index_now() -> Optional[Index]:
+    """The run's index, built now if the views came from the cache."""
+    global _INDEX, _VIEWS, _BUILD
+    if _INDEX is None and _BUILD is not None:
+        _INDEX, views = _BUILD()
+        _VIEWS, _BUILD = dict(views), None
+    return _INDEX
+
+
+def views_now() -> dict:
+    return dict(_VIEWS)
 
 
 def view_for(path: str) -> Optional[View]:
@@ -216,8 +248,10 @@ def view_for(path: str) -> Optional[View]:
 
 def project_for(path: str):
     """The Project (foreign.py) a check of this file models other modules' functions with, or None."""
-    view = _VIEWS.get(path)
-    if view is None or _INDEX is None:
+    if _VIEWS.get(path) is None or index_now() is None:
+        return None
+    view = _VIEWS.get(path)  # the built index's own view
+    if view is None:
         return None
     from gradlint.project.foreign import Project
 

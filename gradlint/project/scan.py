@@ -186,7 +186,7 @@ def _spellings(text: str) -> list[int]:
 def scan(text: str, wrappers=None) -> Scan:
     found = Scan(import_words(text))
     spellings = _spellings(text)
-    inside = _in_strings(text) if spellings else None
+    inside = _layout(text)[0] if spellings else None
     spellings = [offset for offset in spellings if not inside(offset)]
     if wrappers is not None:  # a configured wrapper's name is a spelling too
         for name in wrappers.all_names():
@@ -194,7 +194,7 @@ def scan(text: str, wrappers=None) -> Scan:
             spellings += [m.start() for m in re.finditer(re.escape(word) + r"[ \t]*\(", text)]
     if not spellings:
         return found
-    heads = _Heads(text, inside)
+    heads = _layout(text)[1]
     for offset in spellings:
         functions, methods = _defs(heads.around(offset))
         found.functions |= functions
@@ -209,8 +209,7 @@ def calls_of(text: str, functions: set, methods: dict, imports: set) -> tuple[bo
     them inside a `for` or `while` block, the functions and the methods of the file around
     them).  Only a loop can make a call a training step; a def around a call wraps it, and a
     loop elsewhere may call that def."""
-    inside = _in_strings(text)
-    heads = _Heads(text, inside)
+    inside, heads = _layout(text)
 
     def imported(name: str, receiver) -> bool:
         """A call of another module's function or method: imported by name, through a module
@@ -262,19 +261,41 @@ _CALL = re.compile(r"(?<!\w)(\w+)[ \t]*\(")
 # The calls of the texts being scanned, by name: one pass per text, whatever the names asked
 # about in each round (str caches its hash, so the text itself is the key).  Cleared by forget().
 _CALLS: dict = {}
+# Its triple-quoted strings and its def, class and loop heads, for each text placed in a
+# round (calls_of runs once per round on a caller). Cleared by forget().
+_LAYOUTS: dict = {}
 
 
 def forget() -> None:
     _CALLS.clear()
+    _LAYOUTS.clear()
 
 
-def _calls_of_names(text: str, names) -> list:
-    """Calls of these names in the text, in order."""
+def _layout(text: str) -> tuple:
+    found = _LAYOUTS.get(text)
+    if found is None:
+        inside = _in_strings(text)
+        found = _LAYOUTS[text] = (inside, _Heads(text, inside))
+    return found
+
+
+def called_names(text: str):
+    """The names the text calls (`name(`), each once: what calls_of can find in it."""
+    return _calls(text).keys()
+
+
+def _calls(text: str) -> dict:
     calls = _CALLS.get(text)
     if calls is None:
         calls = _CALLS[text] = {}
         for match in _CALL.finditer(text):
             calls.setdefault(match.group(1), []).append(match.start())
+    return calls
+
+
+def _calls_of_names(text: str, names) -> list:
+    """Calls of these names in the text, in order."""
+    calls = _calls(text)
     found = [_Call(name, at) for name in names if name in calls for at in calls[name]]
     found.sort(key=lambda call: call.begin)
     return found

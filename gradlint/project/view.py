@@ -66,9 +66,33 @@ def walk(index: Index, key: str, module: Module, callbacks: Optional[set] = None
 
 
 def _relevant_words(index: Index, found, callbacks: Optional[set] = None) -> set[str]:
-    """The names under which what an import names reaches a function that touches gradients."""
+    """The names under which what an import names reaches a function that touches gradients.
+    Memoised per target while the index's relevance stands: every caller of a big package
+    imports the same modules (`import torch.nn as nn` in each of torch's own files), and each
+    class's methods are looked up through its bases only once."""
+    kind, key = found[0], found[1]
+    target = (kind, key, found[3].qualname if kind == "function" else found[3].name if kind == "class" else "")
+    memo = _memo(index)
+    if target not in memo:
+        calls: set = set()
+        memo[target] = (frozenset(_relevant_words_now(index, found, calls)), frozenset(calls))
+    words, calls = memo[target]
+    if callbacks is not None:
+        callbacks |= calls
+    return set(words)
+
+
+def _memo(index: Index) -> dict:
+    """The index's memo of _relevant_words, renewed when relevance is decided again (a new
+    `relevant` set) or the index is frozen (a frozen lookup parses nothing more)."""
+    held = index.__dict__.get("_words_memo")
+    if held is None or held[0] is not index.relevant or held[1] != index.frozen:
+        held = index.__dict__["_words_memo"] = (index.relevant, index.frozen, {})
+    return held[2]
+
+
+def _relevant_words_now(index: Index, found, sink: set) -> set[str]:
     kind, key, module = found[0], found[1], found[2]
-    sink = callbacks if callbacks is not None else set()
     if kind == "function":
         if not index.is_relevant(key, found[3]):
             return set()
@@ -90,7 +114,7 @@ def _relevant_words(index: Index, found, callbacks: Optional[set] = None) -> set
                 out.add(f.name)
                 sink |= f.calls
         for cls in module.classes.values():
-            out |= _relevant_words(index, ("class", key, module, cls), callbacks)
+            out |= _relevant_words(index, ("class", key, module, cls), sink)
         return out
     return set()
 
