@@ -339,6 +339,171 @@ def test_an_accumulation_setting_picks_one_regime(name):
     assert marks(source) == expected_marks(source)
 
 
+# A setting inside `and`/`or` with a test that varies (`accum == 1 and batch_index == 0`) is
+# no accumulation window: the chain is one only when an operand is (a modulo, a flag, an
+# accumulation-worded counter). Read as a whole, the words of the setting made the skipped
+# clear look deliberate (abhishekkrthakur/tez 11d3a891a7).  Two more readings complete it: a
+# clear under a test true on the first iteration only (`batch_index == 0`) runs before any
+# backward of the loop, as if before it; and a clear under a plain test inside the step's
+# window boundary (`if batch_index > 0:`) is a clear of only some of the step's iterations.
+SETTING_IN_CHAIN = {
+    "a clear only at batch 0 of the count-1 regime, the clear after the step skipped at batch 0": ("""
+import torch
+class Runner:
+    def __init__(self, model, optimizer, accumulation_steps):
+        self.model, self.optimizer = model, optimizer
+        self.accumulation_steps, self.batch_index = accumulation_steps, 0
+    def _clear(self):
+        if self.accumulation_steps == 1 and self.batch_index == 0:
+            self.model.zero_grad()
+    def _update(self):
+        if (self.batch_index + 1) % self.accumulation_steps == 0:
+            self.optimizer.step()
+            if self.batch_index > 0:
+                self.model.zero_grad()
+    def fit(self, loader):
+        for batch_index, x in enumerate(loader):
+            self.batch_index = batch_index
+            self._clear()
+            self.model(x).sum().backward()  # expect: GL001
+            self._update()
+"""),
+    "the same, fixed: the clear after the step is unconditional": ("""
+import torch
+class Runner:
+    def __init__(self, model, optimizer, accumulation_steps):
+        self.model, self.optimizer = model, optimizer
+        self.accumulation_steps, self.batch_index = accumulation_steps, 0
+    def _clear(self):
+        if self.accumulation_steps == 1 and self.batch_index == 0:
+            self.model.zero_grad()
+    def _update(self):
+        if (self.batch_index + 1) % self.accumulation_steps == 0:
+            self.optimizer.step()
+            self.model.zero_grad()
+    def fit(self, loader):
+        for batch_index, x in enumerate(loader):
+            self.batch_index = batch_index
+            self._clear()
+            self.model(x).sum().backward()
+            self._update()
+"""),
+    "a plain function": ("""
+import torch
+def train(model, optimizer, loader, grad_accum):
+    for i, x in enumerate(loader):
+        if grad_accum == 1 and i == 0:
+            optimizer.zero_grad()
+        model(x).sum().backward()  # expect: GL001
+        if (i + 1) % grad_accum == 0:
+            optimizer.step()
+            if i > 0:
+                optimizer.zero_grad()
+"""),
+    "the same test spelled as a negated `or`": ("""
+import torch
+def train(model, optimizer, loader, grad_accum):
+    for i, x in enumerate(loader):
+        if not (grad_accum > 1 or i > 0):
+            optimizer.zero_grad()
+        model(x).sum().backward()  # expect: GL001
+        if (i + 1) % grad_accum == 0:
+            optimizer.step()
+            if i > 0:
+                optimizer.zero_grad()
+"""),
+    "a window counter comes back to 0: its clear is no first-iteration clear": ("""
+import torch
+def train(model, optimizer, loader, per_step):
+    micro = 0
+    for x in loader:
+        if micro == 0:
+            optimizer.zero_grad()
+        (model(x).sum() / per_step).backward()
+        micro += 1
+        if micro == per_step:
+            optimizer.step()
+            micro = 0
+"""),
+    "a counter the loop resets by assignment is no loop variable": ("""
+import torch
+def train(model, optimizer, loader, per_step):
+    micro = 0
+    for x in loader:
+        if micro == 0:
+            optimizer.zero_grad()
+        (model(x).sum() / per_step).backward()
+        micro = micro + 1
+        if micro == per_step:
+            optimizer.step()
+            micro = 0
+"""),
+    "an operand that is a window keeps the chain a window": ("""
+import torch
+def train(model, optimizer, loader, grad_accum):
+    for i, x in enumerate(loader):
+        model(x).sum().backward()
+        if grad_accum > 1 and (i + 1) % grad_accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        elif grad_accum == 1:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+}
+
+
+@pytest.mark.parametrize("name", list(SETTING_IN_CHAIN))
+def test_a_setting_inside_and_or_is_no_accumulation_window(name):
+    source = case(SETTING_IN_CHAIN[name])
+    assert marks(source) == expected_marks(source)
+
+
+# An inner loop that accumulates the chunks of a batch and clears on its own first chunk:
+# that clear runs once per batch, before the chunks' backwards (main read it as a clear of
+# only some iterations: a false GL001).  Its counter starts again every outer iteration, so
+# it is no first-iteration clear of the outer loop either.
+FIRST_CHUNK = {
+    "the clear first in the inner loop": ("""
+import torch
+def train(model, optimizer, loader):
+    for batch in loader:
+        for j, part in enumerate(batch.chunk(4)):
+            if j == 0:
+                optimizer.zero_grad()
+            model(part).sum().backward()
+        optimizer.step()
+"""),
+    "after an unpacking that calls nothing, with `range`": ("""
+import torch
+def train(model, optimizer, loader):
+    for inputs, targets in loader:
+        for j in range(4):
+            x, y = inputs[j], targets[j]
+            if not j:
+                optimizer.zero_grad()
+            (model(x) - y).pow(2).sum().backward()
+        optimizer.step()
+"""),
+    "a clear on the first chunk of every other batch is still GL001": ("""
+import torch
+def train(model, optimizer, loader):
+    for i, batch in enumerate(loader):
+        for j, part in enumerate(batch.chunk(4)):
+            if j == 0 and i % 2 == 0:
+                optimizer.zero_grad()
+            model(part).sum().backward()  # expect: GL001
+        optimizer.step()
+"""),
+}
+
+
+@pytest.mark.parametrize("name", list(FIRST_CHUNK))
+def test_an_inner_loop_clearing_on_its_first_chunk_clears_once_per_batch(name):
+    source = case(FIRST_CHUNK[name])
+    assert marks(source) == expected_marks(source)
+
+
 # --- constant arguments switch a helper's events; no backward without gradients ------------
 
 _HELPER = """

@@ -29,6 +29,19 @@ def _bare(test: cst.BaseExpression) -> cst.BaseExpression:
     return test
 
 
+bare = _bare
+
+
+def operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The tests an `and`/`or` chain is made of, at any nesting and under any `not`."""
+    test = _bare(test)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return operands(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return operands(test.left) + operands(test.right)
+    return [test]
+
+
 def positive(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
     """(the test with its outer negations taken off, whether that swapped its sides).
 

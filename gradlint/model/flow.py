@@ -382,6 +382,31 @@ def conditional(loop: LoopModel) -> dict:
     return loop.conditional
 
 
+def plain_guards(loop: LoopModel) -> dict:
+    """The events under a plain test, by key: the keys of the branches around each that
+    can change between iterations and mark no accumulation window (`if step > 0:`, `if i ==
+    last:`), so the event runs on some of the iterations the windows around it let through.
+    Events under no such test are absent."""
+    if loop.plain_guards is None:
+        found: dict = {}
+        _plain_guards(loop.body, frozenset(), found)
+        loop.plain_guards = found
+    return loop.plain_guards
+
+
+def _plain_guards(nodes, guards: frozenset, found: dict) -> None:
+    for node in nodes:
+        if isinstance(node, Event):
+            if guards:
+                found[node.key] = found.get(node.key, frozenset()) | guards
+        elif isinstance(node, Branch):
+            inner = guards if node.invariant or node.accumulation else guards | {node.key}
+            _plain_guards(node.then, inner, found)
+            _plain_guards(node.orelse, inner, found)
+        elif isinstance(node, (Nested, Helper)):
+            _plain_guards(node.body, guards, found)
+
+
 def _conditional(nodes, varying, found: dict) -> None:
     for node in nodes:
         if isinstance(node, Event):

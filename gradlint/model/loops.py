@@ -97,6 +97,7 @@ class LoopModel:
     foreign: frozenset = frozenset()
     walks: Optional[list] = field(default=None, repr=False, compare=False)  # flow.walks() fills it
     conditional: Optional[dict] = field(default=None, repr=False, compare=False)  # flow.conditional() fills it
+    plain_guards: Optional[dict] = field(default=None, repr=False, compare=False)  # flow.plain_guards() fills it
 
     def has(self, kind: str) -> bool:
         return any(e.kind == kind for e in self.events)
@@ -164,6 +165,8 @@ class Context:
         # Inside a function of another module (gradlint/project/foreign.py's Scope): its names,
         # spans and path; None in the checked file's own code.
         self.foreign = None
+        # in a loop nested in the analysed one: its counters start again every outer iteration
+        self.inner_loop = False
 
     def child(self, **changes) -> "Context":
         new = Context.__new__(Context)
@@ -428,6 +431,14 @@ class Builder:
             test, then, orelse = test.expression, orelse, then
         if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
             then = _mark(then, skips_first=True)
+        # `if accum == 1 and i == 0: zero_grad()`: a clear that runs on the first iteration only
+        # runs before any backward of the loop, so it neither discards a window nor clears for
+        # a later iteration: the loop reads as if it ran before it
+        if not ctx.inner_loop:
+            if any(self.only_first(atom, side, ctx) for atom, side in _parts(test, cst.And, True)):
+                then = _without_clears(then)
+            if any(self.only_first(atom, side, ctx) for atom, side in _parts(test, cst.Or, False)):
+                orelse = _without_clears(orelse)
         # `if scaler is not None:` is `if scaler is None:` with the sides swapped (and `!=` is `==`)
         test, swapped = conditions.positive(test)
         if swapped:
@@ -463,6 +474,27 @@ class Builder:
         # read as the same on every iteration (precision first: an unread call is no evidence
         # that an event under it runs only sometimes).
         varying = any(n in assigned or root(n) in assigned for n in names.names)
+        if isinstance(conditions.bare(test), cst.BooleanOperation):
+            # `accum == 1 and batch_index == 0`: a chain marks a window only where one of its
+            # operands does; a setting among them picks a regime, the rest are plain tests
+            accumulation = any(self.window(atom, ctx)[0] for atom in conditions.operands(test))
+        else:
+            accumulation, setting = self.window(test, ctx, names, key)
+            if setting:
+                single = conditions.single_step_side(test)
+                if single is not None:
+                    self.single_steps[key] = (ctx.substitute(single[0]) or single[0], single[1])
+        return key, accumulation, not (varying or accumulation)
+
+    def window(self, test: cst.BaseExpression, ctx: Context, names=None, key=None) -> tuple[bool, bool]:
+        """(does this test mark an accumulation window, is it a setting) for one test."""
+        if names is None:
+            names = ExpressionNames()
+            walk(test, names)
+            key = " ".join(self.module.code_for_node(test).split())
+            key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
+        assigned = ctx.assigned
+        varying = any(n in assigned or root(n) in assigned for n in names.names)
         flag = any(self.bindings.accumulation_flag(n) for n in names.names)
         accumulation = names.has_modulo or flag or bool(api.ACCUMULATION_WORDS.search(key))
         # `if cfg.accum_steps > 1:` compares a setting with a number: it picks one regime for the
@@ -476,12 +508,10 @@ class Builder:
             and conditions.compares_with_number(test)
             and not any(conditions.incremented(n, self.bindings.incremented) for n in names.names)
         )
-        if setting:
-            accumulation = False
-            single = conditions.single_step_side(test)
-            if single is not None:
-                self.single_steps[key] = (ctx.substitute(single[0]) or single[0], single[1])
-        return key, accumulation, not (varying or accumulation)
+        return accumulation and not setting, setting
+
+    def only_first(self, atom: cst.BaseExpression, side: bool, ctx: Context) -> bool:
+        return _only_first(atom, side, ctx.assigned, self.bindings)
 
     def implied(self, test: cst.BaseExpression, operator: type, side: bool, ctx: Context) -> tuple:
         """(key, side, invariant) of each operand of an `and` chain (operator And, for its
@@ -507,6 +537,7 @@ class Builder:
         return pre + out
 
     def nested_loop(self, stmt: cst.For | cst.While, ctx: Context) -> list[Node]:
+        ctx = ctx.child(inner_loop=True)
         inner = ctx
         pre: list[Node] = []
         if isinstance(stmt, cst.For):
@@ -523,7 +554,9 @@ class Builder:
                 inner.param_vars.update(zipped)
         else:
             pre = self.expression(stmt.test, ctx)
-        body = self.suite(stmt.body, inner)
+        hoisted, statements = self.first_iteration_clears(stmt, inner)
+        body = self.block(statements, inner) if hoisted else self.suite(stmt.body, inner)
+        pre = pre + hoisted
         orelse = self.suite(stmt.orelse.body, ctx) if stmt.orelse is not None else []
         if _only_rebinds(body):
             return pre + body + orelse
@@ -532,6 +565,27 @@ class Builder:
             names = (ctx.substitute(name) for name in target_names(stmt.target))
             body = [Rebind(frozenset(name for name in names if name)), *body]
         return pre + [Nested(body)] + orelse
+
+    def first_iteration_clears(self, stmt: cst.For | cst.While, ctx: Context) -> tuple[list[Node], list]:
+        """(the clears, the other statements) of a nested loop whose body starts by clearing
+        under a test of its own counter's first value (`for j, part in enumerate(chunks): if
+        j == 0: opt.zero_grad()`): that clear runs once, before the inner loop's
+        micro-batches, as a clear before the loop would; else ([], [])."""
+        counter = _first_counter(stmt) if isinstance(stmt, cst.For) else None
+        if counter is None or not isinstance(stmt.body, cst.IndentedBlock):
+            return [], []
+        statements = list(stmt.body.body)
+        for index, statement in enumerate(statements):
+            if isinstance(statement, cst.If) and statement.orelse is None and _tests_first(statement.test, counter):
+                clears = self.suite(statement.body, ctx)
+                if clears and all(isinstance(node, Event) and node.kind == api.Z for node in clears):
+                    return clears, statements[:index] + statements[index + 1 :]
+                return [], []
+            # only assignments that call nothing before it (`x, y = part`): they hold no event,
+            # and nothing is built twice
+            if not isinstance(statement, cst.SimpleStatementLine) or conditions.calls_something(statement):
+                return [], []
+        return [], []
 
     def zip_owners(self, stmt: cst.For, ctx: Context) -> dict:
         """`{"p": ("module", "model"), "shared_p": ("module", "shared_model")}` for
@@ -970,6 +1024,103 @@ def _false_at_first(atom: cst.BaseExpression, side: bool, assigned: frozenset) -
     except (TypeError, ValueError):
         return False
     return bound >= _FIRST_FALSE[op] if op is not cst.NotEqual else bound == 0
+
+
+# `x == 0`, `x < 1`, `x <= 0` on a counter the loop advances from zero: true on the first
+# iteration only (and `x > 0`, `x >= 1`, `x != 0` false there only)
+_ONLY_FIRST_TRUE = {cst.Equal: 0, cst.LessThan: 1, cst.LessThanEqual: 0}
+_ONLY_FIRST_FALSE = {cst.GreaterThan: 0, cst.GreaterThanEqual: 1, cst.NotEqual: 0}
+_TURNED = {cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual, cst.Equal: cst.Equal,
+           cst.NotEqual: cst.NotEqual, cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual}
+
+
+def _only_first(atom: cst.BaseExpression, side: bool, assigned: frozenset, bindings: Bindings) -> bool:
+    """Is `atom` `side` on the loop's first iteration and on no other: a counter of the loop
+    that only advances (a loop variable, or a copy of one) compared with its first value?
+    A window counter (`idx += 1` ... `idx = 0`) comes back to it."""
+    atom = conditions.bare(atom)
+    if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
+        return False
+    target = atom.comparisons[0]
+    left, op, right = conditions.bare(atom.left), type(target.operator), conditions.bare(target.comparator)
+    if isinstance(left, cst.Integer) and op in _TURNED:  # `0 == step`
+        left, op, right = right, _TURNED[op], left
+    counter = dotted(left)
+    if counter is None or not (counter in assigned or root(counter) in assigned):
+        return False
+    if not isinstance(right, cst.Integer) or not _only_advances(counter, bindings):
+        return False
+    table = _ONLY_FIRST_TRUE if side else _ONLY_FIRST_FALSE
+    return op in table and _integer(right) == table[op]
+
+
+def _first_counter(stmt: cst.For) -> Optional[str]:
+    """`j` of `for j, x in enumerate(xs):` or `for j in range(n):` (from 0), else None."""
+    iterable, target = stmt.iter, stmt.target
+    if not isinstance(iterable, cst.Call) or dotted(iterable.func) not in ("enumerate", "range"):
+        return None
+    args = iterable.args
+    if dotted(iterable.func) == "enumerate":
+        if len(args) != 1 or args[0].keyword or args[0].star:
+            return None  # a `start=` may not be 0
+        if isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[0].value, cst.Name):
+            return target.elements[0].value.value
+        return None
+    if len(args) != 1 or args[0].keyword or args[0].star or not isinstance(target, cst.Name):
+        return None  # `range(a, b)` may start past 0
+    return target.value
+
+
+def _tests_first(test: cst.BaseExpression, counter: str) -> bool:
+    """`counter == 0` (or `0 == counter`, `counter < 1`, `not counter`)."""
+    test = conditions.bare(test)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return dotted(conditions.bare(test.expression)) == counter
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    left, op, right = conditions.bare(test.left), type(target.operator), conditions.bare(target.comparator)
+    if isinstance(left, cst.Integer) and op in _TURNED:
+        left, op, right = right, _TURNED[op], left
+    return dotted(left) == counter and isinstance(right, cst.Integer) and _ONLY_FIRST_TRUE.get(op) == _integer(right)
+
+
+def _integer(node: cst.Integer) -> Optional[int]:
+    try:
+        return int(node.evaluated_value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _only_advances(counter: str, bindings: Bindings) -> bool:
+    """Is every value the file gives `counter` its start (0) or a name it never assigns (a
+    loop variable: `self.batch_index = batch_index`), and never a `+=`?"""
+    if conditions.incremented(counter, bindings.incremented):
+        return False
+    for value in bindings.assigns.get(counter, ()):
+        value = conditions.bare(value)
+        if isinstance(value, cst.Integer) and value.value == "0":
+            continue
+        if isinstance(value, cst.Name) and value.value not in bindings.assigns:
+            continue
+        return False
+    return True
+
+
+def _without_clears(nodes: list[Node]) -> list[Node]:
+    """`nodes` without their clears, at any depth."""
+    out: list[Node] = []
+    for node in nodes:
+        if isinstance(node, Event):
+            if node.kind != "Z":
+                out.append(node)
+        elif isinstance(node, Branch):
+            out.append(replace(node, then=_without_clears(node.then), orelse=_without_clears(node.orelse)))
+        elif isinstance(node, (Nested, Helper)):
+            out.append(type(node)(_without_clears(node.body)))
+        else:
+            out.append(node)
+    return out
 
 
 def _flatten(nodes, out: list[Event], own: list[tuple], inside_nested: bool) -> None:

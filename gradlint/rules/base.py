@@ -8,7 +8,7 @@ from typing import Optional
 from gradlint.findings import Fix
 from gradlint.model.event import Event
 from gradlint.model.events import S, Z
-from gradlint.model.flow import conditional
+from gradlint.model.flow import conditional, plain_guards
 from gradlint.model.loops import Branch, Helper, LoopModel, Nested
 from gradlint.model.names import is_under
 from gradlint.model.params import coverage
@@ -73,10 +73,20 @@ def sometimes_cleared(file, loop: LoopModel, optimizer: str) -> list[Event]:
     skip the clear pile up gradients: GL001's bug, not a clear of the wrong target (GL003)."""
     some = conditional(loop)
     steps = [e for e in loop.events if e.kind == S and e.optimizer == optimizer]
-    if not steps or any(some.get(e.key) or e.accumulation_guarded for e in steps):
+    if not steps:
         return []
     clears = [e for e in loop.events if e.kind == Z and may_clear(file, e, optimizer)]
-    return clears if clears and all(some.get(e.key) for e in clears) else []
+    if not clears:
+        return []
+    if not any(some.get(e.key) or e.accumulation_guarded for e in steps):
+        return clears if all(some.get(e.key) for e in clears) else []
+    # Steps on a window's boundary (`if (i + 1) % k == 0: opt.step()`): the clears are of
+    # only some of those iterations when each sits under a plain test the steps are not
+    # under (`if i > 0: opt.zero_grad()` beside that step skips the clear at batch 0).
+    guards = plain_guards(loop)
+    if any(guards.get(e.key) for e in steps):
+        return []
+    return clears if all(guards.get(e.key) for e in clears) else []
 
 
 
