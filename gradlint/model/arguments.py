@@ -16,6 +16,7 @@ Pure functions of libcst nodes, so that a summary of a function of another modul
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping, Optional
 
 import libcst as cst
@@ -24,6 +25,17 @@ from gradlint.model.names import AssignedNames
 from gradlint.model.walk import walk
 
 _UNKNOWN = object()
+
+
+class _Built:
+    """The value of a name the caller binds only to a new optimizer, scheduler or scaler
+    (`Adam(...)`): not None and true, equal to nothing known."""
+
+    def __repr__(self) -> str:
+        return "BUILT"
+
+
+BUILT = _Built()
 
 
 def constant(node: Optional[cst.BaseExpression], outer: Mapping[str, object] = {}) -> object:
@@ -117,12 +129,50 @@ def _value(node: cst.BaseExpression, constants: Mapping[str, object]) -> object:
             return left is right if left is None or right is None else _UNKNOWN
         if operator is cst.IsNot:
             return left is not right if left is None or right is None else _UNKNOWN
+        if BUILT in (left, right) and operator in (cst.Equal, cst.NotEqual):
+            return _UNKNOWN
         if operator is cst.Equal:
             return left == right
         if operator is cst.NotEqual:
             return left != right
         return _UNKNOWN
     return constant(node)
+
+
+def derivations(definition: cst.FunctionDef) -> tuple:
+    """(name, value) of the body's top-level `name = value` statements whose name the body
+    assigns nowhere else: `is_train = optimizer is not None` before the loop that tests
+    `if is_train:`.  A name assigned again (or in a branch, a loop, a `with`) is left out: a
+    test may read another value."""
+    counter = AssignedNames(into_defs=False, with_targets=True)
+    counter.names = Counter()  # type: ignore[assignment]  # update() counts each target
+    walk(definition.body, counter)
+    body = definition.body.body if isinstance(definition.body, cst.IndentedBlock) else ()
+    out = []
+    for line in body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        for stmt in line.body:
+            if (
+                isinstance(stmt, cst.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0].target, cst.Name)
+                and counter.names[stmt.targets[0].target.value] == 1
+            ):
+                out.append((stmt.targets[0].target.value, stmt.value))
+    return tuple(out)
+
+
+def derived_constants(derived: tuple, constants: Mapping[str, object]) -> dict[str, object]:
+    """The constants plus the names of `derivations` whose value they decide, in order."""
+    out = dict(constants)
+    if not out:
+        return out
+    for name, value in derived:
+        known = _value(value, out)
+        if known is not _UNKNOWN:
+            out[name] = known
+    return out
 
 
 def assigned_in(definition: cst.FunctionDef) -> frozenset:

@@ -837,6 +837,20 @@ class Bindings(Numbering):
 
     # --- module identity ---------------------------------------------------------
 
+    def surely_built(self, name: str) -> bool:
+        """Every assignment of `name` in the file builds an optimizer, a scheduler or a scaler
+        (`Adam(...)`, `StepLR(opt)`, `GradScaler()`): it is never None."""
+        values = self.assigns.get(name, ())
+        if not values:
+            return False
+        for value in values:
+            callee = self.imports.qualify(dotted(value.func)) if isinstance(value, cst.Call) else None
+            if callee is None or not (
+                self.optimizer_callee(callee) or self.scheduler_callee(callee) or last(callee) in api.GRAD_SCALERS
+            ):
+                return False
+        return True
+
     def constructed_here(self, name: str) -> bool:
         """Every assignment of `name` builds a new object (no alias, no wrapper)."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding

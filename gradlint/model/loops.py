@@ -267,6 +267,7 @@ class Builder:
         # key -> (count, side) of the loop's setting tests whose side means the count is 1
         self.single_steps: dict[str, tuple[str, bool]] = {}
         self._reassigned: dict[int, frozenset] = {}  # id of a helper def -> names its body assigns
+        self._derivations: dict[int, tuple] = {}  # id of a helper def -> its names set once
 
     def use_piece(self, module: cst.Module, bindings) -> None:
         """Go on with another piece of the file (piecewise.py); node ids of the last one are reused."""
@@ -274,6 +275,7 @@ class Builder:
         self.bindings = bindings
         self._codes = {}
         self._reassigned = {}
+        self._derivations = {}
 
     def done(self) -> None:
         """The models are built: let go of the positions, whose `code` is this builder's method.
@@ -282,6 +284,7 @@ class Builder:
         self.positions = None
         self._codes = {}
         self._reassigned = {}
+        self._derivations = {}
 
     def code(self, node: cst.CSTNode) -> str:
         """The node's source (generated once: messages and position checks both need it)."""
@@ -727,6 +730,28 @@ class Builder:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
 
+    @staticmethod
+    def built_arguments(call: cst.Call, ctx: Context) -> dict:
+        """The caller's constants, plus its names passed as arguments that the file binds only to
+        a new optimizer, scheduler or scaler (arguments.BUILT): `train(optimizer=joint_optimizer)`
+        makes a helper's `optimizer is not None` true.  Only names of the checked file's own
+        code (another module's names are not in its bindings)."""
+        if ctx.foreign is not None:
+            return ctx.constants
+        out = dict(ctx.constants)
+        for arg in call.args:
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value not in out and ctx.bindings.surely_built(value.value):
+                out[value.value] = arguments.BUILT
+        return out
+
+    def derivations(self, definition: cst.FunctionDef) -> tuple:
+        """The helper's names set once from others (arguments.derivations), kept like reassigned."""
+        key = id(definition)
+        if key not in self._derivations:
+            self._derivations[key] = arguments.derivations(definition)
+        return self._derivations[key]
+
     def reassigned(self, definition: cst.FunctionDef) -> frozenset:
         """What a helper's body assigns (kept: a helper is inlined at every call of it)."""
         key = id(definition)
@@ -771,8 +796,10 @@ class Builder:
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
             inner.constants = arguments.bound_constants(
-                definition, call, _passes_self(definition), ctx.constants, self.reassigned(definition)
+                definition, call, _passes_self(definition), self.built_arguments(call, ctx), self.reassigned(definition)
             )
+            # `is_train = optimizer is not None` of a call that passes `optimizer=None`
+            inner.constants = arguments.derived_constants(self.derivations(definition), inner.constants)
         return self.suite(definition.body, inner)
 
     # -- loops --

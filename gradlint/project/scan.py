@@ -194,12 +194,37 @@ def scan(text: str, wrappers=None) -> Scan:
             spellings += [m.start() for m in re.finditer(re.escape(word) + r"[ \t]*\(", text)]
     if not spellings:
         return found
-    heads = _layout(text)[1]
+    inside, heads = _layout(text)
     for offset in spellings:
         functions, methods = _defs(heads.around(offset))
         found.functions |= functions
         merge(found.methods, methods)
+    _local_wrappers(text, heads, inside, found)
     return found
+
+
+# How many times a def of the file wrapping another of its defs is followed (`train` calling
+# `_train_or_test` calling ...): each round is one pass over the file's calls of those names.
+_LOCAL_ROUNDS = 4
+
+
+def _local_wrappers(text: str, heads: "_Heads", inside, found: Scan) -> None:
+    """A def that calls one of the file's own defs holding a spelling (bare, or on `self`) may
+    be what another module calls: `tnt.train(...)` whose `train` only hands its arguments to
+    `_train_or_test`, which holds the loop.  Such defs join the scan's, as a wrapper in another
+    file joins them in the index's rounds (calls_of), only within the file."""
+    for _ in range(_LOCAL_ROUNDS):
+        own_functions, own_methods = set(found.functions), set(found.methods)
+
+        def local(name: str, receiver) -> bool:
+            return (receiver is None and name in own_functions) or (receiver == "self" and name in own_methods)
+
+        _, functions, methods = _placed(text, heads, inside, own_functions | own_methods, local)
+        size = (len(found.functions), sum(map(len, found.methods.values())))
+        found.functions |= functions
+        merge(found.methods, methods)
+        if (len(found.functions), sum(map(len, found.methods.values()))) == size:
+            return
 
 
 def calls_of(text: str, functions: set, methods: dict, imports: set) -> tuple[bool, set, dict]:
