@@ -336,3 +336,109 @@ def test_every_output_format_names_the_other_file(tmp_path):
     diagnostics = next(iter(lsp.values())) if isinstance(lsp, dict) else lsp[0]["diagnostics"]
     uris = [r["location"]["uri"] for d in diagnostics for r in d["relatedInformation"]]
     assert uris and all(uri.endswith("/trainer.py") for uri in uris)
+
+
+TRAIN_OR_TEST = """\
+def _train_or_test(model, loader, optimizer=None):
+    is_train = optimizer is not None
+    for x in loader:
+        loss = model(x).sum()
+        if is_train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+def train(model, loader, optimizer):
+    return _train_or_test(model, loader, optimizer=optimizer)
+
+
+def test(model, loader):
+    return _train_or_test(model, loader, optimizer=None)
+"""
+
+
+def test_a_function_that_only_hands_its_arguments_to_one_of_its_modules_defs(tmp_path):
+    """`tnt.train(...)` whose `train` calls `_train_or_test` of its own module, which holds the
+    loop and the step: the text scan counts `train` as a def that reaches a gradient spelling."""
+    write(tmp_path, {
+        "train_and_test.py": TRAIN_OR_TEST,
+        "main.py": """\
+            import torch
+            import train_and_test as tnt
+
+            model = torch.nn.Linear(2, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 2)
+            for epoch in range(3):
+                scheduler.step()
+                tnt.train(model, [torch.randn(4, 2)], optimizer)
+        """,
+    })
+    assert found(run(tmp_path)) == [("main.py", 8, "GL008")]
+
+
+EVALUATIONS = """\
+import torch
+
+
+def run_epoch(model, loader, optimizer=None):
+    is_train = optimizer is not None
+    for x in loader:
+        loss = model(x).sum()
+        if is_train:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+model = torch.nn.Linear(2, 1)
+{binding}
+for epoch in range(3):
+    run_epoch(model, [torch.randn(4, 2)], optimizer=optimizer)
+    run_epoch(model, [torch.randn(4, 2)])
+"""
+
+
+@pytest.mark.parametrize(
+    "binding, expected",
+    [
+        # a new optimizer is never None: `is_train` is true in the first call, false in the second
+        ("optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", {"true", "false"}),
+        # a name bound to something else (or to None somewhere) decides nothing
+        ("optimizer = make_optimizer(model)", {"unknown", "false"}),
+        ("optimizer = None\nif model.training:\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)",
+         {"unknown", "false"}),
+    ],
+    ids=["built", "unknown-factory", "sometimes-none"],
+)
+def test_a_helper_name_set_once_from_its_constant_or_built_arguments_is_decided(binding, expected):
+    """`is_train = optimizer is not None` then `if is_train:`: decided per call when the call binds
+    `optimizer` to None (its default) or to a name the file binds only to a new optimizer."""
+    from gradlint.model.flow import without_inert
+    from gradlint.model.loops import Branch, Helper
+
+    source = EVALUATIONS.format(binding=binding)
+    from gradlint.engine import _parse_screened, _screen
+    from gradlint.model.loops import build
+
+    settings = Settings.default()
+    text = _screen(source, settings)
+    module, parsed = _parse_screened(text, source, "epochs.py")
+    loop = max(build(module, "epochs.py", source, settings.wrappers, parsed_text=parsed).loops,
+               key=lambda lp: lp.span.line)  # the epoch loop, last in the file
+    decided = set()
+    for helper in loop.body:
+        assert isinstance(helper, Helper)
+        branches = [n for n in _walk(helper.body) if isinstance(n, Branch)]
+        events = [n for n in _walk(helper.body) if getattr(n, "kind", None) == "S"]
+        decided.add("unknown" if branches else "true" if events else "false")
+    assert decided == expected
+    assert without_inert(loop.body) is not None
+
+
+def _walk(nodes):
+    for node in nodes:
+        yield node
+        for attr in ("body", "then", "orelse"):
+            yield from _walk(getattr(node, attr, None) or [])

@@ -839,13 +839,14 @@ class Bindings(Numbering):
 
     def surely_built(self, name: str) -> bool:
         """Every assignment of `name` in the file builds an optimizer, a scheduler or a scaler
-        (`Adam(...)`, `StepLR(opt)`, `GradScaler()`): it is never None."""
+        by its class (`Adam(...)`, `StepLR(opt)`, `GradScaler()`): it is never None.  A factory
+        (`make_optimizer(model)`, `get_scheduler(...)`) may return None: not built."""
         values = self.assigns.get(name, ())
         if not values:
             return False
         for value in values:
             callee = self.imports.qualify(dotted(value.func)) if isinstance(value, cst.Call) else None
-            if callee is None or not (
+            if callee is None or not last(callee)[:1].isupper() or not (
                 self.optimizer_callee(callee) or self.scheduler_callee(callee) or last(callee) in api.GRAD_SCALERS
             ):
                 return False
