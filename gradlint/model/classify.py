@@ -21,6 +21,7 @@ from gradlint.model.events import (
     B,
     BACKWARD_FUNCTIONS,
     CLEAR_LIKE_NAMES,
+    INSPECTING_BUILTINS,
     NOT_CLEARING_HELPERS,
     C,
     CLIP_FUNCTIONS,
@@ -265,6 +266,8 @@ def opaque_call(call: cst.Call, ctx) -> Optional[Event]:
     if CLEAR_LIKE_NAMES.search(name):
         return ctx.event(Z, call, unknown_target=True)
     if NOT_CLEARING_HELPERS.search(name):
+        return None
+    if isinstance(call.func, cst.Name) and name in INSPECTING_BUILTINS and not ctx.bindings.imports.is_imported(name):
         return None
     for arg in call.args:
         target = ctx.name(arg.value)

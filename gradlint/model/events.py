@@ -197,6 +197,14 @@ NOT_CLEARING_HELPERS = re.compile(
 )
 
 
+# Builtins that only look at what they are handed (`hasattr(self.optimizer, "clip_grad_norm")`):
+# never a clear of an optimizer passed to them.
+INSPECTING_BUILTINS = frozenset(
+    {"hasattr", "getattr", "isinstance", "issubclass", "type", "id", "len", "repr", "str", "vars", "dir",
+     "callable", "hash", "format", "bool"}
+)
+
+
 def iteration_runner(qualified: str | None) -> bool:
     """Is `qualified` a framework object that runs its function argument once per iteration?"""
     if not qualified:
