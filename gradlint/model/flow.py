@@ -29,6 +29,10 @@ MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
 STEPS_PER_NODE = 2048
 WALK_EVENTS_PER_NODE = 64 * 64 * 2 * 4
 NORMAL, CONTINUE, BREAK, RETURN = "normal", "continue", "break", "return"
+# A `raise`: it leaves every loop and helper.  A path that raises where a sibling path goes on
+# is an error path (`raise ValueError(f"unknown {args.strategy}")` among a setting's sides): no
+# rule judges it, and keeping one per setting test multiplied a loop's paths past MAX_PATHS.
+RAISE = "raise"
 
 
 class TooComplex(Exception):
@@ -174,7 +178,8 @@ def _branch(run: _Enumeration, node: Branch, state: _State) -> list[_State]:
         if node.accumulation:
             deferred = deferred | (steps_in(other) - steps_in(body))
         out.extend(_run(run, body, [_State(state.events, decisions, NORMAL, deferred)]))
-    return out
+    going_on = [s for s in out if s.status != RAISE]
+    return going_on if going_on else out
 
 
 def _possible(node: Branch, side: bool, state: _State) -> bool:
@@ -208,7 +213,7 @@ def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
     results = []
     again = []
     for s in once:
-        if s.status == RETURN:
+        if s.status in (RETURN, RAISE):
             results.append(s)
         elif s.status == BREAK:
             results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
@@ -217,7 +222,7 @@ def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
             kept = frozenset(d for d in s.decisions if d[2] or d in entry)
             again.append(_State(s.events, kept, NORMAL, s.deferred))
     for s in _run(run, node.body, again) if again else []:
-        results.append(_State(s.events, s.decisions, RETURN if s.status == RETURN else NORMAL, s.deferred))
+        results.append(_State(s.events, s.decisions, s.status if s.status in (RETURN, RAISE) else NORMAL, s.deferred))
     return list(dict.fromkeys(results))
 
 
@@ -231,7 +236,7 @@ def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
     paths = []
     for s in states:
         invariants = frozenset((k, side) for k, side, inv in s.decisions if inv)
-        paths.append(Path(s.events.events(), invariants, s.status in (BREAK, RETURN), s.deferred))
+        paths.append(Path(s.events.events(), invariants, s.status in (BREAK, RETURN, RAISE), s.deferred))
     return list(dict.fromkeys(paths))
 
 
@@ -282,6 +287,10 @@ def _prune(nodes: list) -> tuple[list, bool, frozenset, frozenset]:
             raise TypeError(node)
         part_events, part_leaves, part_keys = part
         keys |= part_keys
+        if not part_events and part_leaves == {RAISE} and not _surely_raises(rebuilt):
+            # raises on some sides, does nothing on the others: only the error paths differ, and
+            # _branch drops those beside a path that goes on
+            part_leaves = frozenset()
         if part_events or part_leaves:
             kept.append(rebuilt)
             events = events or part_events
@@ -289,6 +298,21 @@ def _prune(nodes: list) -> tuple[list, bool, frozenset, frozenset]:
         elif part_keys:
             kept.append(Rebind(frozenset(), part_keys))
     return kept, events, leaves, keys
+
+
+def _surely_raises(node) -> bool:
+    """Every path through this pruned branch or helper ends in a `raise` at its top level."""
+    if isinstance(node, Branch):
+        return _raises_at_top(node.then) and _raises_at_top(node.orelse)
+    if isinstance(node, (Helper, Nested)):
+        return _raises_at_top(node.body)
+    return False
+
+
+def _raises_at_top(nodes) -> bool:
+    return any(
+        (isinstance(n, Jump) and n.kind == RAISE) or (isinstance(n, (Branch, Helper)) and _surely_raises(n)) for n in nodes
+    )
 
 
 def _read_again(nodes) -> frozenset:

@@ -61,7 +61,7 @@ class Nested:
 
 @dataclass
 class Jump:
-    kind: str  # "continue", "break" (also raise), "return"
+    kind: str  # "continue", "break", "return", "raise"
 
 
 @dataclass
@@ -374,7 +374,7 @@ class Builder:
         if isinstance(stmt, cst.Return):
             return (self.expression(stmt.value, ctx) if stmt.value else []) + [Jump("return")]
         if isinstance(stmt, cst.Raise):
-            return [Jump("break")]
+            return [Jump("raise")]  # flow.RAISE: leaves every loop; an error path beside others is dropped
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
