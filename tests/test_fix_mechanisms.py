@@ -978,3 +978,33 @@ def train(model, loader, k, accelerator):
 def test_guards_combined_by_any_boolean_operator(name):
     source = case(GUARDS[name])
     assert marks(source) == expected_marks(source)
+
+
+def test_one_missing_clear_is_one_finding_however_many_backwards():
+    # two branches of one setting each do the backward; the loop never clears: one misplaced
+    # call (the missing zero_grad), so one GL001, on the first backward
+    source = case("""
+import torch
+def train(model, loader, optimizer, scaler, fp16):
+    for x in loader:
+        loss = model(x).sum()
+        if fp16:
+            scaler.scale(loss).backward()  # expect: GL001
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+""")
+    assert marks(source) == expected_marks(source)
+    # two optimizers never cleared are two missing clears
+    two = case("""
+import torch
+def train(gen, disc, loader, opt_g, opt_d):
+    for x in loader:
+        disc(x).sum().backward()  # expect: GL001
+        opt_d.step()
+        gen(x).sum().backward()  # expect: GL001
+        opt_g.step()
+""")
+    assert marks(two) == expected_marks(two)

@@ -44,13 +44,19 @@ def _never_or_sometimes_cleared(file, loop):
         optimizers.update((o, clears) for o, clears in configured.items() if clears)
         optimizers.update((o, []) for o in never)
     early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
+    # One finding per optimizer: its missing clear is one misplaced call, however many
+    # backwards pile onto its gradients (`if amp: scaler.scale(loss).backward() else:
+    # loss.backward()`, two branches of one setting, need one zero_grad()).
+    reported: set = set()
     for walk in walks(loop):
         for optimizer, clears in optimizers.items():
-            if configured.get(optimizer) and _runs_any(walk, clears):
-                continue  # the setting that clears: only the walks of the other one count
+            if optimizer in reported or (configured.get(optimizer) and _runs_any(walk, clears)):
+                continue  # (the setting that clears: only the walks of the other one count)
             for finding in _follow(file, loop, walk, optimizer, clears, bool(configured.get(optimizer)), optimizer in handed):
                 if not (clears and finding.related[0][0].key in early):
+                    reported.add(optimizer)
                     yield finding  # (a step before its backward is GL007's one finding)
+                    break
 
 
 def _restepped(file, loop):
