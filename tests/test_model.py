@@ -280,7 +280,9 @@ def test_a_return_that_skips_a_helper_event_is_kept():
     assert shapes(model(source).loops[0]) == ["B", "BS"]
 
 
-def test_a_continue_or_raise_in_an_event_free_part_is_kept():
+def test_a_continue_in_an_event_free_part_is_kept_and_a_raise_beside_it_is_an_error_path():
+    """A `raise` on one side of a test whose other side goes on is an error path no rule
+    judges (flow.RAISE): dropped, so setting checks do not multiply the paths."""
     source = (
         "def check(x):\n"
         "    if x is None:\n"
@@ -293,8 +295,22 @@ def test_a_continue_or_raise_in_an_event_free_part_is_kept():
     )
     paths = iteration_paths(model(source).loops[0])
     assert sorted(("".join(e.kind for e in p.events), p.exits) for p in paths) == [
-        ("", False), ("", True), ("B", False)
+        ("", False), ("B", False)
     ]
+
+
+def test_a_raise_on_every_side_still_ends_the_loop():
+    source = (
+        "for x in data:\n"
+        "    loss.backward()\n"
+        "    if x.kind == 'a':\n"
+        "        raise ValueError('a')\n"
+        "    else:\n"
+        "        raise ValueError('b')\n"
+        "    opt.step()\n"
+    )
+    paths = iteration_paths(model(source).loops[0])
+    assert sorted(("".join(e.kind for e in p.events), p.exits) for p in paths) == [("B", True)]
 
 
 def test_a_rebind_in_an_event_free_part_still_outdates_the_condition():
