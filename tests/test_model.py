@@ -363,3 +363,30 @@ def test_a_nested_loop_rebinds_its_target():
     )
     found = set(shapes(model(source).loops[0]))
     assert {"S", "B"} <= found, found  # a step without the inner backward, and the other way
+
+
+def test_two_models_of_the_same_function_do_not_take_each_others_events():
+    """An ignite engine's process function is modelled once per run of the engine (the
+    factory's registrations, the caller's): the same events, the same header.  Neither is a
+    loop nested in the other, so neither may mark the other's events as an inner loop's
+    (both stayed silent on pytorch/ignite assets/tldr/teaser.py with its clear removed)."""
+    from gradlint.findings import Span
+    from gradlint.model.event import Event
+    from gradlint.model.loops import LoopModel, Nested, _mark_foreign
+
+    header = Span(3, 4, 3, 7)
+    backward = Event("B", Span(5, 8, 5, 23), "loss.backward()")
+    step = Event("S", Span(6, 8, 6, 24), "optimizer.step()", optimizer="optimizer")
+
+    def model():
+        return LoopModel(header, "iteration", [Nested([backward, step])], events=[backward, step])
+
+    first, second = model(), model()
+    _mark_foreign([first, second])
+    assert first.foreign == frozenset() and second.foreign == frozenset()
+    # a real inner loop still owns its events
+    outer = LoopModel(Span(1, 0, 1, 3), "for", [Nested([backward, step])], events=[backward, step])
+    inner = LoopModel(Span(4, 4, 4, 7), "for", [backward, step], events=[backward, step],
+                      own=frozenset({backward.key, step.key}))
+    _mark_foreign([outer, inner])
+    assert outer.foreign == {backward.key, step.key}

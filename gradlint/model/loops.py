@@ -1360,7 +1360,12 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
         nested = keys[i] - loop.own
         if not nested:
             continue
-        inner = [keys[j] for j in range(len(loops)) if j != i and training[j] and keys[j] <= nested]
+        # another model of the same code (an engine's process function modelled once per run
+        # of the engine, each with its handlers) is no loop nested in this one
+        inner = [
+            keys[j] for j in range(len(loops))
+            if j != i and training[j] and keys[j] <= nested and loops[j].span != loop.span
+        ]
         if inner:
             loop.foreign = nested & frozenset().union(*inner)
 
