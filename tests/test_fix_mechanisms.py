@@ -1008,3 +1008,34 @@ def train(gen, disc, loader, opt_g, opt_d):
         opt_g.step()
 """)
     assert marks(two) == expected_marks(two)
+
+
+# --- a library's scheduler decided by how it is built and used (issue 27): built from an
+# optimizer that the code steps by itself beside it, whatever its class is called ---------------
+
+_LIBRARY_SCHEDULER = """
+import torch
+from pytorch_transformers import AdamW, WarmupLinearSchedule
+def train(model, loader, args):
+    optimizer = AdamW(model.parameters(), lr=args.lr)
+    scheduler = WarmupLinearSchedule(optimizer, warmup_steps=args.warmup, t_total=100)
+    for batch in loader:
+        model(batch).backward()
+        {first}
+        {second}
+        optimizer.zero_grad()
+"""
+
+
+def test_a_library_scheduler_is_known_by_how_it_is_built_and_stepped():
+    wrong = case(_LIBRARY_SCHEDULER.format(first="scheduler.step()  # expect: GL008", second="optimizer.step()"))
+    assert marks(wrong) == expected_marks(wrong)
+    right = case(_LIBRARY_SCHEDULER.format(first="optimizer.step()", second="scheduler.step()"))
+    assert marks(right) == expected_marks(right) == []
+    # stepped through a GradScaler: the optimizer is stepped beside it all the same
+    scaled = case(_LIBRARY_SCHEDULER.format(first="scheduler.step()  # expect: GL008", second="scaler.step(optimizer)"))
+    assert marks(scaled) == expected_marks(scaled)
+    # built from an optimizer the code never steps itself (a wrapper stepped in its place):
+    # not taken for a scheduler
+    wrapped = case(_LIBRARY_SCHEDULER.format(first="scheduler.step()", second="pass"))
+    assert marks(wrapped) == expected_marks(wrapped) == []

@@ -81,6 +81,7 @@ class Bindings(Numbering):
         self._step_hooks: list[tuple[str, cst.BaseExpression]] = []
         self._backward_receivers: set[str] = set()
         self._step_receivers: set[str] = set()
+        self._stepped_arguments: set[str] = set()  # what `x.step(arg)` hands a step (a scaler's optimizer)
         self._class_stack: list[ClassInfo] = []
         self._elements: dict[str, set[str]] = {}  # `o` of `for o in X:` -> the Xs it iterates
         self._function_depth = 0
@@ -260,6 +261,10 @@ class Bindings(Numbering):
                 self._backward_receivers.add(receiver)
             elif node.func.attr.value == "step" and not node.args:
                 self._step_receivers.add(receiver)
+            elif node.func.attr.value == "step" and node.args:
+                stepped = dotted(node.args[0].value)  # `scaler.step(optimizer)`
+                if stepped is not None:
+                    self._stepped_arguments.add(stepped)
             elif node.func.attr.value in api.STEP_FUNCTIONS and node.args:
                 # `strategy.optimizer_step(optimizer, model)`: the receiver runs the optimizer
                 self._step_receivers.add(receiver)
@@ -533,7 +538,25 @@ class Bindings(Numbering):
             return SCHEDULER  # Lightning hands the schedulers configure_optimizers built
         if callee.startswith("torch.") and name[:1].islower():
             return VALUE  # `w_opt = torch.tensor(...)`: a tensor, whatever its name says
+        if name[:1].isupper() and self._built_from_a_stepped_optimizer(value, depth):
+            return SCHEDULER
         return MODULE if name[:1].isupper() else None
+
+    def _built_from_a_stepped_optimizer(self, call: cst.Call, depth: int) -> bool:
+        """A class the checker cannot read, built from an optimizer (its first argument, or
+        `optimizer=`) that the file steps by itself beside it: a scheduler, however its library
+        names it (`WarmupLinearSchedule(optimizer, ...)` of pytorch_transformers).  A wrapper
+        that steps for the optimizer it wraps (`LARC(optimizer)`, `PCGrad(optimizer)`) leaves
+        that optimizer's own `step()` unwritten: it stays what it was.  Stepped by itself:
+        `optimizer.step()`, or handed to a step (`scaler.step(optimizer)`)."""
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+        if arg is None:
+            arg = next((a for a in call.args if a.keyword is None and not a.star), None)
+        name = dotted(arg.value) if arg is not None else None
+        if name is None or self.kind(name, depth + 1) != OPTIMIZER:
+            return False
+        own = self.canonical(name)
+        return any(r == name or self.canonical(r) == own for r in self._step_receivers | self._stepped_arguments)
 
     def element_kind(self, container: str, depth: int = 0) -> Optional[str]:
         """What every element of `container` is, when every value bound to it is a list, tuple
