@@ -1039,3 +1039,21 @@ def test_a_library_scheduler_is_known_by_how_it_is_built_and_stepped():
     # not taken for a scheduler
     wrapped = case(_LIBRARY_SCHEDULER.format(first="scheduler.step()", second="pass"))
     assert marks(wrapped) == expected_marks(wrapped) == []
+
+
+def test_a_scheduler_test_without_a_backward_is_no_training_loop():
+    # the contract's training loop holds a B and an S: a loop that only steps a scheduler and
+    # an optimizer to print the learning rates is not one
+    source = case("""
+import torch
+from solver.lr_scheduler import WarmupMultiStepLR
+def test_schedule(net, make_optimizer, cfg):
+    optimizer = make_optimizer(cfg, net)
+    lr_scheduler = WarmupMultiStepLR(optimizer, [20, 40], warmup_iters=10)
+    for i in range(50):
+        lr_scheduler.step()
+        for j in range(3):
+            print(i, lr_scheduler.get_lr()[0])
+            optimizer.step()
+""")
+    assert marks(source) == expected_marks(source) == []

@@ -1,7 +1,7 @@
 """GL008: an LR scheduler stepped before the optimizer in the same iteration."""
 
 from gradlint.fix import move
-from gradlint.model.events import L, S
+from gradlint.model.events import B, L, S
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.registry import Rule
@@ -9,8 +9,8 @@ from gradlint.rules.registry import Rule
 
 def check(file):
     for loop in file.loops:
-        if not loop.has(L):
-            continue
+        if not loop.has(L) or not loop.has(B):
+            continue  # no backward in it or below it: no training loop (a scheduler's own test)
         for walk in walks(loop):
             for i in walk.first_iteration():
                 sched = walk.events[i]
