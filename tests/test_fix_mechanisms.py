@@ -1057,3 +1057,42 @@ def test_schedule(net, make_optimizer, cfg):
             optimizer.step()
 """)
     assert marks(source) == expected_marks(source) == []
+
+
+# --- `scaler is not None` in a caller and `if scaler:` in its helper are one test: a scaler, an
+# optimizer, a scheduler is true whenever it is not None ---------------------------------------
+
+_TRUTH = """
+import torch
+class Trainer:
+    def _clip(self, grad_clip, optimizer, scaler):
+        if grad_clip > 0:
+{clip}
+    def optimize(self, batch, optimizer, scaler, grad_clip):
+        optimizer.zero_grad()
+        loss = self.model(batch).sum()
+        if self.use_amp and scaler is not None:
+            scaler.scale(loss).backward()
+            self._clip(grad_clip=grad_clip, optimizer=optimizer, scaler=scaler)
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+    def fit(self, loader, optimizer, scaler):
+        for batch in loader:
+            self.optimize(batch, optimizer, scaler, 1.0)
+"""
+
+
+def test_a_built_object_is_true_whenever_it_is_not_none():
+    right = case(_TRUTH.format(clip="""\
+            if scaler:
+                scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), grad_clip)"""))
+    assert marks(right) == expected_marks(right) == []
+    wrong = case(_TRUTH.format(clip="""\
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), grad_clip)  # expect: GL006
+            if scaler:
+                scaler.unscale_(optimizer)"""))
+    assert marks(wrong) == expected_marks(wrong)

@@ -127,6 +127,9 @@ class FileModel:
         return bool(_GRAD_READ.search(_GRAD_CLEARS.sub("", self.source)))
 
 
+# Kinds of object that are true whenever they are not None (no __len__ or __bool__ of their
+# own: a module may be an empty ModuleList, so modules are not among them).
+_TRUE_WHEN_BUILT = frozenset({"optimizer", "scheduler", "scaler", "engine"})
 _GRAD_CLEARS = re.compile(r"\.grad\s*=\s*None|\.grad(\.data)?\.zero_\(\)|\.zero_grad\(")
 _GRAD_READ = re.compile(r"\.grad\b(?!_)")
 
@@ -444,6 +447,7 @@ class Builder:
                 orelse = _without_clears(orelse)
         # `if scaler is not None:` is `if scaler is None:` with the sides swapped (and `!=` is `==`)
         test, swapped = conditions.positive(test)
+        test, swapped = self.as_truth(test, swapped, ctx)
         if swapped:
             then, orelse = orelse, then
         key, accumulation, invariant = self.condition(test, ctx)
@@ -513,6 +517,25 @@ class Builder:
         )
         return accumulation and not setting, setting
 
+    def as_truth(self, test: cst.BaseExpression, swapped: bool, ctx: Context) -> tuple[cst.BaseExpression, bool]:
+        """`x is None` of an object the code builds (a scaler, an optimizer, a scheduler, a
+        module) is `not x`: such an object is true whenever it is not None, so `if scaler is not
+        None:` in a caller and `if scaler:` in the helper it calls take the same side."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return test, swapped
+        target = test.comparisons[0]
+        if not (isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name)
+                and target.comparator.value == "None"):
+            return test, swapped
+        name = dotted(test.left)
+        if name is None:
+            return test, swapped
+        name = ctx.substitute(name) or name
+        bindings = self.bindings
+        if bindings.is_scaler(name) or bindings.is_optimizer(name) or bindings.kind(name) in _TRUE_WHEN_BUILT:
+            return test.left, not swapped
+        return test, swapped
+
     def only_first(self, atom: cst.BaseExpression, side: bool, ctx: Context) -> bool:
         return _only_first(atom, side, ctx.assigned, self.bindings)
 
@@ -525,6 +548,7 @@ class Builder:
         out = []
         for atom, atom_side in parts:
             atom, swapped = conditions.positive(atom)
+            atom, swapped = self.as_truth(atom, swapped, ctx)
             key, _, invariant = self.condition(atom, ctx)
             out.append((key, atom_side != swapped, invariant))
         return tuple(out)
