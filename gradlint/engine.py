@@ -643,17 +643,17 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
 
 def _index_again(files: list, roots: tuple, notebooks=None):
     """The run's project index, its files read again ((path, wrappers) of each)."""
-    from gradlint.cache import content_digest
     from gradlint.project import run as project_run
 
     texts = []
     for path, wrappers in files:
         try:
-            read = _read_for_run(path, notebooks)
+            read = _digested(_read_for_run(path, notebooks))
         except Exception:  # gone or unreadable since: the run's other files still make the index
             continue
-        if isinstance(read, tuple) and read[1] is not None:
-            texts.append((path, read[1], content_digest(read[0]), wrappers))
+        if isinstance(read, tuple) and read[2] is not None:
+            digest, _, text = read
+            texts.append((path, text, digest, wrappers))
     return project_run.index_files(texts, roots)
 
 
