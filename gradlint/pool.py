@@ -275,19 +275,30 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int, prepare=Non
 def _stop(pool) -> None:
     """End the pool at once: queued files are dropped and the workers terminated (they only
     read files and send results back; nothing they do is left half-written)."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle
+    # the executor has no public handles, and shutdown() drops these
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         worker.terminate()
     for worker in workers:
         worker.join(timeout=1)
     # The executor's manager thread closes its wake-up pipe when it sees the workers gone; the
-    # exit hook of concurrent.futures writes to that pipe.  Unsynchronised in older Pythons,
-    # the two can meet (a "Bad file descriptor" traceback on a SIGTERM'd run's stderr): let
-    # the thread finish first.
-    manager = getattr(pool, "_executor_manager_thread", None)
+    # exit hook of concurrent.futures writes to that pipe without a lock, so the two can meet
+    # (a "Bad file descriptor" traceback on a SIGTERM'd run's stderr).  Waiting for the thread
+    # is not enough on a loaded machine: take the pipe out of the hook's reach.  The thread
+    # still ends by itself (its workers are gone) and the interpreter joins it at exit.
     if manager is not None:
+        _forget_wakeup(manager)
         manager.join(timeout=1)
+
+
+def _forget_wakeup(manager) -> None:
+    from concurrent.futures import process
+
+    wakeups = getattr(process, "_threads_wakeups", None)  # private: absent in some Python, no race there
+    if wakeups is not None:
+        wakeups.pop(manager, None)
 
 
 def _isolated(work, path: str, settings: Settings, prepare) -> Outcome:
