@@ -88,6 +88,9 @@ class Bindings(Numbering):
         # per open def: [node, class, calls a clip, calls `x.step(arg)`] (scaler_steps.py)
         self._open_functions: list[list] = []
         self._parent: dict[str, str] = {}  # alias union-find
+        # id of a value bound to a bare name inside a def -> (that def, the name): a local of
+        # that def, which other scopes see only if the def hands it on (`_dead_end`)
+        self._bound_in: dict[int, tuple[cst.FunctionDef, str]] = {}
 
     # --- collection -------------------------------------------------------
 
@@ -385,6 +388,8 @@ class Bindings(Numbering):
             if last(name) == api.AUTOMATIC_OPTIMIZATION and isinstance(value, cst.Name) and value.value == "False":
                 self._class_stack[-1].manual_optimization = True
         self.assigns.setdefault(name, []).append(value)
+        if self._scopes and "." not in name:
+            self._bound_in[id(value)] = (self._scopes[-1], name)
         source = self._alias_source(value)
         if source is not None:
             self._union(name, source)
@@ -522,7 +527,7 @@ class Bindings(Numbering):
             return SCHEDULER
         if name in api.GRAD_SCALERS:
             return SCALER
-        if self.optimizer_callee(callee):
+        if self.builds_optimizer(callee):
             return OPTIMIZER
         if name in self.classes:
             return self._kind_of_class(name, depth)
@@ -602,6 +607,18 @@ class Bindings(Numbering):
         if callee.startswith("torch.optim.") and not callee.startswith("torch.optim.lr_scheduler"):
             return name[:1].isupper()
         return name in api.OPTIMIZER_CLASSES or name in api.OPTIMIZER_FACTORIES
+
+    def builds_optimizer(self, callee: str) -> bool:
+        """A call of `callee` builds an optimizer: an optimizer class or factory by its name, or a
+        name the file only ever binds to optimizer classes (`optimizer_cls = bnb.optim.AdamW8bit`
+        in one branch, `torch.optim.AdamW` in the other: `optimizer_cls(params, ...)` is one)."""
+        if self.optimizer_callee(callee):
+            return True
+        values = self.assigns.get(callee, ())
+        return bool(values) and all(
+            isinstance(v, (cst.Name, cst.Attribute)) and self.optimizer_callee(self.imports.qualify(dotted(v)) or "")
+            for v in values
+        )
 
     def is_plateau_scheduler(self, name: str) -> bool:
         return any(self._builds_plateau(value, 0) for value in self.assigns.get(name, ()))
@@ -710,7 +727,7 @@ class Bindings(Numbering):
         if not isinstance(value, cst.Call):
             return None
         callee = self.imports.qualify(dotted(value.func)) or ""
-        if not self.optimizer_callee(callee):
+        if not self.builds_optimizer(callee):
             return None
         params = params_argument(value)
         return self.resolve_params(params, 0) if params is not None else None
@@ -876,14 +893,53 @@ class Bindings(Numbering):
         return True
 
     def constructed_here(self, name: str) -> bool:
-        """Every assignment of `name` builds a new object (no alias, no wrapper)."""
+        """Every assignment of `name` that can denote a module builds a new object (no alias,
+        no wrapper).  Not counted: a value that is surely no module (`mu = torch.tanh(h) * 2`,
+        `q = self.fc_out(h)`: the same name for a tensor in a forward method), and a local of
+        a def that hands it to nothing (`discriminator = models[1]` in a checkpoint hook):
+        neither can be the module a loop elsewhere clears or steps."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
-        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name]
+        values = [
+            v for v in self.assigns.get(name, ())
+            if self._alias_source(v) != name and not self._surely_data(v) and not self._dead_end(v)
+        ]
         if not values:
             return False
         if all(isinstance(v, (cst.List, cst.ListComp)) for v in values):
             return self.element_kind(name) in _BUILT_MODULES  # `[Critic() for _ in range(k)]`: new modules
         return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)
+
+    def _surely_data(self, value: cst.BaseExpression) -> bool:
+        """A value that is no module: arithmetic, a literal, a tensor made by a torch function,
+        or what calling a module returns (its forward's output)."""
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString)):
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        callee = dotted(value.func)
+        if callee is None or self._alias_source(value) is not None:
+            return False
+        qualified = self.imports.qualify(callee) or ""
+        if qualified.startswith("torch.") and last(qualified)[:1].islower() and not self.builds_optimizer(qualified):
+            return True  # `torch.tanh(h)`, `F.relu(h)`: a tensor
+        return not last(callee)[:1].isupper() and self.kind(callee) == MODULE  # `self.fc_out(h)`
+
+    def _dead_end(self, value: cst.BaseExpression) -> bool:
+        """Is `value` bound to a local of a def that cannot hand it to a loop: the def has no
+        loop, no nested def, class or lambda, no gradient call (it is not a step a loop
+        inlines), and reads the name only as the object of an attribute (`d.save_pretrained(...)`),
+        never passing, returning, storing or declaring it global?"""
+        bound = self._bound_in.get(id(value))
+        if bound is None:
+            return False
+        scope, name = bound
+        cache = self.__dict__.setdefault("_handed_on", {})
+        if id(scope) not in cache:
+            reads = _HandedOn(self._event_names)
+            walk(scope.body, reads)
+            cache[id(scope)] = None if reads.blocked else frozenset(reads.names)
+        handed_on = cache[id(scope)]
+        return handed_on is not None and name not in handed_on
 
     def definitely_distinct(self, a: str, b: str) -> bool:
         """True only when `a` and `b` surely are different modules."""
@@ -968,6 +1024,74 @@ class _Members(cst.CSTVisitor):
         name = dotted(target)
         if name and name.startswith("self.") and name.count(".") == 1:
             self.values.setdefault(name[len("self.") :], []).append((value, self.arguments))
+
+
+# Calls that make a def part of a training step (a loop may inline it): its locals stay.
+_GRADIENT_CALLS = api.ZERO_GRAD_METHODS | api.CLIP_FUNCTIONS | frozenset({"parameters", "named_parameters"})
+
+
+class _HandedOn(cst.CSTVisitor):
+    """The names a def's body reads other than as an attribute's object, a call's callee, an
+    assignment's target or a `del`; `blocked` when it loops, nests a def, class or lambda, or
+    calls a gradient API (then every local of it counts)."""
+
+    def __init__(self, event_names: frozenset) -> None:
+        self.names: set[str] = set()
+        self.blocked = False
+        self._gradient_calls = event_names | _GRADIENT_CALLS
+        self._quiet: set[int] = set()  # ids of Name nodes that read nothing out of the def
+
+    def _block(self, node: cst.CSTNode) -> bool:
+        self.blocked = True
+        return False
+
+    visit_For = visit_While = visit_FunctionDef = visit_ClassDef = visit_Lambda = _block
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.names.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.names.update(item.name.value for item in node.names)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name in self._gradient_calls:
+            self.blocked = True
+        if isinstance(func, cst.Name):
+            self._quiet.add(id(func))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._quiet.add(id(node.attr))
+        if isinstance(node.value, cst.Name):
+            self._quiet.add(id(node.value))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._quiet.add(id(node.keyword))
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._targets(node.target)
+
+    def _targets(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self._quiet.add(id(target))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._targets(element.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._quiet:
+            self.names.add(node.value)
 
 
 class _Words(cst.CSTVisitor):
