@@ -895,14 +895,14 @@ class Bindings(Numbering):
     def constructed_here(self, name: str) -> bool:
         """Every assignment of `name` that can denote a module builds a new object (no alias,
         no wrapper).  Not counted: a value that is surely no module (`mu = torch.tanh(h) * 2`,
-        `q = self.fc_out(h)`: the same name for a tensor in a forward method), and a local of
+        `q = self.fc_out(h)`: the same name for a tensor in a forward method) beside one that
+        may be, and a local of
         a def that hands it to nothing (`discriminator = models[1]` in a checkpoint hook):
         neither can be the module a loop elsewhere clears or steps."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
-        values = [
-            v for v in self.assigns.get(name, ())
-            if self._alias_source(v) != name and not self._surely_data(v) and not self._dead_end(v)
-        ]
+        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name and not self._dead_end(v)]
+        modules = [v for v in values if not self._surely_data(v)]
+        values = modules or values  # a name only ever bound to tensors (`log_alpha`) is one built here
         if not values:
             return False
         if all(isinstance(v, (cst.List, cst.ListComp)) for v in values):
