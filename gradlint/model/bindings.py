@@ -28,6 +28,35 @@ ALL_OPTIMIZERS = "*"  # a global step hook: it runs after the step of every opti
 _MAX_DEPTH = 6
 
 
+class Part(str):
+    """A module some of whose parameters an optimizer holds, but which ones is not known:
+    `model.get_parameters()`, a method of the model that returns parameter groups of its
+    parts.  Equal to the module's name; params.py never reads it as all of that module."""
+
+    __slots__ = ()
+
+
+def is_part(module: str) -> bool:
+    return isinstance(module, Part)
+
+
+def _same_kind(module: str, name: str) -> str:
+    """`name` (a canonical form of `module`), a Part when `module` is one."""
+    return Part(name) if is_part(module) else name
+
+
+def _merge(into: set, modules: Iterable[str]) -> None:
+    """Add `modules` to `into`; where the same module is there as a Part and in full, the
+    whole module wins (a Part beside its whole adds nothing)."""
+    for module in modules:
+        if module in into:
+            if not is_part(module):
+                into.discard(module)
+                into.add(module)
+        else:
+            into.add(module)
+
+
 @dataclass
 class ClassInfo:
     name: str
@@ -718,19 +747,62 @@ class Bindings(Numbering):
             modules = self._constructed_params(value)
             if modules is None:
                 return None
-            found |= modules
+            _merge(found, modules)
             seen_any = True
-        return frozenset(self.canonical(m) for m in found) if seen_any else None
+        return self._canonical_set(found) if seen_any else None
 
-    def _constructed_params(self, value: cst.BaseExpression) -> Optional[set[str]]:
-        """The modules an optimizer construction `Adam(model.parameters())` holds, or None."""
-        if not isinstance(value, cst.Call):
+    def _canonical_set(self, modules: Iterable[str]) -> frozenset[str]:
+        out: set[str] = set()
+        _merge(out, (_same_kind(m, self.canonical(m)) for m in modules))
+        return frozenset(out)
+
+    def _constructed_params(self, value: cst.BaseExpression, depth: int = 0) -> Optional[set[str]]:
+        """The modules an optimizer construction `Adam(model.parameters())` holds, or None.
+        Also what a function of the file returns when it builds one from its arguments
+        (`def make_optimizer(net, lr): return Adam(net.parameters(), lr=lr)`, called as
+        `make_optimizer(generator, 1e-3)`: generator's)."""
+        if not isinstance(value, cst.Call) or depth > _MAX_DEPTH:
             return None
         callee = self.imports.qualify(dotted(value.func)) or ""
+        factory = self._factory_params(value, callee, depth)
+        if factory is not None:
+            return factory
         if not self.builds_optimizer(callee):
             return None
         params = params_argument(value)
         return self.resolve_params(params, 0) if params is not None else None
+
+    def _factory_params(self, call: cst.Call, callee: str, depth: int) -> Optional[set[str]]:
+        """The modules the optimizer a function of the file builds and returns holds, its
+        parameters read as the call's arguments; None unless every return builds one whose
+        modules are known and every module named by a parameter of the function gets a
+        dotted argument."""
+        returned = self.returned_values(callee)
+        found = self.helper_function(callee) if returned else None
+        if found is None or any(a.star for a in call.args):
+            return None
+        function = found[0]
+        names = [p.name.value for p in function.params.params]
+        arguments: dict[str, Optional[str]] = {}
+        for index, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword is not None else names[index] if index < len(names) else None
+            if key is not None:
+                arguments[key] = dotted(arg.value)
+        parameters = set(names) | {p.name.value for p in function.params.kwonly_params}
+        out: set[str] = set()
+        for value in returned:
+            modules = self._constructed_params(value, depth + 1)
+            if modules is None:
+                return None
+            for module in modules:
+                head, _, rest = module.partition(".")
+                if head in parameters:
+                    source = arguments.get(head)
+                    if source is None:
+                        return None  # a default, or an argument that is no name
+                    module = _same_kind(module, source + ("." + rest if rest else ""))
+                _merge(out, [module])
+        return out
 
     def _element_params(self, container: str) -> Optional[frozenset[str]]:
         """The modules the optimizers of a container hold, all elements together: in
@@ -757,8 +829,8 @@ class Bindings(Numbering):
                         if module != variable or source is None or self.element_kind(source) not in _BUILT_MODULES:
                             return None
                         module = source
-                    found.add(module)
-        return frozenset(self.canonical(m) for m in found) if values else None
+                    _merge(found, [module])
+        return self._canonical_set(found) if values else None
 
     def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
         for value in self.assigns.get(name, ()):
@@ -788,6 +860,11 @@ class Bindings(Numbering):
                 return self.resolve_params(positional[-1], depth + 1)
             if callee == "chain" and positional:
                 return self._union_of(positional, depth)
+            if callee == "dict" and isinstance(func, cst.Name):  # `dict(params=model.parameters(), lr=...)`
+                groups = keyword_argument(node, "params")
+                return self.resolve_params(groups, depth + 1) if groups is not None else None
+            if isinstance(func, cst.Attribute):
+                return self._method_params(node, func)
             return None
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
             return self._union_of([node.left, node.right], depth)
@@ -825,8 +902,30 @@ class Bindings(Numbering):
             part = self.resolve_params(node, depth + 1)
             if part is None:
                 return None
-            out |= part
+            _merge(out, part)
         return out
+
+    def _method_params(self, call: cst.Call, func: cst.Attribute) -> Optional[set[str]]:
+        """`model.get_parameters(base_lr=0.1)`: a method of an object the checker cannot read
+        that hands back parameters.  An object's method reaches only what the object holds
+        and what the call hands it, so the parameters are some of the receiver's and of the
+        arguments' (each a Part); an argument that is no name or constant leaves it unknown,
+        and so does a receiver that is an optimizer, a scheduler or a scaler."""
+        receiver = dotted(func.value)
+        if receiver is None or self.kind(receiver) in (OPTIMIZER, SCHEDULER, SCALER, ENGINE, VALUE):
+            return None
+        owners = [receiver]
+        for arg in call.args:
+            if arg.star:
+                return None
+            if isinstance(arg.value, (cst.BaseNumber, cst.BaseString)):
+                continue
+            name = dotted(arg.value)
+            if name is None:
+                return None
+            if name not in ("True", "False", "None"):
+                owners.append(name)
+        return {Part(owner) for owner in owners}
 
     def fresh_member(self, name: str) -> bool:
         """`distiller.proj` when `distiller = Distiller(...)` (a class of the file) and every
