@@ -4,7 +4,9 @@ the mechanisms that read an optimizer's parameter source where the spelling vari
 import libcst as cst
 import pytest
 
-from gradlint.model.bindings import collect
+from gradlint.model.bindings import collect, is_part
+from gradlint.model.loops import build
+from gradlint.model.params import coverage
 
 GAN = (
     "import torch, torch.nn as nn\n"
@@ -15,6 +17,10 @@ GAN = (
 
 def bindings(source):
     return collect(cst.parse_module(source))
+
+
+def build_model(source):
+    return build(cst.parse_module(source), "m.py", source)
 
 
 @pytest.mark.parametrize("second", ["bnb.optim.AdamW8bit", "torch.optim.SGD"])
@@ -107,3 +113,88 @@ def test_a_value_that_may_be_a_module_still_counts(value):
         "mu, q = MuNet(), QNet()\n"
     )
     assert not b.definitely_distinct("mu", "q")
+
+
+def test_a_method_of_the_model_that_hands_back_parameters_holds_some_of_the_model():
+    b = bindings(
+        GAN + "opt = torch.optim.SGD(generator.get_parameters(base_lr=0.1), lr=0.01)\n"
+        "opt_two = torch.optim.SGD(generator.groups(discriminator, 'x'))\n"
+        "opt_unknown = torch.optim.SGD(generator.groups(make()))\n"
+        "opt_of_opt = torch.optim.SGD(other_opt.param_groups_of())\n"
+        "other_opt = torch.optim.SGD(discriminator.parameters())\n"
+    )
+    assert b.optimizer_params("opt") == {"generator"}
+    (part,) = b.optimizer_params("opt")
+    assert is_part(part)
+    assert b.optimizer_params("opt_two") == {"generator", "discriminator"}  # what the call hands it too
+    assert b.optimizer_params("opt_unknown") is None  # an argument that is no name
+    assert b.optimizer_params("opt_of_opt") is None  # an optimizer's method: not a module's
+
+
+@pytest.mark.parametrize(
+    "clear, verdict",
+    [
+        ("discriminator.zero_grad()", False),  # another model altogether
+        ("generator.zero_grad()", True),  # the whole model around the part
+        ("generator.head.zero_grad()", None),  # maybe exactly the part, maybe not
+        ("opt_d.zero_grad()", False),
+    ],
+)
+def test_a_part_of_a_model_is_covered_only_by_the_whole_and_missed_only_by_another_model(clear, verdict):
+    m = build_model(
+        GAN + "opt = torch.optim.SGD(generator.get_parameters())\n"
+        "opt_d = torch.optim.Adam(discriminator.parameters())\n"
+        "for x in data:\n"
+        f"    {clear}\n"
+        "    generator(x).sum().backward()\n"
+        "    opt.step()\n"
+    )
+    (loop,) = m.loops
+    z = next(e for e in loop.events if e.kind == "Z")
+    assert coverage(m, [z], "opt") is verdict
+
+
+def test_a_whole_module_beside_a_part_of_it_is_the_whole_module():
+    b = bindings(
+        GAN + "opt = torch.optim.SGD([{'params': generator.get_parameters()}, {'params': generator.parameters()}])\n"
+    )
+    (module,) = b.optimizer_params("opt")
+    assert module == "generator" and not is_part(module)
+
+
+FACTORY = (
+    "def adam_for(network, lr=1e-3, *, extra=None):\n"
+    "    trainable = filter(lambda p: p.requires_grad, network.parameters())\n"
+    "    return torch.optim.Adam(trainable, lr=lr)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "call, held",
+    [
+        ("adam_for(generator)", {"generator"}),
+        ("adam_for(network=discriminator.body, lr=2e-4)", {"discriminator.body"}),
+        ("adam_for(nets[0])", None),  # an argument that is no name
+        ("adam_for()", None),  # nothing named for the network
+        ("adam_for(*networks)", None),
+    ],
+)
+def test_a_function_of_the_file_that_builds_an_optimizer_holds_what_its_arguments_name(call, held):
+    b = bindings(GAN + FACTORY + f"opt = {call}\n")
+    assert b.optimizer_params("opt") == (frozenset(held) if held is not None else None)
+
+
+def test_a_factory_that_also_returns_something_else_holds_nothing_known():
+    b = bindings(
+        GAN + "def adam_for(network):\n"
+        "    if network is None:\n"
+        "        return None\n"
+        "    return torch.optim.Adam(network.parameters())\n"
+        "opt = adam_for(generator)\n"
+    )
+    assert b.optimizer_params("opt") is None
+
+
+def test_dict_parameter_groups():
+    b = bindings(GAN + "opt = torch.optim.SGD([dict(params=generator.parameters(), lr=0.1)])\n")
+    assert b.optimizer_params("opt") == {"generator"}
