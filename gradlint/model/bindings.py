@@ -993,9 +993,8 @@ class Bindings(Numbering):
 
     def constructed_here(self, name: str) -> bool:
         """Every assignment of `name` that can denote a module builds a new object (no alias,
-        no wrapper).  Not counted: a value that is surely no module (`mu = torch.tanh(h) * 2`,
-        `q = self.fc_out(h)`: the same name for a tensor in a forward method) beside one that
-        may be, and a local of
+        no wrapper).  Not counted: a value that is surely no module (`mu = torch.tanh(h) * 2`:
+        the same name for a tensor in a forward method) beside one that may be, and a local of
         a def that hands it to nothing (`discriminator = models[1]` in a checkpoint hook):
         neither can be the module a loop elsewhere clears or steps."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
@@ -1009,19 +1008,9 @@ class Bindings(Numbering):
         return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)
 
     def _surely_data(self, value: cst.BaseExpression) -> bool:
-        """A value that is no module: arithmetic, a literal, a tensor made by a torch function,
-        or what calling a module returns (its forward's output)."""
-        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString)):
-            return True
-        if not isinstance(value, cst.Call):
-            return False
-        callee = dotted(value.func)
-        if callee is None or self._alias_source(value) is not None:
-            return False
-        qualified = self.imports.qualify(callee) or ""
-        if qualified.startswith("torch.") and last(qualified)[:1].islower() and not self.builds_optimizer(qualified):
-            return True  # `torch.tanh(h)`, `F.relu(h)`: a tensor
-        return not last(callee)[:1].isupper() and self.kind(callee) == MODULE  # `self.fc_out(h)`
+        """A value that is no module: arithmetic or a literal.  (A call is a construction for
+        `constructed_here` whatever it returns, so calls need no look here.)"""
+        return isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString))
 
     def _dead_end(self, value: cst.BaseExpression) -> bool:
         """Is `value` bound to a local of a def that cannot hand it to a loop: the def has no
