@@ -198,3 +198,53 @@ def test_a_factory_that_also_returns_something_else_holds_nothing_known():
 def test_dict_parameter_groups():
     b = bindings(GAN + "opt = torch.optim.SGD([dict(params=generator.parameters(), lr=0.1)])\n")
     assert b.optimizer_params("opt") == {"generator"}
+
+
+LOOP_FILLED = (
+    "def build(model, disc):\n"
+    "    params = []\n"
+    "    for n, p in disc.named_parameters():\n"
+    "        if p.requires_grad:\n"
+    "            params.append(p)\n"
+    "{more}"
+    "    return torch.optim.Adam(params)\n"
+    "opt = build(generator, discriminator)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "more, held",
+    [
+        ("", {"discriminator"}),
+        ("    params += list(model.parameters())\n", {"discriminator", "generator"}),
+        ("    params.extend([{'params': model.parameters(), 'lr': 0.1}])\n", {"discriminator", "generator"}),
+        ("    params.append(make_extra())\n", None),  # something the checker cannot read
+    ],
+)
+def test_a_list_filled_in_a_loop_over_parameters_holds_that_loops_module(more, held):
+    b = bindings(GAN + LOOP_FILLED.format(more=more))
+    assert b.optimizer_params("opt") == (frozenset(held) if held is not None else None)
+
+
+def test_a_list_filled_in_two_functions_or_handed_in_is_unknown():
+    two = bindings(
+        GAN + "def ema(teacher):\n"
+        "    params = []\n"
+        "    for p in teacher.parameters():\n"
+        "        params.append(p)\n"
+        "def build(student):\n"
+        "    params = []\n"
+        "    for p in student.parameters():\n"
+        "        params.append(p)\n"
+        "    return torch.optim.Adam(params)\n"
+        "opt = build(generator)\n"
+    )
+    assert two.optimizer_params("opt") is None
+    handed = bindings(
+        GAN + "def build(params, student):\n"
+        "    for p in student.parameters():\n"
+        "        params.append(p)\n"
+        "    return torch.optim.Adam(params)\n"
+        "opt = build(groups, generator)\n"
+    )
+    assert handed.optimizer_params("opt") is None

@@ -120,6 +120,10 @@ class Bindings(Numbering):
         # id of a value bound to a bare name inside a def -> (that def, the name): a local of
         # that def, which other scopes see only if the def hands it on (`_dead_end`)
         self._bound_in: dict[int, tuple[cst.FunctionDef, str]] = {}
+        # a list filled after it is made (`params.append(p)`, `.extend(...)`, `+=`): bare name ->
+        # [(the def it happens in, what is added)]; a loop variable added is its loop's iterable
+        self._filled: dict[str, list[tuple[Optional[cst.FunctionDef], cst.BaseExpression]]] = {}
+        self._for_stack: list[tuple[frozenset, cst.BaseExpression]] = []  # (target names, iterable)
 
     # --- collection -------------------------------------------------------
 
@@ -184,13 +188,25 @@ class Bindings(Numbering):
         self._open_loops.append([id(node), False, set(), set()])
         self.outline.append(("loop", node, self._enclosing_class()))
         self._assigned(node.target)
+        self._for_stack.append((frozenset(target_names(node.target)), node.iter))
         if isinstance(node.target, cst.Name):  # `for o in optimizers:`: o is one of them
             source = dotted(node.iter)
             if source is not None:
                 self._elements.setdefault(node.target.value, set()).add(source)
 
     def leave_For(self, original_node: cst.For) -> None:
+        self._for_stack.pop()
         self._close_loop()
+
+    def _fill(self, name: Optional[str], value: cst.BaseExpression) -> None:
+        """`name.append(value)`, `name.extend(value)`, `name += value`: what a bare name's list
+        is filled with; a loop variable of an enclosing loop stands for that loop's iterable
+        (`for n, p in model.named_parameters(): params.append(p)` adds model's)."""
+        if name is None or "." in name:
+            return
+        if isinstance(value, cst.Name):
+            value = next((it for names, it in reversed(self._for_stack) if value.value in names), value)
+        self._filled.setdefault(name, []).append((self._scopes[-1] if self._scopes else None, value))
 
     def visit_While(self, node: cst.While) -> None:
         self.number(node, self._function_depth > 0)
@@ -240,6 +256,8 @@ class Bindings(Numbering):
         self.number(node, self._function_depth > 0)
         self._assigned(node.target)
         self.incremented.update(target_names(node.target))
+        if isinstance(node.operator, cst.AddAssign) and isinstance(node.target, cst.Name):
+            self._fill(node.target.value, node.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.number(node, self._function_depth > 0)
@@ -300,6 +318,8 @@ class Bindings(Numbering):
             elif node.func.attr.value in api.STEP_FUNCTIONS and node.args:
                 # `strategy.optimizer_step(optimizer, model)`: the receiver runs the optimizer
                 self._step_receivers.add(receiver)
+            elif node.func.attr.value in ("append", "extend") and len(node.args) == 1 and not node.args[0].star:
+                self._fill(receiver, node.args[0].value)
 
     def _built_by_runner(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and api.iteration_runner(self.imports.qualify(dotted(value.func)))
@@ -890,7 +910,7 @@ class Bindings(Numbering):
                 return {name}  # `Adam([log_alpha])`: that tensor, apart from every module
             cache = self.__dict__.setdefault("_resolved", {})
             if name not in cache:
-                values = self.assigns.get(name, [])
+                values = self._list_contents(name)
                 cache[name] = None  # cycle guard
                 cache[name] = self._union_of(values, depth) if values else None
             return set(cache[name]) if cache[name] is not None else None
@@ -904,6 +924,24 @@ class Bindings(Numbering):
                 return None
             _merge(out, part)
         return out
+
+    def _list_contents(self, name: str) -> list[cst.BaseExpression]:
+        """What `name` holds: its assigned values, and for a list filled after it is made
+        (`params = []` then `params.append(p)` in a loop) what is added to it, provided that
+        the list is made here and every assignment and addition happens in one def (the same
+        name filled in two functions is two lists): else [] (unknown)."""
+        values = self.assigns.get(name, [])
+        filled = self._filled.get(name)
+        if not filled:
+            return values
+        if not values:
+            return []  # filled but never made here (a parameter): what it held before is unknown
+        scopes = {id(scope) for scope, _ in filled}
+        scopes |= {id(self._bound_in[id(v)][0]) if id(v) in self._bound_in else id(None) for v in values}
+        if len(scopes) != 1:
+            return []
+        kept = [v for v in values if not _empty_sequence(v)]
+        return kept + [value for _, value in filled]
 
     def _method_params(self, call: cst.Call, func: cst.Attribute) -> Optional[set[str]]:
         """`model.get_parameters(base_lr=0.1)`: a method of an object the checker cannot read
@@ -1204,6 +1242,13 @@ class _ClearCall(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in api.ZERO_GRAD_METHODS:
             self.found = True
+
+
+def _empty_sequence(value: cst.BaseExpression) -> bool:
+    """`[]`, `()`, `list()`: a list about to be filled."""
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return not value.elements
+    return isinstance(value, cst.Call) and not value.args and dotted(value.func) in ("list", "tuple")
 
 
 def _names_documented_runner(func: cst.BaseExpression) -> bool:
