@@ -353,7 +353,7 @@ class Bindings(Numbering):
     def finish(self) -> None:
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
-        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values"):
+        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values", "_handed_on"):
             self.__dict__.pop(name, None)
         # handlers of an object built by an iteration runner (`trainer = Engine(step)`)
         handlers = [
