@@ -487,8 +487,11 @@ class Bindings(Numbering):
             return ENGINE
         if name.endswith("]") and "[" in name:  # `opts[i]`: an element of a container
             return self.element_kind(name[: name.index("[")], depth)
-        kinds = {self._kind_of_value(v, depth) for v in self.assigns.get(name, ())}
+        values = self.assigns.get(name, ())
+        kinds = {self._kind_of_value(v, depth) for v in values}
         kinds.discard(None)
+        if kinds == {MODULE} and self._optimizer_by_use(name, values, depth):
+            return OPTIMIZER
         if not kinds and name in self._elements:  # `for o in opts:` and nothing else binds o
             kinds = {self.element_kind(source, depth) for source in self._elements[name]}
             kinds.discard(None)
@@ -541,6 +544,22 @@ class Bindings(Numbering):
         if name[:1].isupper() and self._built_from_a_stepped_optimizer(value, depth):
             return SCHEDULER
         return MODULE if name[:1].isupper() else None
+
+    def _optimizer_by_use(self, name: str, values, depth: int) -> bool:
+        """A class the checker cannot read (a library's, or a subclass of Optimizer in another
+        module), built from parameters and stepped by itself (`opt.step()`): an optimizer,
+        however it is named.  A module is never built from another's parameters; an EMA built
+        from them is updated, not stepped."""
+        if name not in self._step_receivers and self.canonical(name) not in self._step_receivers:
+            return False
+        for value in values:
+            if not isinstance(value, cst.Call) or last(dotted(value.func) or "") in self.classes:
+                return False
+            params = next((a for a in value.args if a.keyword is not None and a.keyword.value == "params"), None)
+            params = params or next((a for a in value.args if a.keyword is None and not a.star), None)
+            if params is None or not self.resolve_params(params.value, depth + 1):
+                return False
+        return bool(values)
 
     def _built_from_a_stepped_optimizer(self, call: cst.Call, depth: int) -> bool:
         """A class the checker cannot read, built from an optimizer (its first argument, or

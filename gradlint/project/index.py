@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from gradlint.digest import hex_digest
+from gradlint.model.events import OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES
 
 # How far a name is followed through re-exports (`from .trainer import Trainer` in a
 # package's __init__.py) and how deep modules are read through each other's imports.
@@ -26,6 +27,7 @@ _MAX_BYTES = 8 * 1024 * 1024
 # Names a loop's call of which is never a project helper to inline: every class has them,
 # or the API's event of that name wins (`x.step()` is a step before it is a helper).
 _NEVER_HELPERS = frozenset({"__init__", "__call__", "forward", "main", "backward", "step", "zero_grad", "optimizer_step"})
+# (except the API's names on a class that defines its own protocol: events.OWN_PROTOCOL_METHODS)
 # The modules an import statement names, read from the text before any parse.
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
@@ -428,7 +430,9 @@ class Index:
         while changed:
             changed = False
             for key, f, cls in functions:
-                if (key, f.qualname) in relevant or f.name in _NEVER_HELPERS:
+                if (key, f.qualname) in relevant:
+                    continue
+                if f.name in _NEVER_HELPERS and not (f.name in OWN_PROTOCOL_METHODS and self._own_protocol(key, cls)):
                     continue
                 if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class):
                     relevant.add((key, f.qualname))
@@ -438,6 +442,21 @@ class Index:
                         by_class.setdefault(cls.name, set()).add(f.name)
                     changed = True
         self.relevant = relevant
+
+    def _own_protocol(self, key: str, cls: Optional["Class"], depth: int = 0) -> bool:
+        """Does `cls` (of module `key`) derive from nothing whose API names its methods?"""
+        module = self.modules.get(key)
+        if cls is None or module is None or depth > MAX_REEXPORTS:
+            return False
+        for base in cls.bases:
+            head = base.split(".", 1)[0]
+            qualified = module.aliases[head] + base[len(head):] if head in module.aliases else base
+            if qualified in PROTOCOL_FREE_BASES:
+                continue
+            if base in module.classes and base != cls.name and self._own_protocol(key, module.classes[base], depth + 1):
+                continue
+            return False
+        return True
 
     @staticmethod
     def _reaches(f: Function, cls: Optional["Class"], by_class: dict) -> bool:
