@@ -557,9 +557,39 @@ class Bindings(Numbering):
                 return False
             params = next((a for a in value.args if a.keyword is not None and a.keyword.value == "params"), None)
             params = params or next((a for a in value.args if a.keyword is None and not a.star), None)
-            if params is None or not self.resolve_params(params.value, depth + 1):
+            if params is None or not self._parameters_expression(params.value, depth + 1):
                 return False
         return bool(values)
+
+    def _parameters_expression(self, node: cst.BaseExpression, depth: int) -> bool:
+        """Is this, as written, parameters: `m.parameters()`, a filter, list or comprehension of
+        them, parameter groups (`[{"params": ...}]`), or a name bound only to such?  (Not
+        resolve_params, which also takes a name for the tensors or modules it is bound to.)"""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("parameters", "named_parameters"):
+                return True
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            callee = last(self.imports.qualify(dotted(node.func)) or "")
+            if callee in ("list", "tuple", "iter", "set", "sorted", "filter", "chain") and positional:
+                return all(self._parameters_expression(p, depth + 1) for p in (positional if callee == "chain" else positional[-1:]))
+            return False
+        if isinstance(node, (cst.List, cst.Tuple)):
+            items = [el.value for el in node.elements]
+            return bool(items) and all(self._parameters_expression(item, depth + 1) for item in items)
+        if isinstance(node, cst.Dict):
+            return any(
+                isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) and el.key.evaluated_value == "params"
+                and self._parameters_expression(el.value, depth + 1)
+                for el in node.elements
+            )
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            return self._parameters_expression(node.for_in.iter, depth + 1)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            values = self.assigns.get(dotted(node) or "", ())
+            return bool(values) and all(self._parameters_expression(v, depth + 1) for v in values)
+        return False
 
     def _built_from_a_stepped_optimizer(self, call: cst.Call, depth: int) -> bool:
         """A class the checker cannot read, built from an optimizer (its first argument, or
