@@ -298,6 +298,16 @@ class Bindings(Numbering):
     def leave_Module(self, original_node: cst.Module) -> None:
         self.finish()
 
+    def learn(self, values: dict) -> None:
+        """What another module builds the attributes of an object of this file from
+        (gradlint/project/foreign.py: `gan.opt_d` = `torch.optim.Adam(gan.discriminator.parameters())`),
+        for the names this file never assigns itself."""
+        new = {name: list(built) for name, built in values.items() if name not in self.assigns}
+        if new:
+            self.assigns.update(new)
+            for name in ("_kinds", "_params", "_resolved", "_returned", "_member_values"):
+                self.__dict__.pop(name, None)
+
     def finish(self) -> None:
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
