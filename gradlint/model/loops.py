@@ -785,7 +785,7 @@ class Builder:
 
     def inline(
         self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx,
-        scope=None, substitution=None, hints=None,
+        scope=None, substitution=None, hints=None, members=None,
     ) -> list[Node]:
         """`scope` (with the `substitution` of its `self` and the `hints` of what its attributes
         are): the definition is another module's (gradlint/project), whose names are its own."""
@@ -804,6 +804,8 @@ class Builder:
             fresh = scope is not None
         if scope is not None:
             changes["foreign"] = scope
+            if members:
+                self.bindings.learn(members)
             if hints:
                 from gradlint.project.foreign import HintedBindings
 
