@@ -472,6 +472,24 @@ class Bindings(Numbering):
                 return ".".join([rep] + parts[cut:])
         return name
 
+    def scheduled_optimizer(self, name: Optional[str]) -> Optional[str]:
+        """The optimizer a scheduler is built on (its first argument or `optimizer=`, itself an
+        optimizer), the same on every assignment that builds it (`= None` builds nothing: the
+        scheduler is then absent); None when unknown."""
+        found = set()
+        for value in self.assigns.get(name or "", ()):
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            if not isinstance(value, cst.Call):
+                return None
+            arg = next((a for a in value.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+            arg = arg or next((a for a in value.args if a.keyword is None and not a.star), None)
+            optimizer = dotted(arg.value) if arg is not None else None
+            if optimizer is None or self.kind(optimizer) != OPTIMIZER:
+                return None
+            found.add(self.canonical(optimizer))
+        return found.pop() if len(found) == 1 else None
+
     def same(self, a: str, b: str) -> bool:
         return self.canonical(a) == self.canonical(b)
 
