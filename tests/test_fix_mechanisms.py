@@ -1096,3 +1096,116 @@ def test_a_built_object_is_true_whenever_it_is_not_none():
             if scaler:
                 scaler.unscale_(optimizer)"""))
     assert marks(wrong) == expected_marks(wrong)
+
+
+# --- a test of an object the file always builds is decided (study27b: tnt's guarded unscale) --
+
+_GUARDED_UNSCALE = """
+import torch
+from torch.cuda.amp import GradScaler
+scaler = GradScaler()
+for x, y in loader:
+    opt.zero_grad()
+    scaler.scale(model(x).sum()).backward()
+    {guard}
+        scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0){mark}
+    scaler.step(opt)
+    scaler.update()
+"""
+
+
+@pytest.mark.parametrize("guard", ["if scaler is not None:", "if scaler:", "if not scaler is None:"])
+def test_an_unscale_under_a_test_of_a_built_scaler_always_runs(guard):
+    source = case(_GUARDED_UNSCALE.format(guard=guard, mark=""))
+    assert marks(source) == []
+
+
+@pytest.mark.parametrize("guard", ["if scaler is None:", "if not scaler:"])
+def test_an_unscale_under_the_other_side_never_runs(guard):
+    source = case(_GUARDED_UNSCALE.format(guard=guard, mark="  # expect: GL006"))
+    assert marks(source) == expected_marks(source) != []
+
+
+@pytest.mark.xfail(strict=True, reason="not done: the scaled backward before the test says the scaler is not None "
+                   "(it would raise), but a use is not yet read as deciding a later test of the same name")
+def test_a_scaler_from_a_factory_may_be_none():
+    source = case(_GUARDED_UNSCALE.replace("scaler = GradScaler()", "scaler = make_scaler(cfg)").format(
+        guard="if scaler is not None:", mark=""))
+    assert marks(source) == []  # `scaler.scale(...)` ran, so the scaler is no None here
+
+
+def test_a_comparison_with_an_empty_tuple_is_read():
+    source = case("""
+for batch in loader:
+    opt.zero_grad()
+    model(batch).sum().backward()
+    if token_idx.size() != ():
+        opt.step()
+""")
+    result = check_source(source, "train.py", Settings.default())
+    assert result.errors == [] and result.findings == []
+
+
+# --- an and/or test's side decides its parts once the others are known (study27b: tnt) -------
+
+_UNIT = """
+{src}"""
+
+
+def test_the_else_of_an_and_test_decides_its_open_part():
+    source = case(_UNIT.format(src='import torch\n\n\nclass Unit:\n    def __init__(self, model, precision, clip_grad_norm=None, clip_grad_value=None):\n        self.model = model\n        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n        self.grad_scaler = torch.cuda.amp.GradScaler() if precision == "fp16" else None\n        self.clip_grad_norm = clip_grad_norm\n        self.clip_grad_value = clip_grad_value\n\n    def fit(self, loader):\n        for x in loader:\n            loss = self.model(x).sum()\n            grad_scaler = self.grad_scaler\n            if grad_scaler:\n                grad_scaler.scale(loss).backward()\n            else:\n                loss.backward()\n            clip_grad_norm = self.clip_grad_norm\n            clip_grad_value = self.clip_grad_value\n            if grad_scaler and (clip_grad_norm or clip_grad_value):\n                grad_scaler.unscale_(self.optimizer)\n            if clip_grad_norm:\n                torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm=clip_grad_norm)\n            if clip_grad_value:\n                torch.nn.utils.clip_grad_value_(self.model.parameters(), clip_value=clip_grad_value)\n            if grad_scaler:\n                grad_scaler.step(self.optimizer)\n                grad_scaler.update()\n            else:\n                self.optimizer.step()\n            self.optimizer.zero_grad()\n'))
+    assert marks(source) == []
+
+
+def test_an_unscale_under_a_test_of_another_setting_is_no_unscale_for_the_clip():
+    source = case(_UNIT.format(src='import torch\n\n\nclass Unit:\n    def __init__(self, model, precision, clip_grad_norm=None, clip_grad_value=None):\n        self.model = model\n        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n        self.grad_scaler = torch.cuda.amp.GradScaler() if precision == "fp16" else None\n        self.clip_grad_norm = clip_grad_norm\n        self.clip_grad_value = clip_grad_value\n\n    def fit(self, loader):\n        for x in loader:\n            loss = self.model(x).sum()\n            grad_scaler = self.grad_scaler\n            if grad_scaler:\n                grad_scaler.scale(loss).backward()\n            else:\n                loss.backward()\n            clip_grad_norm = self.clip_grad_norm\n            clip_grad_value = self.clip_grad_value\n            if grad_scaler and (clip_grad_norm or clip_grad_value):\n                grad_scaler.unscale_(self.optimizer)\n            if clip_grad_norm:\n                torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm=clip_grad_norm)\n            if clip_grad_value:\n                torch.nn.utils.clip_grad_value_(self.model.parameters(), clip_value=clip_grad_value)\n            if grad_scaler:\n                grad_scaler.step(self.optimizer)\n                grad_scaler.update()\n            else:\n                self.optimizer.step()\n            self.optimizer.zero_grad()\n'.replace(
+        "if grad_scaler and (clip_grad_norm or clip_grad_value):", "if grad_scaler and clip_grad_value:").replace(
+        "max_norm=clip_grad_norm)", "max_norm=clip_grad_norm)  # expect: GL006")))
+    assert marks(source) == expected_marks(source) != []
+
+
+# --- a scheduler is early only before its own optimizer's step (study27b: OpenPrompt) ---------
+
+_TWO_OPTIMIZERS = """
+import torch
+from transformers import get_linear_schedule_with_warmup
+if tune_model:
+    optimizer1 = torch.optim.AdamW(model.parameters(), lr=3e-5)
+    scheduler1 = get_linear_schedule_with_warmup(optimizer1, 10, 100)
+else:
+    optimizer1 = None
+    scheduler1 = None
+optimizer2 = torch.optim.AdamW(prompt.parameters(), lr=0.3)
+scheduler2 = get_linear_schedule_with_warmup(optimizer2, 10, 100)
+for batch in loader:
+    loss = model(batch)
+    loss.backward()
+{steps}
+"""
+
+
+def test_a_guarded_scheduler_after_its_own_optimizer_is_right():
+    source = case(_TWO_OPTIMIZERS.format(steps="""\
+    if optimizer1 is not None:
+        optimizer1.step()
+        optimizer1.zero_grad()
+    if scheduler1 is not None:
+        scheduler1.step()
+    optimizer2.step()
+    optimizer2.zero_grad()
+    scheduler2.step()"""))
+    assert marks(source) == []
+
+
+def test_a_scheduler_before_its_own_optimizer_is_still_early():
+    source = case(_TWO_OPTIMIZERS.format(steps="""\
+    scheduler2.step()  # expect: GL008
+    if optimizer1 is not None:
+        optimizer1.step()
+        optimizer1.zero_grad()
+    if scheduler1 is not None:
+        scheduler1.step()
+    optimizer2.step()
+    optimizer2.zero_grad()"""))
+    assert marks(source) == expected_marks(source) != []

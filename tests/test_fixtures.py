@@ -76,7 +76,10 @@ def project_of(path: Path) -> Path | None:
     parts = path.relative_to(FIXTURES).parts
     if parts[0] == "verify":  # runtime_only_train.py's step is in hidden_step.py
         return FIXTURES / "verify"
-    return FIXTURES.joinpath(*parts[:2]) if parts[0] == PROJECTS.name and len(parts) > 2 else None
+    if parts[0] == PROJECTS.name and len(parts) > 2:
+        return FIXTURES.joinpath(*parts[:2])
+    # a folder inside a rule's fixtures (gl006/scaled_backward_in_caller) is a small project too
+    return FIXTURES.joinpath(*parts[:-1]) if len(parts) > 2 and parts[0] not in ("_shims",) else None
 
 
 @lru_cache(maxsize=None)

@@ -98,11 +98,21 @@ def write_version(gdir: Path, commit: str, path: str, dest: Path, tree: bool) ->
     return dest / path
 
 
-def findings(path: Path, root: Path) -> list[dict]:
-    command = ["gradlint", "--isolated", "--no-cache", "--exit-zero", "--output-format", "json", str(path)]
+def findings(path: Path, root: Path, tree: bool = False) -> list[dict]:
+    """The findings about `path`: on it, or (with the whole tree checked) on a call in another
+    file of a loop whose misplaced call sits in `path` (a related location there)."""
+    command = ["gradlint", "--isolated", "--no-cache", "--exit-zero", "--output-format", "json", "." if tree else str(path)]
     out = subprocess.run(command, capture_output=True, text=True, cwd=root)
     report = json.loads(out.stdout)
-    return [f for f in report["findings"] if Path(root, f["path"]).resolve() == path.resolve()]
+    found = []
+    for f in report["findings"]:
+        if Path(root, f["path"]).resolve() == path.resolve():
+            found.append(f)
+        elif tree:
+            here = [r for r in f.get("related", ()) if Path(root, r["path"]).resolve() == path.resolve()]
+            if here:  # judged by its lines in `path`
+                found.append(dict(f, path=str(path.relative_to(root)), line=here[0]["line"], related=here))
+    return found
 
 
 def lines_of(finding: dict) -> set[int]:
@@ -118,8 +128,8 @@ def judge(group: list[Row], mirror: Path, scratch: Path, tree: bool, judged: dic
     before_root, after_root = scratch / "before", scratch / "after"
     for root in (before_root, after_root):
         shutil.rmtree(root, ignore_errors=True)
-    before = findings(write_version(gdir, parent, row.path, before_root, tree), before_root)
-    after = findings(write_version(gdir, fix, row.after_path, after_root, tree), after_root)
+    before = findings(write_version(gdir, parent, row.path, before_root, tree), before_root, tree)
+    after = findings(write_version(gdir, fix, row.after_path, after_root, tree), after_root, tree)
     matched: list[dict] = []
     for r in group:
         r.fix, r.parent = fix, parent

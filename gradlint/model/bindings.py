@@ -350,6 +350,16 @@ class Bindings(Numbering):
     def leave_Module(self, original_node: cst.Module) -> None:
         self.finish()
 
+    def learn(self, values: dict) -> None:
+        """What another module builds the attributes of an object of this file from
+        (gradlint/project/foreign.py: `gan.opt_d` = `torch.optim.Adam(gan.discriminator.parameters())`),
+        for the names this file never assigns itself."""
+        new = {name: list(built) for name, built in values.items() if name not in self.assigns}
+        if new:
+            self.assigns.update(new)
+            for name in ("_kinds", "_params", "_resolved", "_returned", "_member_values"):
+                self.__dict__.pop(name, None)
+
     def finish(self) -> None:
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
@@ -516,6 +526,24 @@ class Bindings(Numbering):
                 return ".".join([rep] + parts[cut:])
         return name
 
+    def scheduled_optimizer(self, name: Optional[str]) -> Optional[str]:
+        """The optimizer a scheduler is built on (its first argument or `optimizer=`, itself an
+        optimizer), the same on every assignment that builds it (`= None` builds nothing: the
+        scheduler is then absent); None when unknown."""
+        found = set()
+        for value in self.assigns.get(name or "", ()):
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            if not isinstance(value, cst.Call):
+                return None
+            arg = next((a for a in value.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+            arg = arg or next((a for a in value.args if a.keyword is None and not a.star), None)
+            optimizer = dotted(arg.value) if arg is not None else None
+            if optimizer is None or self.kind(optimizer) != OPTIMIZER:
+                return None
+            found.add(self.canonical(optimizer))
+        return found.pop() if len(found) == 1 else None
+
     def same(self, a: str, b: str) -> bool:
         return self.canonical(a) == self.canonical(b)
 
@@ -541,8 +569,11 @@ class Bindings(Numbering):
             return ENGINE
         if name.endswith("]") and "[" in name:  # `opts[i]`: an element of a container
             return self.element_kind(name[: name.index("[")], depth)
-        kinds = {self._kind_of_value(v, depth) for v in self.assigns.get(name, ())}
+        values = self.assigns.get(name, ())
+        kinds = {self._kind_of_value(v, depth) for v in values}
         kinds.discard(None)
+        if kinds == {MODULE} and self._optimizer_by_use(name, values, depth):
+            return OPTIMIZER
         if not kinds and name in self._elements:  # `for o in opts:` and nothing else binds o
             kinds = {self.element_kind(source, depth) for source in self._elements[name]}
             kinds.discard(None)
@@ -595,6 +626,52 @@ class Bindings(Numbering):
         if name[:1].isupper() and self._built_from_a_stepped_optimizer(value, depth):
             return SCHEDULER
         return MODULE if name[:1].isupper() else None
+
+    def _optimizer_by_use(self, name: str, values, depth: int) -> bool:
+        """A class the checker cannot read (a library's, or a subclass of Optimizer in another
+        module), built from parameters and stepped by itself (`opt.step()`): an optimizer,
+        however it is named.  A module is never built from another's parameters; an EMA built
+        from them is updated, not stepped."""
+        if name not in self._step_receivers and self.canonical(name) not in self._step_receivers:
+            return False
+        for value in values:
+            if not isinstance(value, cst.Call) or last(dotted(value.func) or "") in self.classes:
+                return False
+            params = next((a for a in value.args if a.keyword is not None and a.keyword.value == "params"), None)
+            params = params or next((a for a in value.args if a.keyword is None and not a.star), None)
+            if params is None or not self._parameters_expression(params.value, depth + 1):
+                return False
+        return bool(values)
+
+    def _parameters_expression(self, node: cst.BaseExpression, depth: int) -> bool:
+        """Is this, as written, parameters: `m.parameters()`, a filter, list or comprehension of
+        them, parameter groups (`[{"params": ...}]`), or a name bound only to such?  (Not
+        resolve_params, which also takes a name for the tensors or modules it is bound to.)"""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("parameters", "named_parameters"):
+                return True
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            callee = last(self.imports.qualify(dotted(node.func)) or "")
+            if callee in ("list", "tuple", "iter", "set", "sorted", "filter", "chain") and positional:
+                return all(self._parameters_expression(p, depth + 1) for p in (positional if callee == "chain" else positional[-1:]))
+            return False
+        if isinstance(node, (cst.List, cst.Tuple)):
+            items = [el.value for el in node.elements]
+            return bool(items) and all(self._parameters_expression(item, depth + 1) for item in items)
+        if isinstance(node, cst.Dict):
+            return any(
+                isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) and el.key.evaluated_value == "params"
+                and self._parameters_expression(el.value, depth + 1)
+                for el in node.elements
+            )
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            return self._parameters_expression(node.for_in.iter, depth + 1)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            values = self.assigns.get(dotted(node) or "", ())
+            return bool(values) and all(self._parameters_expression(v, depth + 1) for v in values)
+        return False
 
     def _built_from_a_stepped_optimizer(self, call: cst.Call, depth: int) -> bool:
         """A class the checker cannot read, built from an optimizer (its first argument, or

@@ -24,6 +24,8 @@ _NEGATED = {cst.IsNot: cst.Is, cst.NotEqual: cst.Equal, cst.NotIn: cst.In}
 
 def _bare(test: cst.BaseExpression) -> cst.BaseExpression:
     """The expression without the parentheses around it (they change nothing it means)."""
+    if isinstance(test, cst.Tuple) and not test.elements:
+        return test  # `()`: its parentheses are the tuple
     if getattr(test, "lpar", None) or getattr(test, "rpar", None):
         return test.with_changes(lpar=(), rpar=())
     return test

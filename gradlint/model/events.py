@@ -88,6 +88,11 @@ ZERO_GRAD_METHODS = frozenset({"zero_grad"})
 # The last names of every call that can be a backward or a step: a loop needs one
 # (or a call of a helper that has one) to be a training loop at all.
 LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_step"})
+# A project class built on nothing but these bases defines its own `step()` / `backward()`
+# (none of them has a method of these names): `gan.step(batch)` runs the project's method,
+# where a subclass of a library's optimizer, scheduler or engine keeps the library's meaning.
+OWN_PROTOCOL_METHODS = frozenset({"backward", "step", "optimizer_step"})
+PROTOCOL_FREE_BASES = frozenset({"object", "abc.ABC", "torch.nn.Module", "torch.nn.modules.module.Module"})
 # `clip_grads_with_norm_(params, max_norm, total_norm)`: the clip half of clip_grad_norm_ (torch 2.6)
 CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "dispatch_clip_grad", "clip_grads_with_norm_"})
 # `p.grad.clamp_(-c, c)`, `p.grad.data.clip_(...)`: a clip by value, by hand

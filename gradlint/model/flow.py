@@ -172,6 +172,10 @@ def _branch(run: _Enumeration, node: Branch, state: _State) -> list[_State]:
         decisions = state.decisions | frozenset(
             d for d in ((node.key, side, node.invariant), *implied) if d[2] or d[0] in run.read_again
         )
+        if node.formula:
+            decisions = _propagate(node.formula, side, decisions, run)
+            if decisions is None:
+                continue  # the operands decided before say this side cannot be taken
         body = node.then if side else node.orelse
         other = node.orelse if side else node.then
         deferred = state.deferred
@@ -180,6 +184,62 @@ def _branch(run: _Enumeration, node: Branch, state: _State) -> list[_State]:
         out.extend(_run(run, body, [_State(state.events, decisions, NORMAL, deferred)]))
     going_on = [s for s in out if s.status != RAISE]
     return going_on if going_on else out
+
+
+def _propagate(formula: tuple, side: bool, decisions: frozenset, run) -> Optional[frozenset]:
+    """The decisions of a path after it took a side of an and/or test, with what follows from
+    the parts already decided: the `else` of `a and (b or c)` with `a` true has b and c false
+    (so a later `if b:` takes its `else`).  None when the parts contradict the side."""
+    known = {k: taken for k, taken, _ in decisions}
+    known[formula[1]] = side
+    added: list = []
+
+    def decide(key: str, value: bool, invariant: bool) -> bool:
+        if key in known:
+            return known[key] == value
+        known[key] = value  # for the rest of this propagation; kept on the path only when read again
+        if invariant or key in run.read_again:
+            added.append((key, value, invariant))
+        return True
+
+    changed = True
+    while changed:
+        changed = False
+        for kind, key, invariant, children in _compounds(formula):
+            value = known.get(key)
+            states = [None if child[1] not in known else known[child[1]] == polarity for child, polarity in children]
+            # `and` true / `or` false: every operand is that; `and` false / `or` true with all
+            # operands but one the other way: that one is it
+            holds = kind == "and"
+            before = len(known)
+            if value is not None:
+                if value == holds:
+                    targets = [(c, p, holds) for (c, p), st in zip(children, states) if st is None]
+                    if any(st == (not holds) for st in states):
+                        return None
+                else:
+                    open_ = [(c, p) for (c, p), st in zip(children, states) if st is None]
+                    if not open_ and all(st == holds for st in states):
+                        return None
+                    targets = [(open_[0][0], open_[0][1], not holds)] if len(open_) == 1 and all(
+                        st in (None, holds) for st in states) else []
+                for child, polarity, operand in targets:
+                    if not decide(child[1], polarity if operand else not polarity, child[2]):
+                        return None
+            elif None not in states:
+                decide(key, all(states) if holds else any(states), invariant)
+            changed = changed or len(known) > before
+    return decisions | frozenset(added) if added else decisions
+
+
+def _compounds(formula: tuple) -> list:
+    out, stack = [], [formula]
+    while stack:
+        node = stack.pop()
+        if node[0] != "atom":
+            out.append(node)
+            stack.extend(child for child, _ in node[3])
+    return out
 
 
 def _possible(node: Branch, side: bool, state: _State) -> bool:
@@ -328,6 +388,7 @@ def _read_again(nodes) -> frozenset:
         if isinstance(node, Branch):
             keys = {node.key} | {k for k, _, _ in node.then_implies + node.else_implies}
             keys |= {k for k, _ in node.always_then}
+            keys |= {c[1] for c in _compounds(node.formula) for c in [c] + [child for child, _ in c[3]]} if node.formula else set()
             again |= keys & seen
             seen |= keys
             stack.extend(node.then)

@@ -52,6 +52,10 @@ class Branch:
     divisor: Optional[str] = None  # `accum` of a boundary `(i + 1) % accum == 0`
     # (key, side) of the setting tests whose side makes that count 1: there the boundary always holds
     always_then: tuple = ()
+    # The test's and/or structure, for what a side says once other tests are decided
+    # (flow._propagate): (kind, key, invariant, children), kind "and", "or" or "atom", each
+    # child (formula, polarity): the operand holds when its key is decided `polarity`.
+    formula: tuple = ()
 
 
 @dataclass
@@ -400,6 +404,14 @@ class Builder:
             if isinstance(stmt.orelse, cst.If):
                 return pre + self.if_statement(stmt.orelse, ctx)
             return pre + (self.suite(stmt.orelse.body, ctx) if isinstance(stmt.orelse, cst.Else) else [])
+        decided = self.built_truth(stmt.test, ctx)
+        if decided is not None:
+            # `if scaler is not None:` of `scaler = GradScaler()`: built on every path, never None
+            if decided:
+                return pre + self.suite(stmt.body, ctx)
+            if isinstance(stmt.orelse, cst.If):
+                return pre + self.if_statement(stmt.orelse, ctx)
+            return pre + (self.suite(stmt.orelse.body, ctx) if isinstance(stmt.orelse, cst.Else) else [])
         ctx = self.name_filtered(stmt.test, ctx)
         then = self.suite(stmt.body, ctx)
         if isinstance(stmt.orelse, cst.If):
@@ -465,7 +477,23 @@ class Builder:
         divisor = conditions.modulo_divisor(test) if accumulation else None
         if divisor is not None:
             divisor = ctx.substitute(divisor) or divisor
-        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies, reads, calls, divisor)
+        formula = self.formula(test, ctx) if isinstance(conditions.bare(test), cst.BooleanOperation) else ()
+        return Branch(key, accumulation, invariant, then, orelse, then_implies, else_implies, reads, calls, divisor,
+                      formula=formula)
+
+    def formula(self, test: cst.BaseExpression, ctx: Context, depth: int = 0) -> tuple:
+        """The and/or structure of a (positive) test, each part under the key a test of it alone
+        would have: `grad_scaler and (clip_norm or clip_value)`."""
+        key, _, invariant = self.condition(test, ctx)
+        bare = conditions.bare(test)
+        if depth >= _MAX_FORMULA_DEPTH or not isinstance(bare, cst.BooleanOperation):
+            return ("atom", key, invariant, ())
+        children = []
+        for operand, side in _parts(bare, type(bare.operator), True):
+            operand, swapped = conditions.positive(operand)
+            operand, swapped = self.as_truth(operand, swapped, ctx)
+            children.append((self.formula(operand, ctx, depth + 1), side != swapped))
+        return ("and" if isinstance(bare.operator, cst.And) else "or", key, invariant, tuple(children))
 
     def condition(self, test: cst.BaseExpression, ctx: Context) -> tuple[str, bool, bool]:
         """A condition's key (its text), whether it is an accumulation test, whether it is loop-invariant."""
@@ -535,6 +563,25 @@ class Builder:
         if bindings.is_scaler(name) or bindings.is_optimizer(name) or bindings.kind(name) in _TRUE_WHEN_BUILT:
             return test.left, not swapped
         return test, swapped
+
+    def built_truth(self, test: cst.BaseExpression, ctx: Context) -> Optional[bool]:
+        """The truth of `x`, `x is not None` (or their negations) when the file builds `x` as an
+        optimizer, scheduler or scaler by its class on every assignment (bindings.surely_built):
+        such an object is never None and always true.  None when it cannot tell."""
+        test, swapped = conditions.positive(test)
+        if isinstance(test, cst.Comparison):
+            target = test.comparisons[0]
+            if not (len(test.comparisons) == 1 and isinstance(target.operator, cst.Is)
+                    and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+                return None
+            test, swapped = test.left, not swapped
+        name = dotted(test)
+        if name is None or not isinstance(test, (cst.Name, cst.Attribute)):
+            return None
+        name = ctx.substitute(name) or name
+        if name in ctx.assigned or not self.bindings.surely_built(name):
+            return None
+        return not swapped
 
     def only_first(self, atom: cst.BaseExpression, side: bool, ctx: Context) -> bool:
         return _only_first(atom, side, ctx.assigned, self.bindings)
@@ -785,7 +832,7 @@ class Builder:
 
     def inline(
         self, definition: cst.FunctionDef, call: Optional[cst.Call], class_name, label, ctx,
-        scope=None, substitution=None, hints=None,
+        scope=None, substitution=None, hints=None, members=None,
     ) -> list[Node]:
         """`scope` (with the `substitution` of its `self` and the `hints` of what its attributes
         are): the definition is another module's (gradlint/project), whose names are its own."""
@@ -804,6 +851,8 @@ class Builder:
             fresh = scope is not None
         if scope is not None:
             changes["foreign"] = scope
+            if members:
+                self.bindings.learn(members)
             if hints:
                 from gradlint.project.foreign import HintedBindings
 
@@ -1038,6 +1087,9 @@ def steps_in(nodes) -> frozenset:
         elif isinstance(node, (Nested, Helper)):
             out |= steps_in(node.body)
     return frozenset(out)
+
+
+_MAX_FORMULA_DEPTH = 4  # nested and/or levels read into Branch.formula
 
 
 def _parts(test: cst.BaseExpression, operator: type, side: bool) -> list[tuple[cst.BaseExpression, bool]]:

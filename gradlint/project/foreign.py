@@ -19,11 +19,12 @@ from gradlint.findings import Span
 from gradlint.model import events as api
 from gradlint.model.names import Imports, dotted, last, root
 from gradlint.model.positions import AstTable, Numbering, Positions
-from gradlint.project.index import Class, Function, Index, Module
+from gradlint.project.index import PORTABLE_SELF, Class, Function, Index, Module
 
 # What the `self` attributes of a class of another module are, from what builds them:
 # the loop's own file cannot say (`self.scheduler = OneCycleLR(...)` is in trainer.py).
 _OPTIMIZER, _SCHEDULER, _SCALER = "optimizer", "scheduler", "scaler"
+_MEMBER_DEPTH = 1  # attributes of attributes: `gan.discriminator.optimizer`, no deeper
 
 
 class _Numbered(Numbering):
@@ -225,7 +226,35 @@ class Project:
         if self_name is not None and self_name != "self":
             substitution["self"] = self_name
         hints = self._hints(cls, key, module, self_name) if cls is not None else {}
-        return code.definition, cls.name if cls is not None else None, label, new_scope, substitution, hints
+        members = self.member_values(cls, key, module, self_name) if cls is not None and self_name else {}
+        return code.definition, cls.name if cls is not None else None, label, new_scope, substitution, hints, members
+
+    def member_values(self, cls: Class, key: str, module: Module, owner: str, depth: int = 0) -> dict:
+        """What the object's attributes are built from, as the checked file would write it
+        (`gan.opt_d` = `torch.optim.Adam(gan.discriminator.parameters(), ...)`), and one level
+        down for an attribute built from a class of the project (`gan.discriminator.optimizer`):
+        the loop's file learns them (Bindings.learn), so which parameters an optimizer of the
+        other module steps is known where the rules ask."""
+        out: dict = {}
+        for attr, texts in cls.portable.items():
+            name = f"{owner}.{attr}"
+            values = []
+            for text in texts:
+                try:
+                    values.append(cst.parse_expression(text.replace(PORTABLE_SELF, owner)))
+                except (cst.ParserSyntaxError, RecursionError, MemoryError):
+                    values = []
+                    break
+            if not values:
+                continue
+            out[name] = values
+            callees = set(cls.members.get(attr, ()))
+            if depth < _MEMBER_DEPTH and len(callees) == 1 and len(texts) == 1:
+                hit = self.index.class_named(callees.pop(), key, module)
+                inner = self.index.module(hit[0]) if hit is not None else None
+                if inner is not None:
+                    out.update(self.member_values(hit[1], hit[0], inner, name, depth + 1))
+        return out
 
     def _bare(self, name: str, ctx, scope):
         if scope is None:

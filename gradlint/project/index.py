@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from gradlint.digest import hex_digest
+from gradlint.model.events import OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS
 
 # How far a name is followed through re-exports (`from .trainer import Trainer` in a
 # package's __init__.py) and how deep modules are read through each other's imports.
@@ -26,6 +27,7 @@ _MAX_BYTES = 8 * 1024 * 1024
 # Names a loop's call of which is never a project helper to inline: every class has them,
 # or the API's event of that name wins (`x.step()` is a step before it is a helper).
 _NEVER_HELPERS = frozenset({"__init__", "__call__", "forward", "main", "backward", "step", "zero_grad", "optimizer_step"})
+# (except the API's names on a class that defines its own protocol: events.OWN_PROTOCOL_METHODS)
 # The modules an import statement names, read from the text before any parse.
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
@@ -58,6 +60,9 @@ class Class:
     methods: dict
     # `self.attr = Callee(...)` anywhere in its methods: attr -> the dotted callees, as written
     members: dict
+    # attr -> each value it is assigned, as text readable in another module (_Portable): only
+    # for attributes every assignment of which builds something (a call)
+    portable: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -201,12 +206,96 @@ def _members(node: ast.ClassDef) -> dict:
         for sub in ast.walk(method):
             if isinstance(sub, (ast.Assign, ast.AnnAssign)) and isinstance(getattr(sub, "value", None), ast.Call):
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                callee = _dotted(sub.value.func)
+                built = sub.value
+                while isinstance(built.func, ast.Attribute) and built.func.attr in WRAPPER_METHODS and isinstance(built.func.value, ast.Call):
+                    built = built.func.value  # `Net(...).to(device)` is a Net
+                callee = _dotted(built.func)
                 for target in targets:
                     name = _dotted(target)
                     if callee and name and name.startswith("self.") and name.count(".") == 1:
                         out.setdefault(name[len("self.") :], []).append(callee)
     return {attr: tuple(callees) for attr, callees in out.items()}
+
+
+# The names a portable value uses for what only its own module knows.
+PORTABLE_SELF = "__gradlint_self__"  # the object: the caller puts its own name for it
+PORTABLE_PROJECT = "__gradlint_project__"  # a class or function of the project (`.X` of it)
+PORTABLE_UNKNOWN = "__gradlint_unknown__"  # a local or a parameter of the method: unknown
+_BUILTINS = frozenset(dir(__import__("builtins")))
+_MAX_PORTABLE = 400  # characters of one value kept
+
+
+class _Portable(ast.NodeTransformer):
+    """An attribute's value rewritten to be read in another module's bindings: `self` as a
+    placeholder, an imported name by its qualified name, the module's own classes and
+    functions under PORTABLE_PROJECT, and the method's locals and parameters as unknown (a
+    name of the checked file that happens to be spelled alike is no part of it)."""
+
+    def __init__(self, aliases: dict, own: set, bound: set) -> None:
+        self.aliases, self.own, self.bound = aliases, own, bound
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        name = node.id
+        if name == "self":
+            return ast.Name(PORTABLE_SELF, ast.Load())
+        if name in self.bound or (name in _BUILTINS and name not in self.aliases and name not in self.own):
+            return node
+        target = self.aliases.get(name)
+        if target is not None and not target.startswith("."):
+            return ast.parse(target, mode="eval").body
+        if target is not None or name in self.own:
+            return ast.Attribute(ast.Name(PORTABLE_PROJECT, ast.Load()), name, ast.Load())
+        return ast.Name(PORTABLE_UNKNOWN, ast.Load())
+
+
+def _portable_members(node: ast.ClassDef, aliases: dict, own: set) -> dict:
+    values: dict = {}
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Assign):
+                targets, value = sub.targets, sub.value
+            elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)) and sub.value is not None:
+                targets, value = [sub.target], sub.value
+            else:
+                continue
+            for target in targets:
+                for element in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+                    name = _dotted(element)
+                    if not (name and name.startswith("self.") and name.count(".") == 1):
+                        continue
+                    attr = name[len("self.") :]
+                    if len(targets) > 1 or element is not target or not isinstance(sub, (ast.Assign, ast.AnnAssign)) \
+                            or not isinstance(value, ast.Call):
+                        values[attr] = None  # not (only) built here: what it is stays unknown
+                    elif values.get(attr, ()) is not None:
+                        values.setdefault(attr, []).append(value)
+    out: dict = {}
+    for attr, built in values.items():
+        if built is None:
+            continue
+        texts = []
+        for value in built:
+            bound = {n.arg for lam in ast.walk(value) if isinstance(lam, ast.Lambda) for n in lam.args.args}
+            bound |= {n.id for c in ast.walk(value) if isinstance(c, ast.comprehension) for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+            try:
+                text = ast.unparse(_Portable(aliases, own, bound).visit(_copy(value)))
+            except (ValueError, TypeError, RecursionError, SyntaxError):
+                text = None
+            if text is None or len(text) > _MAX_PORTABLE:
+                texts = None  # (a whole network spelled out: what matters of it is that it is a module)
+                break
+            texts.append(text)
+        if texts:
+            out[attr] = tuple(texts)
+    return out
+
+
+def _copy(node: ast.AST) -> ast.AST:
+    import copy
+
+    return copy.deepcopy(node)
 
 
 def summarize(
@@ -230,6 +319,7 @@ def summarize(
         return has_spelling(body, wrappers)
 
     lines = text.split("\n")
+    own = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function = _function(node, lines, None, words, module.aliases)
@@ -243,7 +333,8 @@ def summarize(
                     if function is not None:
                         methods[member.name] = function
             bases = tuple(name for name in map(_dotted, node.bases) if name)
-            module.classes.setdefault(node.name, Class(node.name, bases, methods, _members(node)))
+            portable = _portable_members(node, module.aliases, own)
+            module.classes.setdefault(node.name, Class(node.name, bases, methods, _members(node), portable))
     return module
 
 
@@ -428,7 +519,9 @@ class Index:
         while changed:
             changed = False
             for key, f, cls in functions:
-                if (key, f.qualname) in relevant or f.name in _NEVER_HELPERS:
+                if (key, f.qualname) in relevant:
+                    continue
+                if f.name in _NEVER_HELPERS and not (f.name in OWN_PROTOCOL_METHODS and self._own_protocol(key, cls)):
                     continue
                 if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class):
                     relevant.add((key, f.qualname))
@@ -438,6 +531,21 @@ class Index:
                         by_class.setdefault(cls.name, set()).add(f.name)
                     changed = True
         self.relevant = relevant
+
+    def _own_protocol(self, key: str, cls: Optional["Class"], depth: int = 0) -> bool:
+        """Does `cls` (of module `key`) derive from nothing whose API names its methods?"""
+        module = self.modules.get(key)
+        if cls is None or module is None or depth > MAX_REEXPORTS:
+            return False
+        for base in cls.bases:
+            head = base.split(".", 1)[0]
+            qualified = module.aliases[head] + base[len(head):] if head in module.aliases else base
+            if qualified in PROTOCOL_FREE_BASES:
+                continue
+            if base in module.classes and base != cls.name and self._own_protocol(key, module.classes[base], depth + 1):
+                continue
+            return False
+        return True
 
     @staticmethod
     def _reaches(f: Function, cls: Optional["Class"], by_class: dict) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from gradlint.model.events import LOOP_EVENT_NAMES, ZERO_GRAD_METHODS
+from gradlint.model.events import LOOP_EVENT_NAMES, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
 from gradlint.project.scan import called_names, calls_of, merge, scan
 from gradlint.project.scan import forget as forget_calls
@@ -58,7 +58,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     methods: dict = {}
     for found in scans.values():
         merge(methods, found.methods)
-    for name in _NOT_HELPERS:
+    for name in _NOT_HELPER_METHODS:
         methods.pop(name, None)
     if not functions and not methods:
         index.freeze()
@@ -109,7 +109,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
                 done.add(key)
                 callers.append((path, key))
         more_functions -= _NOT_HELPERS
-        for name in _NOT_HELPERS:
+        for name in _NOT_HELPER_METHODS:
             more_methods.pop(name, None)
         if (len(more_functions), sum(map(len, more_methods.values()))) == size:
             break
@@ -149,7 +149,7 @@ def _seeds(index: Index, scans: dict, functions: set, methods: dict) -> tuple:
     bound: dict = {}
     for found in unparsed:
         for name, classes in found.methods.items():
-            if name in methods and name not in _NOT_HELPERS:
+            if name in methods and name not in _NOT_HELPER_METHODS:
                 bound.setdefault(name, set()).update(classes)
     return frozenset(plain - _NOT_HELPERS), bound
 
@@ -196,6 +196,8 @@ def _words(scans: dict, names: set) -> set[str]:
 # Names every class has, and the API's own event names (a call of `x.step()` is a step
 # before it is a helper): that one of them touches gradients says nothing about a call of it.
 _NOT_HELPERS = frozenset({"__init__", "__call__", "forward", "main"}) | LOOP_EVENT_NAMES | ZERO_GRAD_METHODS
+# ...but a method of these names on a class of the project's own protocol (scan.py keeps only those).
+_NOT_HELPER_METHODS = _NOT_HELPERS - OWN_PROTOCOL_METHODS
 
 
 def _module_word(path: str) -> str:

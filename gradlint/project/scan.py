@@ -24,7 +24,14 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from gradlint.model.events import BACKWARD_NAMES, CLIP_FUNCTIONS, SELF_UNSCALING_CLIPS, ZERO_GRAD_METHODS
+from gradlint.model.events import (
+    BACKWARD_NAMES,
+    CLIP_FUNCTIONS,
+    OWN_PROTOCOL_METHODS,
+    PROTOCOL_FREE_BASES,
+    SELF_UNSCALING_CLIPS,
+    ZERO_GRAD_METHODS,
+)
 
 _HEAD = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:(def|class)[ \t]+(\w+)|(for|while)\b)", re.M)
 # What a function may do to gradients, as text: a backward, a clear, a clip, an unscale, a
@@ -108,7 +115,8 @@ class _Heads:
             if inside is not None and inside(m.start()):
                 continue
             kind = m.group(2) or "loop"
-            self.heads.append((m.start(), len(m.group(1).expandtabs()), kind, m.group(3) or ""))
+            bases = _bases_text(text, m.end()) if kind == "class" else ""
+            self.heads.append((m.start(), len(m.group(1).expandtabs()), kind, m.group(3) or "", bases))
         self.offsets = [h[0] for h in self.heads]
 
     def around(self, offset: int) -> list[tuple]:
@@ -125,7 +133,36 @@ class _Heads:
                 found.append(head)
                 indent = head[1]
             index -= 1
-        return [(h[2], h[3], found[i + 1] if i + 1 < len(found) else (None, None, None, None)) for i, h in enumerate(found)]
+        return [(h[2], h[3], found[i + 1] if i + 1 < len(found) else (None, None, None, None, "")) for i, h in enumerate(found)]
+
+
+_MAX_BASES = 300  # characters of a class's bases read (a longer list is not protocol-free anyway)
+
+
+def _bases_text(text: str, end: int) -> str:
+    """What a class head's parentheses hold (`nn.Module` of `class Net(nn.Module):`)."""
+    i = end
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    if i >= len(text) or text[i] != "(":
+        return ""
+    close = text.find(")", i, i + _MAX_BASES)
+    return text[i + 1 : close] if close != -1 else "?"
+
+
+def _protocol_free(bases: str) -> bool:
+    """As written (the index decides again through the module's imports): does the class build
+    on nothing whose API has a `step()` or `backward()`?"""
+    for base in bases.split(","):
+        base = base.strip()
+        if not base or "=" in base:  # `metaclass=...`
+            continue
+        if base.rsplit(".", 1)[-1] not in _FREE_LAST_NAMES:
+            return False
+    return True
+
+
+_FREE_LAST_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in PROTOCOL_FREE_BASES)
 
 
 _CLOSERS: dict = {}
@@ -144,6 +181,8 @@ def _defs(kinds: list[tuple]) -> tuple[set, dict]:
     for kind, name, owner in kinds:
         if kind == "def":
             if owner[2] == "class":
+                if name in OWN_PROTOCOL_METHODS and not _protocol_free(owner[4]):
+                    continue  # a library optimizer's or scheduler's step(): the API's event, no helper
                 methods.setdefault(name, set()).add(owner[3])
             else:
                 functions.add(name)
