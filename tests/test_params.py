@@ -248,3 +248,23 @@ def test_a_list_filled_in_two_functions_or_handed_in_is_unknown():
         "opt = build(groups, generator)\n"
     )
     assert handed.optimizer_params("opt") is None
+
+
+def test_an_optimizer_factory_takes_no_part_from_a_config_it_is_handed():
+    # `build_optimizer(config)`: the argument is a configuration, not parameters (a real-code
+    # false GL003 when `config = self._get_config()` was read as some of `self`'s parameters)
+    b = bindings("config = self._get_config()\nopt = build_optimizer(config)\n")
+    assert b.optimizer_params("opt") is None
+
+
+def test_a_clip_of_a_methods_value_keeps_an_unknown_target():
+    m = build_model(
+        GAN + "opt = torch.optim.SGD(generator.parameters())\n"
+        "for x in data:\n"
+        "    opt.zero_grad()\n"
+        "    generator(x).sum().backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(generator.trainable(), 1.0)\n"
+        "    opt.step()\n"
+    )
+    (clip,) = [e for e in m.loops[0].events if e.kind == "C"]
+    assert clip.unknown_target and clip.module is None

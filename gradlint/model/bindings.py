@@ -867,7 +867,9 @@ class Bindings(Numbering):
         if not self.builds_optimizer(callee):
             return None
         params = params_argument(value)
-        return self.resolve_params(params, 0) if params is not None else None
+        # a factory's first argument may be a config or a model, not parameters: no Parts from it
+        parts = last(callee) not in api.OPTIMIZER_FACTORIES
+        return self.resolve_params(params, 0, parts) if params is not None else None
 
     def _factory_params(self, call: cst.Call, callee: str, depth: int) -> Optional[set[str]]:
         """The modules the optimizer a function of the file builds and returns holds, its
@@ -939,7 +941,10 @@ class Bindings(Numbering):
             else:
                 yield value
 
-    def resolve_params(self, node: cst.BaseExpression, depth: int) -> Optional[set[str]]:
+    def resolve_params(self, node: cst.BaseExpression, depth: int, parts: bool = False) -> Optional[set[str]]:
+        """The modules (or tensors) whose parameters `node` holds, or None.  `parts`: an optimizer's
+        own parameter argument, where a method's value is some of its receiver's (`_method_params`);
+        elsewhere (a clip's or a loop's iterable, a factory's first argument) it stays unknown."""
         if depth > _MAX_DEPTH:
             return None
         if isinstance(node, cst.Call):
@@ -954,49 +959,50 @@ class Bindings(Numbering):
             callee = last(self.imports.qualify(dotted(func)) or "")
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
             if callee in ("list", "tuple", "iter", "set", "sorted", "filter") and positional:
-                return self.resolve_params(positional[-1], depth + 1)
+                return self.resolve_params(positional[-1], depth + 1, parts)
             if callee == "chain" and positional:
-                return self._union_of(positional, depth)
+                return self._union_of(positional, depth, parts)
             if callee == "dict" and isinstance(func, cst.Name):  # `dict(params=model.parameters(), lr=...)`
                 groups = keyword_argument(node, "params")
-                return self.resolve_params(groups, depth + 1) if groups is not None else None
-            if isinstance(func, cst.Attribute):
+                return self.resolve_params(groups, depth + 1, parts) if groups is not None else None
+            if isinstance(func, cst.Attribute) and parts:
                 return self._method_params(node, func)
             return None
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-            return self._union_of([node.left, node.right], depth)
+            return self._union_of([node.left, node.right], depth, parts)
         if isinstance(node, (cst.List, cst.Tuple)):
             items = []
             for el in node.elements:
                 items.append(el.value)
-            return self._union_of(items, depth) if items else None
+            return self._union_of(items, depth, parts) if items else None
         if isinstance(node, cst.Dict):
             for el in node.elements:
                 if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
                     if el.key.evaluated_value == "params":
-                        return self.resolve_params(el.value, depth + 1)
+                        return self.resolve_params(el.value, depth + 1, parts)
             return None
         if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             comp = node.for_in
             if comp.inner_for_in is None:
-                return self.resolve_params(comp.iter, depth + 1)
+                return self.resolve_params(comp.iter, depth + 1, parts)
             return None
         if isinstance(node, (cst.Name, cst.Attribute)):
             name = dotted(node) or ""
             if self.kind(name) == VALUE:
                 return {name}  # `Adam([log_alpha])`: that tensor, apart from every module
             cache = self.__dict__.setdefault("_resolved", {})
-            if name not in cache:
+            key = (name, parts)
+            if key not in cache:
                 values = self._list_contents(name)
-                cache[name] = None  # cycle guard
-                cache[name] = self._union_of(values, depth) if values else None
-            return set(cache[name]) if cache[name] is not None else None
+                cache[key] = None  # cycle guard
+                cache[key] = self._union_of(values, depth, parts) if values else None
+            return set(cache[key]) if cache[key] is not None else None
         return None
 
-    def _union_of(self, nodes: list[cst.BaseExpression], depth: int) -> Optional[set[str]]:
+    def _union_of(self, nodes: list[cst.BaseExpression], depth: int, parts: bool = False) -> Optional[set[str]]:
         out: set[str] = set()
         for node in nodes:
-            part = self.resolve_params(node, depth + 1)
+            part = self.resolve_params(node, depth + 1, parts)
             if part is None:
                 return None
             _merge(out, part)
