@@ -561,7 +561,9 @@ class Builder:
         name = ctx.substitute(name) or name
         bindings = self.bindings
         if bindings.is_scaler(name) or bindings.is_optimizer(name) or bindings.kind(name) in _TRUE_WHEN_BUILT:
-            return test.left, not swapped
+            together = bindings.absent_together(name)
+            # names None together are one test: `if optimizer1 is not None:` / `if scheduler1 ...`
+            return (test.left if together == name else cst.parse_expression(together)), not swapped
         return test, swapped
 
     def built_truth(self, test: cst.BaseExpression, ctx: Context) -> Optional[bool]:
