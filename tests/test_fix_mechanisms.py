@@ -1209,3 +1209,21 @@ def test_a_scheduler_before_its_own_optimizer_is_still_early():
     optimizer2.step()
     optimizer2.zero_grad()"""))
     assert marks(source) == expected_marks(source) != []
+
+
+_UPDATE = """
+{src}"""
+
+
+def test_a_later_test_contradicts_an_and_test_taken_before():
+    """The method alone (its scaled backward in the caller): the `else` of the unscale's test
+    with `grad_scaler` true later (its step) has both settings false, so no path clips there."""
+    source = case(_UPDATE.format(src='import torch\n\n\nclass Unit:\n    def update(self, module, optimizer):\n        grad_scaler = self.grad_scaler\n        clip_grad_norm = self.clip_grad_norm\n        clip_grad_value = self.clip_grad_value\n        if grad_scaler and (clip_grad_norm or clip_grad_value):\n            grad_scaler.unscale_(optimizer)\n        if clip_grad_norm:\n            torch.nn.utils.clip_grad_norm_(module.parameters(), max_norm=clip_grad_norm)\n        if clip_grad_value:\n            torch.nn.utils.clip_grad_value_(module.parameters(), clip_value=clip_grad_value)\n        if grad_scaler:\n            grad_scaler.step(optimizer)\n            grad_scaler.update()\n        else:\n            optimizer.step()\n'))
+    assert marks(source) == []
+
+
+def test_a_later_test_leaves_a_clip_of_another_setting_unscaled():
+    source = case(_UPDATE.format(src='import torch\n\n\nclass Unit:\n    def update(self, module, optimizer):\n        grad_scaler = self.grad_scaler\n        clip_grad_norm = self.clip_grad_norm\n        clip_grad_value = self.clip_grad_value\n        if grad_scaler and (clip_grad_norm or clip_grad_value):\n            grad_scaler.unscale_(optimizer)\n        if clip_grad_norm:\n            torch.nn.utils.clip_grad_norm_(module.parameters(), max_norm=clip_grad_norm)\n        if clip_grad_value:\n            torch.nn.utils.clip_grad_value_(module.parameters(), clip_value=clip_grad_value)\n        if grad_scaler:\n            grad_scaler.step(optimizer)\n            grad_scaler.update()\n        else:\n            optimizer.step()\n'.replace(
+        "if grad_scaler and (clip_grad_norm or clip_grad_value):", "if grad_scaler and clip_grad_value:").replace(
+        "max_norm=clip_grad_norm)", "max_norm=clip_grad_norm)  # expect: GL006")))
+    assert marks(source) == expected_marks(source) != []

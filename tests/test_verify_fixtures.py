@@ -71,6 +71,12 @@ def _quick(paths: list[str]) -> set[str]:
 QUICK = _quick(PATHS)
 
 
+def _in_a_project(path: str) -> bool:
+    """A script of a small project: fixtures/cross_file/*/, or a folder inside a rule's fixtures."""
+    parts = os.path.normpath(path).split(os.sep)
+    return len(parts) >= 4 and parts[1] != "verify"
+
+
 def _found_alone(path: str) -> bool:
     """Does a check of the script alone (as verify reads it) find its marked bugs?  Then the bug
     is the script's own, not in the other module it calls."""
@@ -102,8 +108,7 @@ VERIFY_GAPS = {
         "a clear that throws fresh gradients away on every run it makes is taken for a deliberate "
         "skip (a bad batch), and the prepared optimizer's clear at the top of `accumulate()` runs only "
         "on the syncing micro-step, where it always does"),
-    **{path: _ACROSS_FILES for path in PATHS if path.startswith(os.path.join("fixtures", "cross_file", ""))
-       and os.path.basename(path).startswith("wrong_") and not _found_alone(path)},
+    **{path: _ACROSS_FILES for path in PATHS if _in_a_project(path) and not _found_alone(path)},
 }
 
 

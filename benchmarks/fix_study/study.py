@@ -89,13 +89,37 @@ def write_version(gdir: Path, commit: str, path: str, dest: Path, tree: bool) ->
     """The file (or the whole tree) at `commit` under dest; the path to check."""
     dest.mkdir(parents=True, exist_ok=True)
     if tree:
-        archive = subprocess.run(["git", "--git-dir", str(gdir), "archive", commit], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+        _write_python_files(gdir, commit, dest)
     else:
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(git(gdir, "show", f"{commit}:{path}", binary=True))
     return dest / path
+
+
+_CHECKED_SUFFIXES = (".py", ".pyi", ".ipynb")
+
+
+def _write_python_files(gdir: Path, commit: str, dest: Path) -> None:
+    """The files gradlint reads of the tree at `commit` (a snapshot may lack other blobs, such
+    as large data files, which makes `git archive` fail); an unreadable blob is left out."""
+    listing = git(gdir, "ls-tree", "-r", "-z", commit, binary=True).split(b"\0")
+    wanted = []
+    for entry in listing:
+        if not entry:
+            continue
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, sha = meta.split()
+        path = name.decode("utf-8", "surrogateescape")
+        if kind == b"blob" and mode != b"120000" and path.endswith(_CHECKED_SUFFIXES):
+            wanted.append((sha.decode(), path))
+    for sha, path in wanted:
+        done = subprocess.run(["git", "--git-dir", str(gdir), "cat-file", "blob", sha], capture_output=True)
+        if done.returncode != 0:
+            continue
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(done.stdout)
 
 
 def findings(path: Path, root: Path, tree: bool = False) -> list[dict]:

@@ -124,6 +124,17 @@ class Bindings(Numbering):
         # [(the def it happens in, what is added)]; a loop variable added is its loop's iterable
         self._filled: dict[str, list[tuple[Optional[cst.FunctionDef], cst.BaseExpression]]] = {}
         self._for_stack: list[tuple[frozenset, cst.BaseExpression]] = []  # (target names, iterable)
+        # name -> (block, is None) of each assignment, the block being the id of the suite
+        # holding it (0: the module's): names set to None together (`else: opt = None; sched =
+        # None`) and built together are None together (absent_together)
+        self._placed: dict[str, list[tuple[int, bool]]] = {}
+        self._blocks: list[int] = []
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.append(id(node))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
 
     # --- collection -------------------------------------------------------
 
@@ -449,6 +460,8 @@ class Bindings(Numbering):
         self.assigns.setdefault(name, []).append(value)
         if self._scopes and "." not in name:
             self._bound_in[id(value)] = (self._scopes[-1], name)
+        is_none = isinstance(value, cst.Name) and value.value == "None"
+        self._placed.setdefault(name, []).append((self._blocks[-1] if self._blocks else 0, is_none))
         source = self._alias_source(value)
         if source is not None:
             self._union(name, source)
@@ -526,23 +539,25 @@ class Bindings(Numbering):
                 return ".".join([rep] + parts[cut:])
         return name
 
-    def scheduled_optimizer(self, name: Optional[str]) -> Optional[str]:
-        """The optimizer a scheduler is built on (its first argument or `optimizer=`, itself an
-        optimizer), the same on every assignment that builds it (`= None` builds nothing: the
-        scheduler is then absent); None when unknown."""
-        found = set()
-        for value in self.assigns.get(name or "", ()):
-            if isinstance(value, cst.Name) and value.value == "None":
-                continue
-            if not isinstance(value, cst.Call):
-                return None
-            arg = next((a for a in value.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
-            arg = arg or next((a for a in value.args if a.keyword is None and not a.star), None)
-            optimizer = dotted(arg.value) if arg is not None else None
-            if optimizer is None or self.kind(optimizer) != OPTIMIZER:
-                return None
-            found.add(self.canonical(optimizer))
-        return found.pop() if len(found) == 1 else None
+    def absent_together(self, name: str) -> str:
+        """The first (by name) of the names set to None in the same block as `name` and built
+        (one call each) in the same block as it, and nowhere else: `if optimizer1 is not None:`
+        and `if scheduler1 is not None:` then test one thing.  `name` itself when none is."""
+        shape = self._none_shape(name)
+        if shape is None:
+            return name
+        partners = [other for other, placed in self._placed.items()
+                    if other != name and len(placed) == 2 and self._none_shape(other) == shape]
+        return min([name, *partners])
+
+    def _none_shape(self, name: str) -> Optional[tuple]:
+        placed = self._placed.get(name, ())
+        if len(placed) != 2 or {p[1] for p in placed} != {True, False}:
+            return None
+        built = next(v for v in self.assigns.get(name, ()) if not (isinstance(v, cst.Name) and v.value == "None"))
+        if not isinstance(built, cst.Call):
+            return None
+        return tuple(sorted(placed, key=lambda p: p[1]))
 
     def same(self, a: str, b: str) -> bool:
         return self.canonical(a) == self.canonical(b)

@@ -173,9 +173,11 @@ def _branch(run: _Enumeration, node: Branch, state: _State) -> list[_State]:
             d for d in ((node.key, side, node.invariant), *implied) if d[2] or d[0] in run.read_again
         )
         if node.formula:
-            decisions = _propagate(node.formula, side, decisions, run)
-            if decisions is None:
-                continue  # the operands decided before say this side cannot be taken
+            # kept for the rest of the iteration: a later decision may contradict this side
+            decisions = decisions | {(_CONSTRAINT, (node.formula, side), False)}
+        decisions = _constrained(decisions, run)
+        if decisions is None:
+            continue  # the and/or tests this path took say this side cannot be taken
         body = node.then if side else node.orelse
         other = node.orelse if side else node.then
         deferred = state.deferred
@@ -186,11 +188,31 @@ def _branch(run: _Enumeration, node: Branch, state: _State) -> list[_State]:
     return going_on if going_on else out
 
 
+_CONSTRAINT = ("and/or test taken",)  # the key of a decision entry holding (formula, side)
+
+
+def _constrained(decisions: frozenset, run) -> Optional[frozenset]:
+    """The decisions with what the and/or tests the path took say of them, until nothing more
+    follows; None on a contradiction."""
+    constraints = [d[1] for d in decisions if d[0] == _CONSTRAINT]
+    for _ in range(len(constraints) + 1):
+        before = decisions
+        for formula, side in constraints:
+            decisions = _propagate(formula, side, decisions, run)
+            if decisions is None:
+                return None
+        if decisions == before:
+            break
+    return decisions
+
+
 def _propagate(formula: tuple, side: bool, decisions: frozenset, run) -> Optional[frozenset]:
     """The decisions of a path after it took a side of an and/or test, with what follows from
     the parts already decided: the `else` of `a and (b or c)` with `a` true has b and c false
     (so a later `if b:` takes its `else`).  None when the parts contradict the side."""
-    known = {k: taken for k, taken, _ in decisions}
+    known = {k: taken for k, taken, _ in decisions if k != _CONSTRAINT}
+    if known.get(formula[1], side) != side:
+        return None
     known[formula[1]] = side
     added: list = []
 

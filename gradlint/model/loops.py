@@ -263,6 +263,8 @@ class Builder:
         self, module: cst.Module, path: str, wrappers: Wrappers, bindings, positions: Optional[Positions] = None, project=None
     ):
         self.project = project  # gradlint/project/foreign.py's Project: functions of other modules
+        # keys of the events of training loops inside other modules' functions (nested_loop)
+        self.foreign_loop_events: set = set()
         self.module = module
         self.path = path
         self.wrappers = wrappers
@@ -561,7 +563,9 @@ class Builder:
         name = ctx.substitute(name) or name
         bindings = self.bindings
         if bindings.is_scaler(name) or bindings.is_optimizer(name) or bindings.kind(name) in _TRUE_WHEN_BUILT:
-            return test.left, not swapped
+            together = bindings.absent_together(name)
+            # names None together are one test: `if optimizer1 is not None:` / `if scheduler1 ...`
+            return (test.left if together == name else cst.parse_expression(together)), not swapped
         return test, swapped
 
     def built_truth(self, test: cst.BaseExpression, ctx: Context) -> Optional[bool]:
@@ -638,6 +642,9 @@ class Builder:
             # each run binds the target anew: a test of it taken before the loop may go either way
             names = (ctx.substitute(name) for name in target_names(stmt.target))
             body = [Rebind(frozenset(name for name in names if name)), *body]
+        if ctx.foreign is not None and _is_training_body(body):
+            # a training loop of another module's function: that module's check judges it
+            self.foreign_loop_events |= {e.key for e in _events_of(body)}
         return pre + [Nested(body)] + orelse
 
     def first_iteration_clears(self, stmt: cst.For | cst.While, ctx: Context) -> tuple[list[Node], list]:
@@ -1076,6 +1083,27 @@ def _mark_boundary(nodes: list[Node], key: str) -> list[Node]:
     return out
 
 
+def _events_of(nodes) -> list:
+    out: list = []
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Event):
+            out.append(node)
+        elif isinstance(node, Branch):
+            stack.extend(node.then)
+            stack.extend(node.orelse)
+        elif isinstance(node, (Nested, Helper)):
+            stack.extend(node.body)
+    return out
+
+
+def _is_training_body(nodes) -> bool:
+    """Does a loop body hold a backward and a step (a training loop of its own)?"""
+    kinds = {e.kind for e in _events_of(nodes)}
+    return api.B in kinds and api.S in kinds
+
+
 def steps_in(nodes) -> frozenset:
     """The optimizers that some path through `nodes` steps."""
     out: set = set()
@@ -1443,7 +1471,7 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
             if j != i and training[j] and keys[j] <= nested and loops[j].span != loop.span
         ]
         if inner:
-            loop.foreign = nested & frozenset().union(*inner)
+            loop.foreign = loop.foreign | (nested & frozenset().union(*inner))
 
 
 def build(
@@ -1466,6 +1494,9 @@ def build(
         loops = [model for model in map(finder.entry, bindings.outline) if model is not None]
         loops += finder.iteration_functions()
     builder.done()
+    if builder.foreign_loop_events:
+        for model in loops:
+            model.foreign = model.foreign | (builder.foreign_loop_events & {e.key for e in model.events})
     return file_model(path, bindings, loops, finder.lightning_clips, source)
 
 

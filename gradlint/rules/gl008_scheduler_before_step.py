@@ -21,10 +21,6 @@ def check(file):
                 if any(e.kind == S for e in walk.events[:i]):
                     continue
                 later = later_in_iteration(walk, i, S)
-                own = file.bindings.scheduled_optimizer(sched.optimizer)
-                if own is not None:
-                    # a scheduler built on one optimizer is early only before that one's step
-                    later = _later_step_of(walk, i, own, file.bindings)
                 if later is None:
                     continue
                 yield RawFinding(
@@ -36,17 +32,6 @@ def check(file):
                     loop,
                     move(file.lines, sched, later, after=True, description=f"Move {sched.text} after {later.text}"),
                 )
-
-
-def _later_step_of(walk, index: int, optimizer: str, bindings):
-    it = walk.iteration[index]
-    for j in range(index + 1, len(walk.events)):
-        if walk.iteration[j] != it:
-            return None
-        event = walk.events[j]
-        if event.kind == S and event.optimizer and bindings.same(event.optimizer, optimizer):
-            return event
-    return None
 
 
 RULE = Rule(
