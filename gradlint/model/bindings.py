@@ -28,6 +28,35 @@ ALL_OPTIMIZERS = "*"  # a global step hook: it runs after the step of every opti
 _MAX_DEPTH = 6
 
 
+class Part(str):
+    """A module some of whose parameters an optimizer holds, but which ones is not known:
+    `model.get_parameters()`, a method of the model that returns parameter groups of its
+    parts.  Equal to the module's name; params.py never reads it as all of that module."""
+
+    __slots__ = ()
+
+
+def is_part(module: str) -> bool:
+    return isinstance(module, Part)
+
+
+def _same_kind(module: str, name: str) -> str:
+    """`name` (a canonical form of `module`), a Part when `module` is one."""
+    return Part(name) if is_part(module) else name
+
+
+def _merge(into: set, modules: Iterable[str]) -> None:
+    """Add `modules` to `into`; where the same module is there as a Part and in full, the
+    whole module wins (a Part beside its whole adds nothing)."""
+    for module in modules:
+        if module in into:
+            if not is_part(module):
+                into.discard(module)
+                into.add(module)
+        else:
+            into.add(module)
+
+
 @dataclass
 class ClassInfo:
     name: str
@@ -88,6 +117,13 @@ class Bindings(Numbering):
         # per open def: [node, class, calls a clip, calls `x.step(arg)`] (scaler_steps.py)
         self._open_functions: list[list] = []
         self._parent: dict[str, str] = {}  # alias union-find
+        # id of a value bound to a bare name inside a def -> (that def, the name): a local of
+        # that def, which other scopes see only if the def hands it on (`_dead_end`)
+        self._bound_in: dict[int, tuple[cst.FunctionDef, str]] = {}
+        # a list filled after it is made (`params.append(p)`, `.extend(...)`, `+=`): bare name ->
+        # [(the def it happens in, what is added)]; a loop variable added is its loop's iterable
+        self._filled: dict[str, list[tuple[Optional[cst.FunctionDef], cst.BaseExpression]]] = {}
+        self._for_stack: list[tuple[frozenset, cst.BaseExpression]] = []  # (target names, iterable)
         # name -> (block, is None) of each assignment, the block being the id of the suite
         # holding it (0: the module's): names set to None together (`else: opt = None; sched =
         # None`) and built together are None together (absent_together)
@@ -163,13 +199,25 @@ class Bindings(Numbering):
         self._open_loops.append([id(node), False, set(), set()])
         self.outline.append(("loop", node, self._enclosing_class()))
         self._assigned(node.target)
+        self._for_stack.append((frozenset(target_names(node.target)), node.iter))
         if isinstance(node.target, cst.Name):  # `for o in optimizers:`: o is one of them
             source = dotted(node.iter)
             if source is not None:
                 self._elements.setdefault(node.target.value, set()).add(source)
 
     def leave_For(self, original_node: cst.For) -> None:
+        self._for_stack.pop()
         self._close_loop()
+
+    def _fill(self, name: Optional[str], value: cst.BaseExpression) -> None:
+        """`name.append(value)`, `name.extend(value)`, `name += value`: what a bare name's list
+        is filled with; a loop variable of an enclosing loop stands for that loop's iterable
+        (`for n, p in model.named_parameters(): params.append(p)` adds model's)."""
+        if name is None or "." in name:
+            return
+        if isinstance(value, cst.Name):
+            value = next((it for names, it in reversed(self._for_stack) if value.value in names), value)
+        self._filled.setdefault(name, []).append((self._scopes[-1] if self._scopes else None, value))
 
     def visit_While(self, node: cst.While) -> None:
         self.number(node, self._function_depth > 0)
@@ -219,6 +267,8 @@ class Bindings(Numbering):
         self.number(node, self._function_depth > 0)
         self._assigned(node.target)
         self.incremented.update(target_names(node.target))
+        if isinstance(node.operator, cst.AddAssign) and isinstance(node.target, cst.Name):
+            self._fill(node.target.value, node.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.number(node, self._function_depth > 0)
@@ -279,6 +329,8 @@ class Bindings(Numbering):
             elif node.func.attr.value in api.STEP_FUNCTIONS and node.args:
                 # `strategy.optimizer_step(optimizer, model)`: the receiver runs the optimizer
                 self._step_receivers.add(receiver)
+            elif node.func.attr.value in ("append", "extend") and len(node.args) == 1 and not node.args[0].star:
+                self._fill(receiver, node.args[0].value)
 
     def _built_by_runner(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and api.iteration_runner(self.imports.qualify(dotted(value.func)))
@@ -322,7 +374,7 @@ class Bindings(Numbering):
     def finish(self) -> None:
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
-        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values"):
+        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values", "_handed_on"):
             self.__dict__.pop(name, None)
         # handlers of an object built by an iteration runner (`trainer = Engine(step)`)
         handlers = [
@@ -406,6 +458,8 @@ class Bindings(Numbering):
             if last(name) == api.AUTOMATIC_OPTIMIZATION and isinstance(value, cst.Name) and value.value == "False":
                 self._class_stack[-1].manual_optimization = True
         self.assigns.setdefault(name, []).append(value)
+        if self._scopes and "." not in name:
+            self._bound_in[id(value)] = (self._scopes[-1], name)
         is_none = isinstance(value, cst.Name) and value.value == "None"
         self._placed.setdefault(name, []).append((self._blocks[-1] if self._blocks else 0, is_none))
         source = self._alias_source(value)
@@ -568,7 +622,7 @@ class Bindings(Numbering):
             return SCHEDULER
         if name in api.GRAD_SCALERS:
             return SCALER
-        if self.optimizer_callee(callee):
+        if self.builds_optimizer(callee):
             return OPTIMIZER
         if name in self.classes:
             return self._kind_of_class(name, depth)
@@ -695,6 +749,18 @@ class Bindings(Numbering):
             return name[:1].isupper()
         return name in api.OPTIMIZER_CLASSES or name in api.OPTIMIZER_FACTORIES
 
+    def builds_optimizer(self, callee: str) -> bool:
+        """A call of `callee` builds an optimizer: an optimizer class or factory by its name, or a
+        name the file only ever binds to optimizer classes (`optimizer_cls = bnb.optim.AdamW8bit`
+        in one branch, `torch.optim.AdamW` in the other: `optimizer_cls(params, ...)` is one)."""
+        if self.optimizer_callee(callee):
+            return True
+        values = self.assigns.get(callee, ())
+        return bool(values) and all(
+            isinstance(v, (cst.Name, cst.Attribute)) and self.optimizer_callee(self.imports.qualify(dotted(v)) or "")
+            for v in values
+        )
+
     def is_plateau_scheduler(self, name: str) -> bool:
         return any(self._builds_plateau(value, 0) for value in self.assigns.get(name, ()))
 
@@ -793,19 +859,64 @@ class Bindings(Numbering):
             modules = self._constructed_params(value)
             if modules is None:
                 return None
-            found |= modules
+            _merge(found, modules)
             seen_any = True
-        return frozenset(self.canonical(m) for m in found) if seen_any else None
+        return self._canonical_set(found) if seen_any else None
 
-    def _constructed_params(self, value: cst.BaseExpression) -> Optional[set[str]]:
-        """The modules an optimizer construction `Adam(model.parameters())` holds, or None."""
-        if not isinstance(value, cst.Call):
+    def _canonical_set(self, modules: Iterable[str]) -> frozenset[str]:
+        out: set[str] = set()
+        _merge(out, (_same_kind(m, self.canonical(m)) for m in modules))
+        return frozenset(out)
+
+    def _constructed_params(self, value: cst.BaseExpression, depth: int = 0) -> Optional[set[str]]:
+        """The modules an optimizer construction `Adam(model.parameters())` holds, or None.
+        Also what a function of the file returns when it builds one from its arguments
+        (`def make_optimizer(net, lr): return Adam(net.parameters(), lr=lr)`, called as
+        `make_optimizer(generator, 1e-3)`: generator's)."""
+        if not isinstance(value, cst.Call) or depth > _MAX_DEPTH:
             return None
         callee = self.imports.qualify(dotted(value.func)) or ""
-        if not self.optimizer_callee(callee):
+        factory = self._factory_params(value, callee, depth)
+        if factory is not None:
+            return factory
+        if not self.builds_optimizer(callee):
             return None
         params = params_argument(value)
-        return self.resolve_params(params, 0) if params is not None else None
+        # a factory's first argument may be a config or a model, not parameters: no Parts from it
+        parts = last(callee) not in api.OPTIMIZER_FACTORIES
+        return self.resolve_params(params, 0, parts) if params is not None else None
+
+    def _factory_params(self, call: cst.Call, callee: str, depth: int) -> Optional[set[str]]:
+        """The modules the optimizer a function of the file builds and returns holds, its
+        parameters read as the call's arguments; None unless every return builds one whose
+        modules are known and every module named by a parameter of the function gets a
+        dotted argument."""
+        returned = self.returned_values(callee)
+        found = self.helper_function(callee) if returned else None
+        if found is None or any(a.star for a in call.args):
+            return None
+        function = found[0]
+        names = [p.name.value for p in function.params.params]
+        arguments: dict[str, Optional[str]] = {}
+        for index, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword is not None else names[index] if index < len(names) else None
+            if key is not None:
+                arguments[key] = dotted(arg.value)
+        parameters = set(names) | {p.name.value for p in function.params.kwonly_params}
+        out: set[str] = set()
+        for value in returned:
+            modules = self._constructed_params(value, depth + 1)
+            if modules is None:
+                return None
+            for module in modules:
+                head, _, rest = module.partition(".")
+                if head in parameters:
+                    source = arguments.get(head)
+                    if source is None:
+                        return None  # a default, or an argument that is no name
+                    module = _same_kind(module, source + ("." + rest if rest else ""))
+                _merge(out, [module])
+        return out
 
     def _element_params(self, container: str) -> Optional[frozenset[str]]:
         """The modules the optimizers of a container hold, all elements together: in
@@ -832,8 +943,8 @@ class Bindings(Numbering):
                         if module != variable or source is None or self.element_kind(source) not in _BUILT_MODULES:
                             return None
                         module = source
-                    found.add(module)
-        return frozenset(self.canonical(m) for m in found) if values else None
+                    _merge(found, [module])
+        return self._canonical_set(found) if values else None
 
     def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
         for value in self.assigns.get(name, ()):
@@ -845,7 +956,10 @@ class Bindings(Numbering):
             else:
                 yield value
 
-    def resolve_params(self, node: cst.BaseExpression, depth: int) -> Optional[set[str]]:
+    def resolve_params(self, node: cst.BaseExpression, depth: int, parts: bool = False) -> Optional[set[str]]:
+        """The modules (or tensors) whose parameters `node` holds, or None.  `parts`: an optimizer's
+        own parameter argument, where a method's value is some of its receiver's (`_method_params`);
+        elsewhere (a clip's or a loop's iterable, a factory's first argument) it stays unknown."""
         if depth > _MAX_DEPTH:
             return None
         if isinstance(node, cst.Call):
@@ -860,48 +974,94 @@ class Bindings(Numbering):
             callee = last(self.imports.qualify(dotted(func)) or "")
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
             if callee in ("list", "tuple", "iter", "set", "sorted", "filter") and positional:
-                return self.resolve_params(positional[-1], depth + 1)
+                return self.resolve_params(positional[-1], depth + 1, parts)
             if callee == "chain" and positional:
-                return self._union_of(positional, depth)
+                return self._union_of(positional, depth, parts)
+            if callee == "dict" and isinstance(func, cst.Name):  # `dict(params=model.parameters(), lr=...)`
+                groups = keyword_argument(node, "params")
+                return self.resolve_params(groups, depth + 1, parts) if groups is not None else None
+            if isinstance(func, cst.Attribute) and parts:
+                return self._method_params(node, func)
             return None
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
-            return self._union_of([node.left, node.right], depth)
+            return self._union_of([node.left, node.right], depth, parts)
         if isinstance(node, (cst.List, cst.Tuple)):
             items = []
             for el in node.elements:
                 items.append(el.value)
-            return self._union_of(items, depth) if items else None
+            return self._union_of(items, depth, parts) if items else None
         if isinstance(node, cst.Dict):
             for el in node.elements:
                 if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
                     if el.key.evaluated_value == "params":
-                        return self.resolve_params(el.value, depth + 1)
+                        return self.resolve_params(el.value, depth + 1, parts)
             return None
         if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             comp = node.for_in
             if comp.inner_for_in is None:
-                return self.resolve_params(comp.iter, depth + 1)
+                return self.resolve_params(comp.iter, depth + 1, parts)
             return None
         if isinstance(node, (cst.Name, cst.Attribute)):
             name = dotted(node) or ""
             if self.kind(name) == VALUE:
                 return {name}  # `Adam([log_alpha])`: that tensor, apart from every module
             cache = self.__dict__.setdefault("_resolved", {})
-            if name not in cache:
-                values = self.assigns.get(name, [])
-                cache[name] = None  # cycle guard
-                cache[name] = self._union_of(values, depth) if values else None
-            return set(cache[name]) if cache[name] is not None else None
+            key = (name, parts)
+            if key not in cache:
+                values = self._list_contents(name)
+                cache[key] = None  # cycle guard
+                cache[key] = self._union_of(values, depth, parts) if values else None
+            return set(cache[key]) if cache[key] is not None else None
         return None
 
-    def _union_of(self, nodes: list[cst.BaseExpression], depth: int) -> Optional[set[str]]:
+    def _union_of(self, nodes: list[cst.BaseExpression], depth: int, parts: bool = False) -> Optional[set[str]]:
         out: set[str] = set()
         for node in nodes:
-            part = self.resolve_params(node, depth + 1)
+            part = self.resolve_params(node, depth + 1, parts)
             if part is None:
                 return None
-            out |= part
+            _merge(out, part)
         return out
+
+    def _list_contents(self, name: str) -> list[cst.BaseExpression]:
+        """What `name` holds: its assigned values, and for a list filled after it is made
+        (`params = []` then `params.append(p)` in a loop) what is added to it, provided that
+        the list is made here and every assignment and addition happens in one def (the same
+        name filled in two functions is two lists): else [] (unknown)."""
+        values = self.assigns.get(name, [])
+        filled = self._filled.get(name)
+        if not filled:
+            return values
+        if not values:
+            return []  # filled but never made here (a parameter): what it held before is unknown
+        scopes = {id(scope) for scope, _ in filled}
+        scopes |= {id(self._bound_in[id(v)][0]) if id(v) in self._bound_in else id(None) for v in values}
+        if len(scopes) != 1:
+            return []
+        kept = [v for v in values if not _empty_sequence(v)]
+        return kept + [value for _, value in filled]
+
+    def _method_params(self, call: cst.Call, func: cst.Attribute) -> Optional[set[str]]:
+        """`model.get_parameters(base_lr=0.1)`: a method of an object the checker cannot read
+        that hands back parameters.  An object's method reaches only what the object holds
+        and what the call hands it, so the parameters are some of the receiver's and of the
+        arguments' (each a Part); an argument that is no name or constant leaves it unknown,
+        and so does a receiver that is an optimizer, a scheduler or a scaler."""
+        receiver = dotted(func.value)
+        if receiver is None or self.kind(receiver) in (OPTIMIZER, SCHEDULER, SCALER, ENGINE, VALUE):
+            return None
+        owners = [receiver]
+        for arg in call.args:
+            if arg.star:
+                return None
+            if isinstance(arg.value, (cst.BaseNumber, cst.BaseString)):
+                continue
+            name = dotted(arg.value)
+            if name is None:
+                return None
+            if name not in ("True", "False", "None"):
+                owners.append(name)
+        return {Part(owner) for owner in owners}
 
     def fresh_member(self, name: str) -> bool:
         """`distiller.proj` when `distiller = Distiller(...)` (a class of the file) and every
@@ -968,14 +1128,42 @@ class Bindings(Numbering):
         return True
 
     def constructed_here(self, name: str) -> bool:
-        """Every assignment of `name` builds a new object (no alias, no wrapper)."""
+        """Every assignment of `name` that can denote a module builds a new object (no alias,
+        no wrapper).  Not counted: a value that is surely no module (`mu = torch.tanh(h) * 2`:
+        the same name for a tensor in a forward method) beside one that may be, and a local of
+        a def that hands it to nothing (`discriminator = models[1]` in a checkpoint hook):
+        neither can be the module a loop elsewhere clears or steps."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
-        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name]
+        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name and not self._dead_end(v)]
+        modules = [v for v in values if not self._surely_data(v)]
+        values = modules or values  # a name only ever bound to tensors (`log_alpha`) is one built here
         if not values:
             return False
         if all(isinstance(v, (cst.List, cst.ListComp)) for v in values):
             return self.element_kind(name) in _BUILT_MODULES  # `[Critic() for _ in range(k)]`: new modules
         return all(isinstance(v, cst.Call) and self._alias_source(v) is None for v in values)
+
+    def _surely_data(self, value: cst.BaseExpression) -> bool:
+        """A value that is no module: arithmetic or a literal.  (A call is a construction for
+        `constructed_here` whatever it returns, so calls need no look here.)"""
+        return isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString))
+
+    def _dead_end(self, value: cst.BaseExpression) -> bool:
+        """Is `value` bound to a local of a def that cannot hand it to a loop: the def has no
+        loop, no nested def, class or lambda, no gradient call (it is not a step a loop
+        inlines), and reads the name only as the object of an attribute (`d.save_pretrained(...)`),
+        never passing, returning, storing or declaring it global?"""
+        bound = self._bound_in.get(id(value))
+        if bound is None:
+            return False
+        scope, name = bound
+        cache = self.__dict__.setdefault("_handed_on", {})
+        if id(scope) not in cache:
+            reads = _HandedOn(self._event_names)
+            walk(scope.body, reads)
+            cache[id(scope)] = None if reads.blocked else frozenset(reads.names)
+        handed_on = cache[id(scope)]
+        return handed_on is not None and name not in handed_on
 
     def definitely_distinct(self, a: str, b: str) -> bool:
         """True only when `a` and `b` surely are different modules."""
@@ -1062,6 +1250,74 @@ class _Members(cst.CSTVisitor):
             self.values.setdefault(name[len("self.") :], []).append((value, self.arguments))
 
 
+# Calls that make a def part of a training step (a loop may inline it): its locals stay.
+_GRADIENT_CALLS = api.ZERO_GRAD_METHODS | api.CLIP_FUNCTIONS | frozenset({"parameters", "named_parameters"})
+
+
+class _HandedOn(cst.CSTVisitor):
+    """The names a def's body reads other than as an attribute's object, a call's callee, an
+    assignment's target or a `del`; `blocked` when it loops, nests a def, class or lambda, or
+    calls a gradient API (then every local of it counts)."""
+
+    def __init__(self, event_names: frozenset) -> None:
+        self.names: set[str] = set()
+        self.blocked = False
+        self._gradient_calls = event_names | _GRADIENT_CALLS
+        self._quiet: set[int] = set()  # ids of Name nodes that read nothing out of the def
+
+    def _block(self, node: cst.CSTNode) -> bool:
+        self.blocked = True
+        return False
+
+    visit_For = visit_While = visit_FunctionDef = visit_ClassDef = visit_Lambda = _block
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.names.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.names.update(item.name.value for item in node.names)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name in self._gradient_calls:
+            self.blocked = True
+        if isinstance(func, cst.Name):
+            self._quiet.add(id(func))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._quiet.add(id(node.attr))
+        if isinstance(node.value, cst.Name):
+            self._quiet.add(id(node.value))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._quiet.add(id(node.keyword))
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._targets(node.target)
+
+    def _targets(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self._quiet.add(id(target))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._targets(element.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._quiet:
+            self.names.add(node.value)
+
+
 class _Words(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
@@ -1084,6 +1340,13 @@ class _ClearCall(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in api.ZERO_GRAD_METHODS:
             self.found = True
+
+
+def _empty_sequence(value: cst.BaseExpression) -> bool:
+    """`[]`, `()`, `list()`: a list about to be filled."""
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return not value.elements
+    return isinstance(value, cst.Call) and not value.args and dotted(value.func) in ("list", "tuple")
 
 
 def _names_documented_runner(func: cst.BaseExpression) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from gradlint.model.bindings import is_part
 from gradlint.model.event import Event
 from gradlint.model.events import S
 from gradlint.model.loops import FileModel, LoopModel
@@ -50,10 +51,16 @@ def clears_module(file: FileModel, z: Event, optimizer: str, target: str) -> Opt
 
 
 def _module_clears(b, module: str, target: str) -> Optional[bool]:
+    """Does clearing `module` reset `target`?  Either may be a Part (some parameters of that
+    module, which ones unknown): then only another model altogether is a sure no, and only
+    a whole module around a target is a sure yes."""
     if is_under(target, module):
-        return True
-    if is_under(module, target) or b.definitely_distinct(module, target):
-        return False  # a submodule only (model.head of model), or another model altogether
+        return None if is_part(module) else True
+    if b.definitely_distinct(module, target):
+        return False  # another model altogether
+    if is_under(module, target):
+        # a submodule only (model.head of model); of a Part, maybe all of what it holds
+        return None if is_part(target) or is_part(module) else False
     return None
 
 
@@ -91,12 +98,14 @@ def touches(file: FileModel, z: Event, optimizer: Optional[str], only_optimizer:
         if _element(z.optimizer) or _element(optimizer):
             return False  # (not surely)
         mine, theirs = b.optimizer_params(z.optimizer), b.optimizer_params(optimizer)
+        if any(map(is_part, mine or ())) or any(map(is_part, theirs or ())):
+            return False  # (not surely: two parts of one model may not meet)
         return bool(mine and theirs and any(is_under(t, m) or is_under(m, t) for m in mine for t in theirs))
     module = b.canonical(z.module or "")
     stepped = b.optimizer_params(optimizer)
     if stepped is None:
         return only_optimizer  # one optimizer, one model: the clear is surely of its parameters
-    return any(is_under(t, module) or is_under(module, t) for t in stepped)
+    return any(is_under(t, module) or (is_under(module, t) and not is_part(t)) for t in stepped)
 
 
 def steps_module(file: FileModel, optimizer: Optional[str], module: Optional[str]) -> Optional[bool]:
@@ -106,4 +115,6 @@ def steps_module(file: FileModel, optimizer: Optional[str], module: Optional[str
         return None
     module = file.bindings.canonical(module)
     overlaps = any(is_under(module, m) or is_under(m, module) for m in held)
-    return None if overlaps and _element(optimizer) else overlaps
+    # some parameters of `model` may or may not include those of `model.head`
+    maybe = _element(optimizer) or any(is_part(m) and is_under(module, m) and module != m for m in held)
+    return None if overlaps and maybe else overlaps

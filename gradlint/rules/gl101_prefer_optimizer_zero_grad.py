@@ -1,5 +1,6 @@
 """GL101 (advice): `model.zero_grad()` where the optimizer's own clear says what is meant."""
 
+from gradlint.model.bindings import is_part
 from gradlint.model.events import Z
 from gradlint.model.params import stepped_optimizers
 from gradlint.rules.base import RawFinding
@@ -17,7 +18,7 @@ def check(file):
         for z in loop.events:
             if z.kind != Z or z.module is None or params is None:
                 continue
-            if params == frozenset({b.canonical(z.module)}):
+            if params == frozenset({b.canonical(z.module)}) and not any(map(is_part, params)):
                 yield RawFinding(
                     "GL101",
                     f"{z.text} clears exactly what {optimizer} steps: {optimizer}.zero_grad() says so and "
