@@ -1227,3 +1227,29 @@ def test_a_later_test_leaves_a_clip_of_another_setting_unscaled():
         "if grad_scaler and (clip_grad_norm or clip_grad_value):", "if grad_scaler and clip_grad_value:").replace(
         "max_norm=clip_grad_norm)", "max_norm=clip_grad_norm)  # expect: GL006")))
     assert marks(source) == expected_marks(source) != []
+
+
+# --- a clip threshold in the scaler's units clips as unscaled (study27b: mmf) -----------------
+
+_SCALED_THRESHOLD = """
+import torch
+def clip_gradients(model, max_norm, scale=1.0):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm * scale){mark}
+scaler = torch.cuda.amp.GradScaler()
+for x in loader:
+    opt.zero_grad()
+    scaler.scale(model(x).sum()).backward()
+    clip_gradients(model, 1.0{scale})
+    scaler.step(opt)
+    scaler.update()
+"""
+
+
+def test_a_threshold_multiplied_by_the_scale_needs_no_unscale():
+    source = case(_SCALED_THRESHOLD.format(mark="", scale=", scale=scaler.get_scale()"))
+    assert marks(source) == []
+
+
+def test_a_threshold_in_plain_units_still_needs_the_unscale():
+    source = case(_SCALED_THRESHOLD.format(mark="  # expect: GL006", scale=""))
+    assert marks(source) == expected_marks(source) != []

@@ -18,6 +18,7 @@ from gradlint.model.events import (
     GRAD_DISABLING,
     GRAD_ENABLING,
     GRAD_SETTERS,
+    SCALE_READERS,
     B,
     BACKWARD_FUNCTIONS,
     CLEAR_LIKE_NAMES,
@@ -227,9 +228,39 @@ class _NameCollector(cst.CSTVisitor):
         self.strings.add(node.value.strip("'\"").lower())
 
 
+def reads_the_scale(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
+    """Does the expression read the GradScaler's current scale (`scaler.get_scale()`, a name
+    bound to it, a helper parameter the caller bound to it)?"""
+    if depth > 3:
+        return False
+    for sub in _nodes(node):
+        if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Attribute) and sub.func.attr.value in SCALE_READERS:
+            return True
+        if isinstance(sub, cst.Name):
+            if sub.value in ctx.scale_params:
+                return True
+            values = ctx.bindings.assigns.get(sub.value, ())
+            if values and all(reads_the_scale(v, ctx, depth + 1) for v in values):
+                return True
+    return False
+
+
+def _nodes(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
 def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
     if _measures_only(call):
         return None
+    if any(reads_the_scale(a.value, ctx) for a in call.args):
+        # `clip_grad_norm_(params, max_norm * scaler.get_scale())`: a threshold in scaled units
+        # clips the scaled gradients as the unscaled ones would be
+        module = _params_module(_positional(call)[0], ctx) if _positional(call) else None
+        return ctx.event(C, call, module=module, unknown_target=module is None, unscales=True)
     if method in SELF_UNSCALING_CLIPS and receiver and ctx.bindings.imports.is_imported(receiver):
         # `utils.clip_gradients(model, 3.0)`: a clip helper of another file, not Lightning's or
         # Fabric's method, so nothing says it unscales AMP gradients first

@@ -91,6 +91,8 @@ LOOP_EVENT_NAMES = frozenset({"backward", "manual_backward", "step", "optimizer_
 # A project class built on nothing but these bases defines its own `step()` / `backward()`
 # (none of them has a method of these names): `gan.step(batch)` runs the project's method,
 # where a subclass of a library's optimizer, scheduler or engine keeps the library's meaning.
+# A GradScaler's methods that read its current scale (a clip threshold multiplied by it is in scaled units).
+SCALE_READERS = frozenset({"get_scale"})
 OWN_PROTOCOL_METHODS = frozenset({"backward", "step", "optimizer_step"})
 PROTOCOL_FREE_BASES = frozenset({"object", "abc.ABC", "torch.nn.Module", "torch.nn.modules.module.Module"})
 # `clip_grads_with_norm_(params, max_norm, total_norm)`: the clip half of clip_grad_norm_ (torch 2.6)

@@ -169,6 +169,9 @@ class Context:
         self.grad_off: Optional[str] = None
         self.via: tuple[str, ...] = ()
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
+        # parameters of the inlined helper bound to the GradScaler's scale (`scale=scaler.get_scale()`):
+        # a clip threshold multiplied by it clips as if unscaled (classify._clip_event)
+        self.scale_params: frozenset = frozenset()
         # Inside a function of another module (gradlint/project/foreign.py's Scope): its names,
         # spans and path; None in the checked file's own code.
         self.foreign = None
@@ -875,6 +878,7 @@ class Builder:
         )
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
+            inner.scale_params = _scale_params(definition, call, ctx)
             inner.constants = arguments.bound_constants(
                 definition, call, _passes_self(definition), self.built_arguments(call, ctx), self.reassigned(definition)
             )
@@ -1339,6 +1343,22 @@ def _passes_self(definition: cst.FunctionDef) -> bool:
     """Is the first parameter the receiver (`self`, `cls`), which a call does not pass?"""
     params = definition.params.params
     return bool(params) and params[0].name.value in ("self", "cls")
+
+
+def _scale_params(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> frozenset:
+    """The helper's parameters that the call binds to an expression reading the scaler's scale."""
+    params = [p.name.value for p in definition.params.params]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    out = set()
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for param, arg in zip(params, positional):
+        if classify.reads_the_scale(arg.value, ctx):
+            out.add(param)
+    for arg in call.args:
+        if arg.keyword is not None and classify.reads_the_scale(arg.value, ctx):
+            out.add(arg.keyword.value)
+    return frozenset(out)
 
 
 def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> dict[str, str]:
