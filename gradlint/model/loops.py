@@ -401,17 +401,12 @@ class Builder:
 
     def if_statement(self, stmt: cst.If, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.test, ctx)
+        # one side only: a test of the helper's constant arguments (`if do_backward:`), or of an
+        # object built on every path (`if scaler is not None:` of `scaler = GradScaler()`)
         decided = arguments.truth(stmt.test, ctx.constants) if ctx.constants else None
+        if decided is None:
+            decided = self.built_truth(stmt.test, ctx)
         if decided is not None:
-            # a test of the helper's constant arguments (`if do_backward:`): one side only
-            if decided:
-                return pre + self.suite(stmt.body, ctx)
-            if isinstance(stmt.orelse, cst.If):
-                return pre + self.if_statement(stmt.orelse, ctx)
-            return pre + (self.suite(stmt.orelse.body, ctx) if isinstance(stmt.orelse, cst.Else) else [])
-        decided = self.built_truth(stmt.test, ctx)
-        if decided is not None:
-            # `if scaler is not None:` of `scaler = GradScaler()`: built on every path, never None
             if decided:
                 return pre + self.suite(stmt.body, ctx)
             if isinstance(stmt.orelse, cst.If):
