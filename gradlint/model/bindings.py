@@ -127,6 +127,7 @@ class Bindings(Numbering):
         # name -> (block, is None) of each assignment, the block being the id of the suite
         # holding it (0: the module's): names set to None together (`else: opt = None; sched =
         # None`) and built together are None together (absent_together)
+        self.reads_scale = False  # the file calls `x.get_scale()` somewhere (classify.reads_the_scale)
         self._placed: dict[str, list[tuple[int, bool]]] = {}
         self._blocks: list[int] = []
 
@@ -310,6 +311,8 @@ class Bindings(Numbering):
             if function is not None and function not in self._run_functions:
                 self._run_functions.append(function)
         if isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in api.SCALE_READERS:
+                self.reads_scale = True
             receiver = dotted(node.func.value)
             if receiver is None:
                 return

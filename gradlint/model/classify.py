@@ -231,8 +231,8 @@ class _NameCollector(cst.CSTVisitor):
 def reads_the_scale(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     """Does the expression read the GradScaler's current scale (`scaler.get_scale()`, a name
     bound to it, a helper parameter the caller bound to it)?"""
-    if depth > 3:
-        return False
+    if depth > 3 or not (ctx.scale_params or ctx.bindings.reads_scale):
+        return False  # (most files: nothing reads the scale, nothing to walk)
     for sub in _nodes(node):
         if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Attribute) and sub.func.attr.value in SCALE_READERS:
             return True
@@ -245,12 +245,23 @@ def reads_the_scale(node: cst.BaseExpression, ctx, depth: int = 0) -> bool:
     return False
 
 
-def _nodes(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
+def _nodes(node: cst.CSTNode) -> list:
+    collector = _Collect()
+    walk(node, collector)
+    return collector.nodes
+
+
+class _Collect(cst.CSTVisitor):
+    """The calls and names of an expression (what reads_the_scale looks at)."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.nodes.append(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.nodes.append(node)
 
 
 def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
