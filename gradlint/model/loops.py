@@ -1083,18 +1083,9 @@ def _mark_boundary(nodes: list[Node], key: str) -> list[Node]:
 
 
 def _events_of(nodes) -> list:
-    out: list = []
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Event):
-            out.append(node)
-        elif isinstance(node, Branch):
-            stack.extend(node.then)
-            stack.extend(node.orelse)
-        elif isinstance(node, (Nested, Helper)):
-            stack.extend(node.body)
-    return out
+    events: list[Event] = []
+    _flatten(nodes, events, [], False)
+    return events
 
 
 def _is_training_body(nodes) -> bool:
