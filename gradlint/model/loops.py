@@ -713,6 +713,10 @@ class Builder:
             return [self.documented(kind, target, call, ctx, f"super().{_super_method(call)}()")
                     for kind, target in ctx.super_events[_super_method(call)]]
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
+        if helper is None and self.project is not None and _protocol_call(call) and len(ctx.helpers) < MAX_HELPER_DEPTH:
+            # `pair.step()` on an object of a project class with its own step(): its method,
+            # not the API's step of something named like an optimizer (`self.optimizer_scheduler`)
+            helper = self.project.helper_for(call, ctx)
         event = classify.classify_call(call, ctx) if helper is None else None
         if event is not None and event.kind == api.B and ctx.grad_off == "all":
             return []  # a helper run without gradients computed its loss without a graph too
@@ -1270,6 +1274,12 @@ def _super_method(call: cst.Call) -> Optional[str]:
     ):
         return func.attr.value
     return None
+
+
+def _protocol_call(call: cst.Call) -> bool:
+    """`x.step()`, `x.backward()`: a call of a name the API gives an event."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value in api.OWN_PROTOCOL_METHODS
 
 
 def _is_self_call(call: cst.Call) -> bool:

@@ -51,6 +51,7 @@ class Function:
     methods: frozenset = frozenset()  # names it calls on `self`: `self.m(...)`
     through_modules: frozenset = frozenset()  # names it calls on a module alias: `utils.clip(...)`
     members: frozenset = frozenset()  # (attribute, name) it calls on a `self` attribute: `self.x.m(...)`
+    decorated: bool = False  # a decorator may make it return something else than its body does
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ class Class:
     # attr -> each value it is assigned, as text readable in another module (_Portable): only
     # for attributes every assignment of which builds something (a call)
     portable: dict = field(default_factory=dict)
+    # attr -> (parameter, its position among `__init__`'s positional parameters after `self`,
+    # or -1 for a keyword-only one) for an attribute the class only ever sets as
+    # `self.attr = parameter` in `__init__`: what it is, the construction sites say (construction.py)
+    stored: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -177,7 +182,7 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
     return Function(
         node.name, qualname, params, text, first, indent,
         frozenset(bare | on_self | through | other | {m for _, m in members}), gradient,
-        frozenset(bare), frozenset(on_self), frozenset(through), frozenset(members),
+        frozenset(bare), frozenset(on_self), frozenset(through), frozenset(members), bool(node.decorator_list),
     )
 
 
@@ -292,6 +297,50 @@ def _portable_members(node: ast.ClassDef, aliases: dict, own: set) -> dict:
     return out
 
 
+def _stored_members(node: ast.ClassDef) -> dict:
+    """attr -> (parameter, position) for each `self.attr = parameter` of `__init__` that is the
+    attribute's only assignment in the class, of a parameter `__init__` never rebinds."""
+    init = next((m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"), None)
+    if init is None:
+        return {}
+    positional = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    keyword_only = {a.arg for a in init.args.kwonlyargs}
+    rebound = {sub.id for sub in ast.walk(init) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+    found: dict = {}
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Assign):
+                targets = sub.targets
+            elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
+                targets = [sub.target]
+            elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)):
+                targets = [sub.target]
+            elif isinstance(sub, ast.withitem) and sub.optional_vars is not None:
+                targets = [sub.optional_vars]
+            else:
+                continue
+            for target in targets:
+                for element in ast.walk(target):
+                    name = _dotted(element) if isinstance(element, ast.Attribute) else None
+                    if not (name and name.startswith("self.") and name.count(".") == 1):
+                        continue
+                    attr = name[len("self.") :]
+                    value = getattr(sub, "value", None)
+                    plain = (
+                        method is init and isinstance(sub, ast.Assign) and len(sub.targets) == 1 and element is target
+                        and isinstance(value, ast.Name) and value.id not in rebound
+                        and (value.id in positional or value.id in keyword_only)
+                    )
+                    found[attr] = None if attr in found or not plain else value.id
+    return {
+        attr: (param, positional.index(param) if param in positional else -1)
+        for attr, param in found.items()
+        if param is not None
+    }
+
+
 def _copy(node: ast.AST) -> ast.AST:
     import copy
 
@@ -334,7 +383,7 @@ def summarize(
                         methods[member.name] = function
             bases = tuple(name for name in map(_dotted, node.bases) if name)
             portable = _portable_members(node, module.aliases, own)
-            module.classes.setdefault(node.name, Class(node.name, bases, methods, _members(node), portable))
+            module.classes.setdefault(node.name, Class(node.name, bases, methods, _members(node), portable, _stored_members(node)))
     return module
 
 
@@ -428,6 +477,9 @@ class Index:
         self.roots = sorted({os.path.abspath(r) if os.path.isdir(r) else os.path.dirname(os.path.abspath(r)) for r in roots})
         self.relevant: set[tuple[str, str]] = set()  # (absolute path, qualname) of functions that touch gradients
         self.reachable_words: frozenset = frozenset()
+        # (module, class) -> {attr: (module, class)}: an attribute stored from a constructor
+        # parameter, and the class of the project every construction site hands it (construction.py)
+        self.delivered: dict = {}
         # modules holding a def that may touch gradients, and the __init__.py above them (None:
         # not narrowed, the language server's index)
         self.holders: Optional[frozenset] = None
@@ -447,14 +499,15 @@ class Index:
             self.pending[key] = (path, text, digest, wrappers)
         return key
 
-    def module(self, key: str) -> Optional[Module]:
-        """The entry of a known module, parsed now if it was not yet (never once frozen)."""
+    def module(self, key: str, tree: Optional[ast.Module] = None) -> Optional[Module]:
+        """The entry of a known module, parsed now if it was not yet (never once frozen);
+        `tree`: its text's parse, when the caller has it already."""
         if key in self.modules:
             return self.modules[key]
         if self.frozen or key not in self.pending:
             return None
         path, text, digest, wrappers = self.pending.pop(key)
-        self.modules[key] = summarize(path, text, digest, wrappers, summarize_all=True)
+        self.modules[key] = summarize(path, text, digest, wrappers, tree=tree, summarize_all=True)
         return self.modules[key]
 
     def freeze(self) -> None:
@@ -523,7 +576,8 @@ class Index:
                     continue
                 if f.name in _NEVER_HELPERS and not (f.name in OWN_PROTOCOL_METHODS and self._own_protocol(key, cls)):
                     continue
-                if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class):
+                if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class) \
+                        or self._reaches_delivered(key, f, cls, by_class):
                     relevant.add((key, f.qualname))
                     if cls is None:
                         plain.add(f.name)
@@ -562,6 +616,14 @@ class Index:
                     return True
         return False
 
+    def _reaches_delivered(self, key: str, f: Function, cls: Optional["Class"], by_class: dict) -> bool:
+        """`self.pair.step()` on an attribute stored from a constructor parameter whose
+        construction sites all hand it a class that has such a method."""
+        delivered = self.delivered.get((key, cls.name)) if cls is not None and f.members else None
+        if not delivered:
+            return False
+        return any(name in by_class.get(delivered[attr][1], ()) for attr, name in f.members if attr in delivered)
+
     def copy(self) -> "Index":
         """A new index with the same modules (the language server changes the copy, then swaps)."""
         new = Index()
@@ -570,6 +632,7 @@ class Index:
         new.known = set(self.known)
         new.pending = dict(self.pending)
         new.frozen = self.frozen
+        new.delivered = dict(self.delivered)
         return new
 
     # --- resolution (any process) -------------------------------------------------------
@@ -740,6 +803,14 @@ class Index:
             if found is not None and found[0] == "class":
                 return found[1], found[3]
         return None
+
+    def delivered_class(self, key: str, class_name: Optional[str], attr: str) -> Optional[tuple[str, Class]]:
+        """(module, class) of `self.attr` in the class `class_name` of module `key`, when every
+        construction site of that class hands the attribute's parameter an instance of it."""
+        hit = self.delivered.get((key, class_name), {}).get(attr) if class_name else None
+        module = self.module(hit[0]) if hit is not None else None
+        cls = module.classes.get(hit[1]) if module is not None else None
+        return (hit[0], cls) if cls is not None else None
 
     def is_relevant(self, key: str, function: Function) -> bool:
         return (key, function.qualname) in self.relevant

@@ -335,6 +335,7 @@ def forget() -> None:
     _CALLS.clear()
     _LAYOUTS.clear()
     _NAMES.clear()
+    _MEMBERS.clear()
 
 
 def _layout(text: str) -> tuple:
@@ -370,6 +371,43 @@ def _calls_of_names(text: str, names) -> list:
     found = [_Call(name, at) for name in names if name in calls for at in calls[name]]
     found.sort(key=lambda call: call.begin)
     return found
+
+
+# `self.pair = pair`: an attribute stored from a bare name (a constructor's parameter, maybe),
+# and `self.pair.step(`: a call on an attribute.  Each starts with its literal, so a search
+# skips from one `self.` of the text to the next.
+_STORE = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*\w+[ \t]*(?:#[^\n]*)?$", re.M)
+_MEMBER_CALL = re.compile(r"self\.(\w+)[ \t]*\.[ \t]*(\w+)[ \t]*\(")
+_MEMBERS: dict = {}  # text -> [(attr, name, offset)] of its calls on stored attributes. Cleared by forget().
+
+
+def _stored_member_calls(text: str) -> list:
+    found = _MEMBERS.get(text)
+    if found is None:
+        found = []
+        stored = frozenset(_STORE.findall(text)) if "self." in text else frozenset()
+        if stored:
+            found = [(m.group(1), m.group(2), m.start(2)) for m in _MEMBER_CALL.finditer(text) if m.group(1) in stored]
+        _MEMBERS[text] = found
+    return found
+
+
+def member_calls(text: str, names) -> dict:
+    """Calls `self.attr.name(...)` of these names on an attribute the text stores from a bare
+    name (`self.attr = attr`): class around the call -> the attributes.  (What they are, the
+    construction sites of the class say: construction.py.)"""
+    calls = [(attr, at) for attr, name, at in _stored_member_calls(text) if name in names]
+    if not calls:
+        return {}
+    inside, heads = _layout(text)
+    out: dict = {}
+    for attr, at in calls:
+        if inside(at):
+            continue
+        owner = next((owner for kind, _, owner in heads.around(at) if kind == "def"), None)
+        if owner is not None and owner[2] == "class":
+            out.setdefault(owner[3], set()).add(attr)
+    return out
 
 
 def has_spelling(text: str, wrappers=None) -> bool:

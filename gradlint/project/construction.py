@@ -1,0 +1,284 @@
+"""What an attribute stored from a constructor parameter is: the class the construction sites
+of the project hand it.
+
+A runner is often given its optimizer wrapper rather than building it: `self.pair = pair` in
+`Runner.__init__`, `self.pair.step()` in its loop, and elsewhere `Runner(model, pair=pair)`
+with `pair = make_pair(model)`, a factory of a third module whose return builds `StepPair(...)`.
+The runner's module never names StepPair, so neither the caller gate (run.py) nor the
+checked file's bindings can tell what `self.pair` is.  This module reads the construction
+sites of the runner's class (every file of the run that calls it by name and imports its
+module or class), and the argument each passes for the parameter: built by `Cls(...)` of the
+project, or returned by a project function every return of which builds one (through local
+names and further factories, a few levels deep).  When every site hands the same class, the
+attribute has that class (Index.delivered); several sites that disagree, an argument that
+cannot be resolved, a subclass of the runner, or `*args`/`**kwargs` at a site leave it unknown.
+
+Cost: only the files the text scan picks are parsed (a call `self.attr.name(` of a method of
+the project on an attribute stored from a bare name, then the few files that call the class
+by name), with CPython's `ast`, once each; factory bodies are parsed once each.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from typing import Optional
+
+from gradlint.project.index import Index, Module, _dotted, _parse
+from gradlint.project.scan import member_calls
+
+# How many steps (a local name to its assignments, a call to a factory's returns) an argument
+# is followed; a cycle of names ends there too.
+MAX_STEPS = 8
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+class Deliveries:
+    """Resolves, for one index build, the attributes stored from constructor parameters."""
+
+    def __init__(self, index: Index, texts: dict, imports: dict) -> None:
+        self.index = index
+        self.texts = texts  # key -> text of every module the build scanned
+        self.imports = imports  # key -> the words of its import lines
+        self._trees: dict = {}  # key -> ast of a construction site's module (None: no parse)
+        self._sites: dict = {}  # (key, class) -> [(site key, call, scope)], None: unknown
+        self._returns: dict = {}  # (key, qualname) -> (module key, class name) or None
+        self._asked: dict = {}  # (key, class, attr) -> answer
+
+    def classes_for(self, key: str, names) -> set[str]:
+        """The names of the classes delivered to attributes on which the module `key` calls
+        one of `names` (`self.pair.step()`): what its imports would name, had it imported them."""
+        text = self.texts.get(key)
+        if text is None:
+            return set()
+        out: set[str] = set()
+        for class_name, attrs in member_calls(text, names).items():
+            for attr in attrs:
+                hit = self.deliver(key, class_name, attr)
+                if hit is not None:
+                    out.add(hit[1])
+        return out
+
+    def deliver(self, key: str, class_name: str, attr: str) -> Optional[tuple[str, str]]:
+        asked = (key, class_name, attr)
+        if asked not in self._asked:
+            self._asked[asked] = self._deliver(key, class_name, attr)
+            if self._asked[asked] is not None:
+                self.index.delivered.setdefault((key, class_name), {})[attr] = self._asked[asked]
+        return self._asked[asked]
+
+    def _deliver(self, key: str, class_name: str, attr: str) -> Optional[tuple[str, str]]:
+        module = self._module(key)
+        cls = module.classes.get(class_name) if module is not None else None
+        if cls is None or attr not in cls.stored:
+            return None
+        param, position = cls.stored[attr]
+        sites = self.sites(key, class_name)
+        if not sites:
+            return None
+        found = set()
+        for site_key, call, scope in sites:
+            value = _argument(call, param, position)
+            if value is None:
+                return None
+            found.add(self._class_of(value, site_key, scope, 0))
+            if None in found or len(found) > 1:
+                return None
+        return found.pop()
+
+    # -- construction sites -----------------------------------------------------------------
+
+    def sites(self, key: str, class_name: str) -> Optional[list]:
+        memo = (key, class_name)
+        if memo not in self._sites:
+            self._sites[memo] = self._find_sites(key, class_name)
+        return self._sites[memo]
+
+    def _find_sites(self, key: str, class_name: str) -> Optional[list]:
+        """Every call of the class in the files that may name it (its own, and those whose
+        import lines hold its name, its module's or its package's); None when one of them
+        cannot be read as a call of it or of something else, or subclasses it."""
+        called = re.compile(r"(?<!\w)" + re.escape(class_name) + r"[ \t]*\(")
+        words = {class_name, _module_word(key), os.path.basename(os.path.dirname(key))}
+        out: list = []
+        for site_key, text in self.texts.items():
+            if class_name not in text:
+                continue
+            if site_key != key and self.imports.get(site_key, set()).isdisjoint(words):
+                continue
+            tree = self._tree(site_key)
+            if tree is None:
+                if called.search(text):
+                    return None
+                continue
+            site_module = self._module(site_key, tree)
+            if site_module is None:
+                return None
+            for node, scope in _walk_scoped(tree):
+                if isinstance(node, ast.ClassDef) and any((_dotted(b) or "").rsplit(".", 1)[-1] == class_name for b in node.bases):
+                    return None  # a subclass: its own construction sites hand the parameter too
+                if not isinstance(node, ast.Call):
+                    continue
+                callee = _dotted(node.func)
+                if callee is None or callee.rsplit(".", 1)[-1] != class_name:
+                    continue
+                hit = self._callee(callee, site_key, site_module)
+                if hit is None:
+                    if callee == class_name and site_key != key and "import *" not in text:
+                        continue  # a name of its own (a local value): not this class
+                    return None
+                if hit[0] == "class" and hit[1] == key and hit[3].name == class_name:
+                    out.append((site_key, node, scope))
+        return out
+
+    def _tree(self, key: str) -> Optional[ast.Module]:
+        if key not in self._trees:
+            text = self.texts.get(key)
+            self._trees[key] = _parse(text) if text is not None else None
+        return self._trees[key]
+
+    def _module(self, key: str, tree: Optional[ast.Module] = None) -> Optional[Module]:
+        """The index's entry for a module (parsed now, from `tree` when given: it joins the
+        index, so its digest keys the results that depend on it)."""
+        if key in self.index.modules:
+            return self.index.modules[key]
+        if tree is None and key in self.texts:
+            tree = self._tree(key)
+        return self.index.module(key, tree)
+
+    # -- values -------------------------------------------------------------------------------
+
+    def _callee(self, dotted: str, key: str, module: Module):
+        """What a called name is in a module: ("class", key, Module, Class) or ("function",
+        key, Module, Function) of the project, else None."""
+        head, _, rest = dotted.partition(".")
+        if not rest and head not in module.aliases:
+            if head in module.classes:
+                return ("class", key, module, module.classes[head])
+            if head in module.functions:
+                return ("function", key, module, module.functions[head])
+            return None
+        if head not in module.aliases:
+            return None
+        found = self.index.lookup(module.aliases[head] + ("." + rest if rest else ""), key)
+        return found if found is not None and found[0] in ("class", "function") else None
+
+    def _class_of(self, value: ast.AST, key: str, scope: ast.AST, steps: int) -> Optional[tuple[str, str]]:
+        """(module key, class name) of the project that `value` (in module `key`, read in
+        `scope`) is an instance of, when that is certain."""
+        if steps > MAX_STEPS:
+            return None
+        if isinstance(value, ast.Name):
+            assigned = _assignments(scope, value.id)
+            if not assigned:
+                return None
+            found = {self._class_of(v, key, scope, steps + 1) for v in assigned}
+            return found.pop() if len(found) == 1 else None
+        if not isinstance(value, ast.Call):
+            return None
+        callee = _dotted(value.func)
+        module = self.index.module(key)
+        hit = self._callee(callee, key, module) if callee is not None and module is not None else None
+        if hit is None:
+            return None
+        if hit[0] == "class":
+            return hit[1], hit[3].name
+        return self._returned(hit[1], hit[2], hit[3], steps + 1)
+
+    def _returned(self, key: str, module: Module, function, steps: int) -> Optional[tuple[str, str]]:
+        """The class every return of a project function builds."""
+        memo = (key, function.qualname, function.line)
+        if memo in self._returns:
+            return self._returns[memo]
+        self._returns[memo] = None  # a recursive factory: unknown
+        tree = _parse(function.text)
+        definition = tree.body[0] if tree is not None and tree.body else None
+        found: set = set()
+        if isinstance(definition, ast.FunctionDef) and not function.decorated:
+            for node, scope in _walk_scoped(definition, definition):
+                if scope is not definition:
+                    continue
+                if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                    found = {None}
+                    break
+                if isinstance(node, ast.Return):
+                    found.add(self._class_of(node.value, key, definition, steps) if node.value is not None else None)
+        answer = found.pop() if len(found) == 1 else None
+        self._returns[memo] = answer
+        return answer
+
+
+def _argument(call: ast.Call, param: str, position: int) -> Optional[ast.AST]:
+    """What a construction call passes for the parameter; None when it cannot be told
+    (`*args`, `**kwargs`) or it is not passed (its default)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == param:
+            return keyword.value
+    if 0 <= position < len(call.args):
+        return call.args[position]
+    return None
+
+
+def _walk_scoped(tree: ast.AST, scope: Optional[ast.AST] = None):
+    """Every node with the scope (module, function or lambda; a class body is one too) whose
+    names it reads."""
+    scope = tree if scope is None else scope
+    stack = [(tree, scope)]
+    while stack:
+        node, here = stack.pop()
+        yield node, here
+        inner = node if isinstance(node, _SCOPES + _COMPREHENSIONS) and node is not tree else here
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, inner))
+
+
+def _assignments(scope: ast.AST, name: str) -> Optional[list]:
+    """The values `name = value` assigns in the scope's own body; None when the name is bound
+    any other way there too (a parameter, a loop or `with` target, an unpacking, an import,
+    `global`), or never."""
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        arguments = scope.args
+        every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg]
+        if any(a is not None and a.arg == name for a in every):
+            return None
+    elif not isinstance(scope, ast.Module):
+        return None  # a class body's names: not followed
+    values: list = []
+    plain: set = set()
+    for node, here in _walk_scoped(scope, scope):
+        if here is not scope:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not scope:
+            if node.name == name:
+                return None
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    values.append(node.value)
+                    plain.add(id(target))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            if node.value is None:
+                plain.add(id(node.target))  # a declaration binds nothing
+            else:
+                values.append(node.value)
+                plain.add(id(node.target))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return None
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return None
+        elif isinstance(node, ast.ExceptHandler) and node.name == name:
+            return None
+        elif isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
+            return None
+    return values or None
+
+
+def _module_word(key: str) -> str:
+    folder, name = os.path.split(key)
+    stem = os.path.splitext(name)[0]
+    return os.path.basename(folder) if stem == "__init__" else stem
+
