@@ -147,6 +147,10 @@ def test_a_construction_site_inside_a_function_of_a_package_module(tmp_path):
      {"sub.py": "from runner import Runner\n\n\nclass Sub(Runner):\n    pass\n"}),
     # a decorated factory: the decorator may return something else
     ("pairs.make_cached(model)", "opt_pair=pair", {}),
+    # the class handed around: a site out of sight
+    ("pairs.make_pair(model)", "opt_pair=pair",
+     {"other.py": "import functools\nimport pairs\nfrom runner import Runner\n\n"
+                  "build = functools.partial(Runner, opt_pair=pairs.make_in_order(None))\n"}),
     # a function's parameter: what the caller passes, unknown
     ("None\n\n\ndef build(pair):\n    return Runner(model, pair)\n", "opt_pair=pairs.make_pair(model)", {}),
 ])
@@ -159,6 +163,17 @@ def test_an_attribute_also_set_elsewhere_in_the_class_stays_unknown(tmp_path):
     runner = RUNNER + "\n    def reset(self):\n        self.opt_pair = None\n"
     project(tmp_path, runner=runner)
     assert found(run(tmp_path)) == []
+
+
+def test_a_class_that_builds_itself_stays_unknown(tmp_path):
+    runner = RUNNER + "\n    @classmethod\n    def ordered(cls, model, pairs):\n        return cls(model, pairs.make_in_order(model))\n"
+    project(tmp_path, runner=runner)
+    assert found(run(tmp_path)) == []
+
+
+def test_annotations_and_isinstance_tests_are_no_sites(tmp_path):
+    project(tmp_path, value="pairs.make_pair(model)\n\n\ndef check(r: Runner) -> Runner:\n    assert isinstance(r, Runner)\n    return r\n")
+    assert found(run(tmp_path)) == [("runner.py", STEP_LINE, "GL008")]
 
 
 def test_the_runner_imports_nothing_of_the_pair_and_alone_knows_nothing(tmp_path):

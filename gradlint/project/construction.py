@@ -116,6 +116,8 @@ class Deliveries:
             site_module = self._module(site_key, tree)
             if site_module is None:
                 return None
+            if _handed_around(tree, class_name) or (site_key == key and _builds_itself(tree, class_name)):
+                return None
             for node, scope in _walk_scoped(tree):
                 if isinstance(node, ast.ClassDef) and any((_dotted(b) or "").rsplit(".", 1)[-1] == class_name for b in node.bases):
                     return None  # a subclass: its own construction sites hand the parameter too
@@ -208,6 +210,43 @@ class Deliveries:
         answer = found.pop() if len(found) == 1 else None
         self._returns[memo] = answer
         return answer
+
+
+def _handed_around(tree: ast.Module, class_name: str) -> bool:
+    """Is the class named other than where it is called, annotated or tested (`partial(Runner,
+    ...)`, `factory = Runner`, `Runner.from_config(...)`)?  Then a site may be out of sight."""
+    allowed: set = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            allowed.add(id(node.func))
+            if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                allowed.update(id(sub) for sub in ast.walk(node.args[1]))
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            allowed.update(id(sub) for sub in ast.walk(node.annotation))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            allowed.update(id(sub) for sub in ast.walk(node.returns))
+        elif isinstance(node, ast.AnnAssign):
+            allowed.update(id(sub) for sub in ast.walk(node.annotation))
+        elif isinstance(node, ast.ClassDef):
+            allowed.update(id(base) for base in node.bases)
+    for node in ast.walk(tree):
+        named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if named == class_name and isinstance(node.ctx, ast.Load) and id(node) not in allowed:
+            return True
+    return False
+
+
+def _builds_itself(tree: ast.Module, class_name: str) -> bool:
+    """Does the class build instances of itself (`cls(...)` in a classmethod, `type(self)(...)`)?"""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    func = sub.func
+                    if (isinstance(func, ast.Name) and func.id == "cls") or isinstance(func, ast.Call) \
+                            or (isinstance(func, ast.Attribute) and func.attr == "__class__"):
+                        return True
+    return False
 
 
 def _argument(call: ast.Call, param: str, position: int) -> Optional[ast.AST]:
