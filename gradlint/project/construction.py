@@ -70,11 +70,12 @@ class Deliveries:
         return self._asked[asked]
 
     def _deliver(self, key: str, class_name: str, attr: str) -> Optional[tuple[str, str]]:
-        module = self._module(key)
-        cls = module.classes.get(class_name) if module is not None else None
-        if cls is None or attr not in cls.stored:
+        if not self._maybe_built(key, class_name):
+            return None  # no file calls it: nothing to parse
+        stored = self._stored(key, class_name)
+        if attr not in stored:
             return None
-        param, position = cls.stored[attr]
+        param, position = stored[attr]
         sites = self.sites(key, class_name)
         if not sites:
             return None
@@ -90,6 +91,30 @@ class Deliveries:
 
     # -- construction sites -----------------------------------------------------------------
 
+    def _stored(self, key: str, class_name: str) -> dict:
+        memo = ("stored", key, class_name)
+        if memo not in self._sites:
+            tree = self._tree(key)
+            node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None) if tree else None
+            self._sites[memo] = _stored(node) if node is not None else {}
+        return self._sites[memo]
+
+    def _candidates(self, key: str, class_name: str) -> list:
+        """The files that may build or name the class: its own, and those whose import lines
+        hold its name, its module's or its package's."""
+        memo = ("candidates", key, class_name)
+        if memo not in self._sites:
+            words = {class_name, _module_word(key), os.path.basename(os.path.dirname(key))}
+            self._sites[memo] = [
+                site_key for site_key, text in self.texts.items()
+                if class_name in text and (site_key == key or not self.imports.get(site_key, set()).isdisjoint(words))
+            ]
+        return self._sites[memo]
+
+    def _maybe_built(self, key: str, class_name: str) -> bool:
+        called = re.compile(r"(?<!\w)(?<!class )" + re.escape(class_name) + r"[ \t]*\(")  # not its `class` line
+        return any(called.search(self.texts[site_key]) for site_key in self._candidates(key, class_name))
+
     def sites(self, key: str, class_name: str) -> Optional[list]:
         memo = (key, class_name)
         if memo not in self._sites:
@@ -97,35 +122,24 @@ class Deliveries:
         return self._sites[memo]
 
     def _find_sites(self, key: str, class_name: str) -> Optional[list]:
-        """Every call of the class in the files that may name it (its own, and those whose
-        import lines hold its name, its module's or its package's); None when one of them
-        cannot be read as a call of it or of something else, or subclasses it."""
-        called = re.compile(r"(?<!\w)" + re.escape(class_name) + r"[ \t]*\(")
-        words = {class_name, _module_word(key), os.path.basename(os.path.dirname(key))}
+        """Every call of the class in the files that may name it; None when one of them cannot
+        be read as a call of it or of something else, subclasses it or hands it around."""
         out: list = []
-        for site_key, text in self.texts.items():
-            if class_name not in text:
-                continue
-            if site_key != key and self.imports.get(site_key, set()).isdisjoint(words):
-                continue
+        for site_key in self._candidates(key, class_name):
             tree = self._tree(site_key)
             if tree is None:
-                if called.search(text):
-                    return None
+                return None
+            calls = _calls_of_class(_naming(tree, self.texts[site_key], class_name), tree, class_name)
+            if calls is None or (site_key == key and _builds_itself(tree, class_name)):
+                return None
+            if not calls:
                 continue
             site_module = self._module(site_key, tree)
             if site_module is None:
                 return None
-            if _handed_around(tree, class_name) or (site_key == key and _builds_itself(tree, class_name)):
-                return None
-            for node, scope in _walk_scoped(tree):
-                if isinstance(node, ast.ClassDef) and any((_dotted(b) or "").rsplit(".", 1)[-1] == class_name for b in node.bases):
-                    return None  # a subclass: its own construction sites hand the parameter too
-                if not isinstance(node, ast.Call):
-                    continue
+            text = self.texts[site_key]
+            for node, scope in calls:
                 callee = _dotted(node.func)
-                if callee is None or callee.rsplit(".", 1)[-1] != class_name:
-                    continue
                 hit = self._callee(callee, site_key, site_module)
                 if hit is None:
                     if callee == class_name and site_key != key and "import *" not in text:
@@ -212,28 +226,55 @@ class Deliveries:
         return answer
 
 
-def _handed_around(tree: ast.Module, class_name: str) -> bool:
-    """Is the class named other than where it is called, annotated or tested (`partial(Runner,
-    ...)`, `factory = Runner`, `Runner.from_config(...)`)?  Then a site may be out of sight."""
+def _naming(tree: ast.Module, text: str, class_name: str) -> list:
+    """The top-level statements whose lines hold the class's name: every place the tree names
+    it is in one of them (a big module names a class in a few functions; the rest is not walked)."""
+    lines = set()
+    line, last = 1, 0
+    for match in re.finditer(r"(?<!\w)" + re.escape(class_name) + r"(?!\w)", text):
+        line += text.count("\n", last, match.start())
+        last = match.start()
+        lines.add(line)
+    out = []
+    for statement in tree.body:
+        first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", ())])
+        end = statement.end_lineno or statement.lineno
+        if any(first <= number <= end for number in lines):
+            out.append(statement)
+    return out
+
+
+def _calls_of_class(statements: list, tree: ast.Module, class_name: str) -> Optional[list]:
+    """(call, scope) of each call of a name ending in the class's name, in one walk; None when
+    the tree subclasses it, or names it other than where it is called, annotated or tested
+    (`partial(Runner, ...)`, `factory = Runner`, `Runner.from_config(...)`): then a site may
+    be out of sight."""
+    calls: list = []
     allowed: set = set()
-    for node in ast.walk(tree):
+    named: list = []
+    for node, scope in (pair for statement in statements for pair in _walk_scoped(statement, tree)):
         if isinstance(node, ast.Call):
             allowed.add(id(node.func))
+            callee = _dotted(node.func)
+            if callee is not None and callee.rsplit(".", 1)[-1] == class_name:
+                calls.append((node, scope))
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
                 allowed.update(id(sub) for sub in ast.walk(node.args[1]))
+        elif isinstance(node, ast.ClassDef):
+            if any((_dotted(base) or "").rsplit(".", 1)[-1] == class_name for base in node.bases):
+                return None  # a subclass: its own construction sites hand the parameter too
         elif isinstance(node, ast.arg) and node.annotation is not None:
             allowed.update(id(sub) for sub in ast.walk(node.annotation))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
             allowed.update(id(sub) for sub in ast.walk(node.returns))
         elif isinstance(node, ast.AnnAssign):
             allowed.update(id(sub) for sub in ast.walk(node.annotation))
-        elif isinstance(node, ast.ClassDef):
-            allowed.update(id(base) for base in node.bases)
-    for node in ast.walk(tree):
-        named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-        if named == class_name and isinstance(node.ctx, ast.Load) and id(node) not in allowed:
-            return True
-    return False
+        elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            if (node.id if isinstance(node, ast.Name) else node.attr) == class_name:
+                named.append(node)
+    if any(id(node) not in allowed for node in named):
+        return None
+    return calls
 
 
 def _builds_itself(tree: ast.Module, class_name: str) -> bool:
@@ -247,6 +288,66 @@ def _builds_itself(tree: ast.Module, class_name: str) -> bool:
                             or (isinstance(func, ast.Attribute) and func.attr == "__class__"):
                         return True
     return False
+
+
+def _stored(node: ast.ClassDef) -> dict:
+    """attr -> (parameter, its position among `__init__`'s positional parameters after `self`,
+    or -1 for a keyword-only one) for each `self.attr = parameter` of `__init__` that is the
+    attribute's only assignment in the class, of a parameter `__init__` never rebinds.  Only
+    statements are read (an attribute is assigned by a statement), not every expression."""
+    init = next((m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"), None)
+    if init is None:
+        return {}
+    positional = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    keyword_only = {a.arg for a in init.args.kwonlyargs}
+    rebound = {t.id for statement, targets in _assigned(init.body) for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    found: dict = {}
+    for method in node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for statement, targets in _assigned(method.body):
+            for target in targets:
+                for element in ast.walk(target):
+                    name = _dotted(element) if isinstance(element, ast.Attribute) else None
+                    if not (name and name.startswith("self.") and name.count(".") == 1):
+                        continue
+                    attr = name[len("self.") :]
+                    value = getattr(statement, "value", None)
+                    plain = (
+                        method is init and isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                        and element is target and isinstance(value, ast.Name) and value.id not in rebound
+                        and (value.id in positional or value.id in keyword_only)
+                    )
+                    found[attr] = None if attr in found or not plain else value.id
+    return {
+        attr: (param, positional.index(param) if param in positional else -1)
+        for attr, param in found.items()
+        if param is not None
+    }
+
+
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _assigned(statements: list):
+    """(statement, its targets) of every statement that assigns, nested blocks and defs included."""
+    stack = list(statements)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, ast.Assign):
+            yield statement, statement.targets
+        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+            yield statement, [statement.target]
+        elif isinstance(statement, (ast.For, ast.AsyncFor)):
+            yield statement, [statement.target]
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield statement, [item.optional_vars for item in statement.items if item.optional_vars is not None]
+        for name in _BODIES:
+            for child in getattr(statement, name, None) or ():
+                if isinstance(child, ast.stmt):
+                    stack.append(child)
+                else:  # an except handler, a match case: their statements
+                    stack.extend(getattr(child, "body", None) or ())
 
 
 def _argument(call: ast.Call, param: str, position: int) -> Optional[ast.AST]:
@@ -270,7 +371,7 @@ def _walk_scoped(tree: ast.AST, scope: Optional[ast.AST] = None):
     while stack:
         node, here = stack.pop()
         yield node, here
-        inner = node if isinstance(node, _SCOPES + _COMPREHENSIONS) and node is not tree else here
+        inner = node if isinstance(node, _SCOPES + _COMPREHENSIONS) else here
         for child in ast.iter_child_nodes(node):
             stack.append((child, inner))
 

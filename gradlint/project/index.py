@@ -64,10 +64,6 @@ class Class:
     # attr -> each value it is assigned, as text readable in another module (_Portable): only
     # for attributes every assignment of which builds something (a call)
     portable: dict = field(default_factory=dict)
-    # attr -> (parameter, its position among `__init__`'s positional parameters after `self`,
-    # or -1 for a keyword-only one) for an attribute the class only ever sets as
-    # `self.attr = parameter` in `__init__`: what it is, the construction sites say (construction.py)
-    stored: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -297,50 +293,6 @@ def _portable_members(node: ast.ClassDef, aliases: dict, own: set) -> dict:
     return out
 
 
-def _stored_members(node: ast.ClassDef) -> dict:
-    """attr -> (parameter, position) for each `self.attr = parameter` of `__init__` that is the
-    attribute's only assignment in the class, of a parameter `__init__` never rebinds."""
-    init = next((m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"), None)
-    if init is None:
-        return {}
-    positional = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
-    keyword_only = {a.arg for a in init.args.kwonlyargs}
-    rebound = {sub.id for sub in ast.walk(init) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
-    found: dict = {}
-    for method in node.body:
-        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for sub in ast.walk(method):
-            if isinstance(sub, ast.Assign):
-                targets = sub.targets
-            elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
-                targets = [sub.target]
-            elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)):
-                targets = [sub.target]
-            elif isinstance(sub, ast.withitem) and sub.optional_vars is not None:
-                targets = [sub.optional_vars]
-            else:
-                continue
-            for target in targets:
-                for element in ast.walk(target):
-                    name = _dotted(element) if isinstance(element, ast.Attribute) else None
-                    if not (name and name.startswith("self.") and name.count(".") == 1):
-                        continue
-                    attr = name[len("self.") :]
-                    value = getattr(sub, "value", None)
-                    plain = (
-                        method is init and isinstance(sub, ast.Assign) and len(sub.targets) == 1 and element is target
-                        and isinstance(value, ast.Name) and value.id not in rebound
-                        and (value.id in positional or value.id in keyword_only)
-                    )
-                    found[attr] = None if attr in found or not plain else value.id
-    return {
-        attr: (param, positional.index(param) if param in positional else -1)
-        for attr, param in found.items()
-        if param is not None
-    }
-
-
 def _copy(node: ast.AST) -> ast.AST:
     import copy
 
@@ -383,7 +335,7 @@ def summarize(
                         methods[member.name] = function
             bases = tuple(name for name in map(_dotted, node.bases) if name)
             portable = _portable_members(node, module.aliases, own)
-            module.classes.setdefault(node.name, Class(node.name, bases, methods, _members(node), portable, _stored_members(node)))
+            module.classes.setdefault(node.name, Class(node.name, bases, methods, _members(node), portable))
     return module
 
 
