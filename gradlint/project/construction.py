@@ -101,13 +101,22 @@ class Deliveries:
 
     def _candidates(self, key: str, class_name: str) -> list:
         """The files that may build or name the class: its own, and those whose import lines
-        hold its name, its module's or its package's."""
+        hold its name or its module's, or its package's when the text reaches the module
+        through it (`pkg.trainer.Trainer`)."""
         memo = ("candidates", key, class_name)
         if memo not in self._sites:
-            words = {class_name, _module_word(key), os.path.basename(os.path.dirname(key))}
+            module_word = _module_word(key)
+            words = {class_name, module_word}
+            package = os.path.basename(os.path.dirname(key))
+            through = f".{module_word}."
+
+            def may_name(site_key: str, text: str) -> bool:
+                imports = self.imports.get(site_key, set())
+                return not imports.isdisjoint(words) or (package in imports and through in text)
+
             self._sites[memo] = [
                 site_key for site_key, text in self.texts.items()
-                if class_name in text and (site_key == key or not self.imports.get(site_key, set()).isdisjoint(words))
+                if class_name in text and (site_key == key or may_name(site_key, text))
             ]
         return self._sites[memo]
 
@@ -129,7 +138,7 @@ class Deliveries:
             tree = self._tree(site_key)
             if tree is None:
                 return None
-            calls = _calls_of_class(_naming(tree, self.texts[site_key], class_name), tree, class_name)
+            calls = _calls_of_class(_naming(tree, self.texts[site_key], class_name), class_name)
             if calls is None or (site_key == key and _builds_itself(tree, class_name)):
                 return None
             if not calls:
@@ -153,6 +162,8 @@ class Deliveries:
         if key not in self._trees:
             text = self.texts.get(key)
             self._trees[key] = _parse(text) if text is not None else None
+            if self._trees[key] is not None and key in self.index.pending:
+                self.index.trees[key] = self._trees[key]  # its summary, if asked, needs no parse
         return self._trees[key]
 
     def _module(self, key: str, tree: Optional[ast.Module] = None) -> Optional[Module]:
@@ -226,25 +237,36 @@ class Deliveries:
         return answer
 
 
-def _naming(tree: ast.Module, text: str, class_name: str) -> list:
-    """The top-level statements whose lines hold the class's name: every place the tree names
-    it is in one of them (a big module names a class in a few functions; the rest is not walked)."""
+def _naming(tree: ast.Module, text: str, class_name: str) -> Optional[list]:
+    """(statement, its scope) for the statements whose lines hold the class's name, looked for
+    inside class bodies too: every place the tree names it is in one of them (a big module
+    names a class in a few methods; the rest is not walked).  None when a class of the tree
+    derives from it (its own construction sites hand the parameter too)."""
     lines = set()
     line, last = 1, 0
     for match in re.finditer(r"(?<!\w)" + re.escape(class_name) + r"(?!\w)", text):
         line += text.count("\n", last, match.start())
         last = match.start()
         lines.add(line)
-    out = []
-    for statement in tree.body:
+    out: list = []
+    stack = [(statement, tree) for statement in reversed(tree.body)]
+    while stack:
+        statement, scope = stack.pop()
         first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", ())])
         end = statement.end_lineno or statement.lineno
-        if any(first <= number <= end for number in lines):
-            out.append(statement)
+        if not any(first <= number <= end for number in lines):
+            continue
+        if not isinstance(statement, ast.ClassDef):
+            out.append((statement, scope))
+            continue
+        if any((_dotted(base) or "").rsplit(".", 1)[-1] == class_name for base in statement.bases):
+            return None
+        out += [(expr, scope) for expr in statement.bases + [k.value for k in statement.keywords] + statement.decorator_list]
+        stack += [(inner, statement) for inner in reversed(statement.body)]
     return out
 
 
-def _calls_of_class(statements: list, tree: ast.Module, class_name: str) -> Optional[list]:
+def _calls_of_class(statements: Optional[list], class_name: str) -> Optional[list]:
     """(call, scope) of each call of a name ending in the class's name, in one walk; None when
     the tree subclasses it, or names it other than where it is called, annotated or tested
     (`partial(Runner, ...)`, `factory = Runner`, `Runner.from_config(...)`): then a site may
@@ -252,7 +274,9 @@ def _calls_of_class(statements: list, tree: ast.Module, class_name: str) -> Opti
     calls: list = []
     allowed: set = set()
     named: list = []
-    for node, scope in (pair for statement in statements for pair in _walk_scoped(statement, tree)):
+    if statements is None:
+        return None
+    for node, scope in (pair for statement, outer in statements for pair in _walk_scoped(statement, outer)):
         if isinstance(node, ast.Call):
             allowed.add(id(node.func))
             callee = _dotted(node.func)

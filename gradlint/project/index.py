@@ -432,6 +432,7 @@ class Index:
         # (module, class) -> {attr: (module, class)}: an attribute stored from a constructor
         # parameter, and the class of the project every construction site hands it (construction.py)
         self.delivered: dict = {}
+        self.trees: dict = {}  # absolute path -> its `ast` tree, parsed before its summary was asked
         # modules holding a def that may touch gradients, and the __init__.py above them (None:
         # not narrowed, the language server's index)
         self.holders: Optional[frozenset] = None
@@ -459,6 +460,8 @@ class Index:
         if self.frozen or key not in self.pending:
             return None
         path, text, digest, wrappers = self.pending.pop(key)
+        if tree is None:  # parsed already for another question (construction.py): not again
+            tree = self.trees.pop(key, None)
         self.modules[key] = summarize(path, text, digest, wrappers, tree=tree, summarize_all=True)
         return self.modules[key]
 
@@ -466,6 +469,7 @@ class Index:
         """Done building: the texts of modules never parsed are let go, nothing is parsed later."""
         self.frozen = True
         self.pending = {}
+        self.trees = {}
         # what only the build asks (the disk): tens of megabytes on a big tree, in every worker
         self._exists = {}
         self.__dict__.pop("_resolved_on_disk", None)
