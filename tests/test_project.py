@@ -442,3 +442,82 @@ def _walk(nodes):
         yield node
         for attr in ("body", "then", "orelse"):
             yield from _walk(getattr(node, attr, None) or [])
+
+
+GRAD_TOOLS = """\
+import torch
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, clip=True):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.norm(torch.stack([torch.norm(g, norm_type) for g in grads]), norm_type)
+    if clip:
+        for g in grads:
+            g.detach().mul_(torch.clamp(max_norm / (total + 1e-6), max=1.0))
+    return total
+"""
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        ("clip_grad_norm_(model.parameters(), 1.0, clip=False)", []),
+        ("clip_grad_norm_(model.parameters(), 1.0, 2.0, False)", []),
+        ("clip_grad_norm_(model.parameters(), 1.0)", [("train.py", 7, "GL005")]),
+        ("clip_grad_norm_(model.parameters(), 1.0, clip=True)", [("train.py", 7, "GL005")]),
+        ("clip_grad_norm_(model.parameters(), 1.0, clip=flag)", [("train.py", 7, "GL005")]),
+    ],
+)
+def test_a_project_clip_switched_off_by_a_constant_argument_only_measures(tmp_path, call, expected):
+    """A project's own `clip_grad_norm_` is a clip by its name, except where the call's
+    constant arguments switch off every in-place write of its body (`clip=False`)."""
+    write(tmp_path, {"grad_tools.py": GRAD_TOOLS, "train.py": f"""\
+import torch
+from grad_tools import (
+    clip_grad_norm_,
+)
+for x, y in loader:
+    opt.zero_grad()
+    norm = {call}
+    model(x).sum().backward()
+    opt.step()
+"""})
+    assert found(run(tmp_path)) == expected
+
+
+def test_a_project_function_called_in_a_lightning_training_step_is_followed(tmp_path):
+    """Lightning runs training_step once per batch, so a call in it is a call in a training
+    loop: the project's measure-only clip (`clip=False`) is silent, its clipping call is
+    reported (before Lightning's backward, under automatic optimization)."""
+    write(tmp_path, {"utils/grad_tools.py": GRAD_TOOLS, "utils/__init__.py": "", "module.py": """\
+import torch
+from lightning import LightningModule
+from utils.grad_tools import (
+    clip_grad_norm_,
+)
+
+
+class Module(LightningModule):
+    def training_step(self, batch, batch_idx):
+        loss = self.net(batch).mean()
+        if self.global_step < self.warmup:
+            norm = clip_grad_norm_(self.net.parameters(), 1.0, clip=False)
+        else:
+            norm = clip_grad_norm_(self.net.parameters(), 1.0)
+        self.log("norm", norm)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+"""})
+    assert found(run(tmp_path)) == [("module.py", 14, "GL005")]
+
+
+def test_a_parenthesized_import_names_its_modules():
+    """`from . import (\\n    trainer,\\n)`: the names on the lines inside the parentheses are
+    modules the index may read, as on one line."""
+    from gradlint.project.index import import_targets
+
+    one_line = import_targets("from . import trainer, utils\n")
+    assert import_targets("from . import (\n    trainer,\n    utils,\n)\n") == one_line
+    assert import_targets("from . import (trainer,\n    utils)\nimport os\n") == one_line + ["os"]

@@ -62,14 +62,16 @@ def test_a_file_that_cannot_call_them_is_not_read_for_calls(tmp_path, monkeypatc
 def test_import_words_are_those_of_every_import_line():
     """import_words tries its pattern only at the lines that hold `import`: the same words as
     the pattern run over every line (the definition, spelled out here)."""
-    from gradlint.project.scan import _IMPORT_LINE, _WORD, import_words
+    from gradlint.project.scan import _WORD, IMPORT_LINE, continued_names, import_words
 
     def every_line(text: str) -> set[str]:
-        return {word for match in _IMPORT_LINE.finditer(text) for group in match.groups() if group
+        return {word for match in IMPORT_LINE.finditer(text)
+                for group in match.groups() + (continued_names(text, match),) if group
                 for word in _WORD.findall(group)}
 
     texts = [
         "import os\nfrom a.b import (c,\n    d)\n",
+        "from .utils import (\n    clip_grad_norm_,  # a comment\n    cleanup,\n)\nx = 1\n",
         "x = 1\n    import torch.nn as nn  # comment import y\n",
         "import a; import b\nreimport = 3\nprint('import z')\n",
         "from . import trainer\r\nfrom .. import util\r\nimport q\r\n",
@@ -80,3 +82,4 @@ def test_import_words_are_those_of_every_import_line():
     ]
     for text in texts:
         assert import_words(text) == every_line(text), text
+    assert {"d", "clip_grad_norm_", "cleanup"} <= import_words(texts[0] + texts[1])

@@ -180,3 +180,38 @@ def assigned_in(definition: cst.FunctionDef) -> frozenset:
     visitor = AssignedNames(into_defs=False, with_targets=False)
     walk(definition.body, visitor)
     return frozenset(visitor.names)
+
+
+def switched_off(definition: cst.FunctionDef, constants: Mapping[str, object]) -> bool:
+    """Does a call with these constants run none of the function's in-place tensor writes?
+
+    A project's copy of `clip_grad_norm_` with a `clip_grad=True` parameter, called with
+    `clip_grad=False`, only measures the norm: every `mul_` / `clamp_` / `_foreach_mul_` it
+    holds sits on a side of an `if` that the constants decide against.  A body with no such
+    write at all is not read as switched off: what it does is not known from here."""
+    writes = _in_place_writes(definition.body, constants, dead=False)
+    return bool(writes) and not any(live for live in writes)
+
+
+def _in_place_writes(node: cst.CSTNode, constants: Mapping[str, object], dead: bool) -> list:
+    """For each in-place method call under `node` (`x.mul_(c)`), whether it can run."""
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return []  # defined here, not run here
+    if isinstance(node, cst.If):
+        decided = truth(node.test, constants)
+        out = _in_place_writes(node.test, constants, dead)
+        out += _in_place_writes(node.body, constants, dead or decided is False)
+        if node.orelse is not None:
+            out += _in_place_writes(node.orelse, constants, dead or decided is True)
+        return out
+    out = []
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _is_in_place(node.func.attr.value):
+        out.append(not dead)
+    for child in node.children:
+        out += _in_place_writes(child, constants, dead)
+    return out
+
+
+def _is_in_place(method: str) -> bool:
+    """`mul_`, `clamp_`, `_foreach_mul_`: PyTorch's in-place spelling (not `__init__`)."""
+    return len(method) > 1 and method.endswith("_") and not method.endswith("__")

@@ -127,6 +127,11 @@ FRAMEWORK_TRAINERS = (
 )
 
 
+# A framework calls a method of these names once per batch: a call inside one is a call in a
+# training loop (project/scan.py's caller gate reads it so).
+PER_BATCH_METHODS = frozenset({TRAINING_STEP}).union(*(methods for _, _, methods in FRAMEWORK_TRAINERS))
+
+
 def framework_trainer(bases: list[str]) -> dict:
     """The per-batch methods (FRAMEWORK_TRAINERS) of a class with one of these qualified bases."""
     for base in bases:

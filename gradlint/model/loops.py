@@ -721,6 +721,8 @@ class Builder:
         event = classify.classify_call(call, ctx) if helper is None else None
         if event is not None and event.kind == api.B and ctx.grad_off == "all":
             return []  # a helper run without gradients computed its loss without a graph too
+        if event is not None and event.kind == api.C and self.clip_switched_off(call, ctx):
+            return []
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
@@ -747,6 +749,18 @@ class Builder:
             return [opaque] if opaque is not None else []
         definition, class_name, label, *other_module = helper
         return [Helper(self.inline(definition, call, class_name, label, ctx, *other_module))]
+
+    def clip_switched_off(self, call: cst.Call, ctx: Context) -> bool:
+        """A clip by its name (`clip_grad_norm_(...)`) that runs a function of the project
+        whose writes this call's constant arguments switch off (`clip_grad=False`): it
+        only measures the norm."""
+        helper = self.helper_for(call, ctx)
+        if helper is None:
+            return False
+        definition = helper[0]
+        first = definition.params.params[0].name.value if definition.params.params else None
+        constants = arguments.bound_constants(definition, call, skip_first=first in ("self", "cls"), outer=ctx.constants)
+        return bool(constants) and arguments.switched_off(definition, constants)
 
     def closure_step(self, call: cst.Call, event: Event, ctx: Context) -> list[Node]:
         closure = call.args[0].value

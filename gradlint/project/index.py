@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 
 from gradlint.digest import hex_digest
 from gradlint.model.events import OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS
+from gradlint.project.scan import IMPORT_LINE, continued_names
 
 # How far a name is followed through re-exports (`from .trainer import Trainer` in a
 # package's __init__.py) and how deep modules are read through each other's imports.
@@ -28,8 +29,6 @@ _MAX_BYTES = 8 * 1024 * 1024
 # or the API's event of that name wins (`x.step()` is a step before it is a helper).
 _NEVER_HELPERS = frozenset({"__init__", "__call__", "forward", "main", "backward", "step", "zero_grad", "optimizer_step"})
 # (except the API's names on a class that defines its own protocol: events.OWN_PROTOCOL_METHODS)
-# The modules an import statement names, read from the text before any parse.
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
 
 
@@ -364,11 +363,11 @@ def import_targets(text: str) -> list[str]:
     """The qualified names (as Imports writes them) that the file's import lines name, read
     without a parse: `from .a import b, c` gives `.a`, `.a.b`, `.a.c`."""
     out: list[str] = []
-    for match in _IMPORT_LINE.finditer(text):
+    for match in IMPORT_LINE.finditer(text):
         base, names, plain = match.groups()
         if base is not None:
             out.append(base)
-            for name in _WORD.findall(names or ""):
+            for name in _WORD.findall((names or "") + " " + continued_names(text, match)):
                 if name != "import":
                     out.append(f"{base}{name}" if base.endswith(".") else f"{base}.{name}")
         elif plain:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from gradlint.model.events import (
     BACKWARD_NAMES,
     CLIP_FUNCTIONS,
+    PER_BATCH_METHODS,
     OWN_PROTOCOL_METHODS,
     PROTOCOL_FREE_BASES,
     SELF_UNSCALING_CLIPS,
@@ -49,8 +50,11 @@ _SPELLINGS = tuple(
     ]
 )
 
+# A def named as a clip (a project's own `clip_grad_norm_`) is a clip by its name where it is
+# called, so it is one of the defs that touch gradients even when its body's writes read as none.
+_CLIP_NAMES = CLIP_FUNCTIONS | SELF_UNSCALING_CLIPS
 _STEPPER = re.compile(r"opt|scaler|engine", re.I)
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
+IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
 
 
@@ -59,6 +63,16 @@ class Scan:
     imports: set = field(default_factory=set)  # words of the import lines
     functions: set = field(default_factory=set)  # names of top-level (or nested) functions around a spelling
     methods: dict = field(default_factory=dict)  # names of methods around a spelling -> their classes
+
+
+def continued_names(text: str, match: "re.Match") -> str:
+    """The lines an import line's parenthesis continues on (`from .utils import (` then
+    `    clip_grad_norm_,` ... `)`), up to the `)`: "" for a one-line import."""
+    names = match.group(2)
+    if not names or "(" not in names or ")" in names:
+        return ""
+    close = text.find(")", match.end())
+    return text[match.end() : len(text) if close < 0 else close]
 
 
 def import_words(text: str) -> set[str]:
@@ -72,11 +86,12 @@ def import_words(text: str) -> set[str]:
         start = text.rfind("\n", 0, at) + 1
         if start != done:
             done = start
-            match = _IMPORT_LINE.match(text, start)
+            match = IMPORT_LINE.match(text, start)
             if match is not None:
                 for group in match.groups():
                     if group:
                         words.update(_WORD.findall(group))
+                words.update(_WORD.findall(continued_names(text, match)))
         at = text.find("import", at + 6)
     return words
 
@@ -120,7 +135,27 @@ class _Heads:
         self.offsets = [h[0] for h in self.heads]
 
     def around(self, offset: int) -> list[tuple]:
-        """(kind, name, owner kind) of each head around the line holding `offset`, innermost first."""
+        """(kind, name, owner kind) of each head around the line holding `offset`, innermost first
+        (a def whose own head line holds it is not among them: see named_def)."""
+        found = self._enclosing(offset)
+        return [(h[2], h[3], found[i + 1] if i + 1 < len(found) else _NO_HEAD) for i, h in enumerate(found)]
+
+    def named_def(self, offset: int, names) -> list[tuple]:
+        """`around` for the def whose head line names itself at `offset` with one of `names`
+        (`def clip_grad_norm_(params, max_norm, clip=True):`): a clip by its name, the def
+        first; [] for any other offset."""
+        text = self.text
+        line_start = text.rfind("\n", 0, offset) + 1
+        at = bisect_left(self.offsets, line_start)
+        if at == len(self.offsets) or self.offsets[at] != line_start:
+            return []
+        head = self.heads[at]
+        if head[2] != "def" or head[3] not in names or not text.startswith(head[3], offset):
+            return []
+        found = self._enclosing(offset)
+        return [(head[2], head[3], found[0] if found else _NO_HEAD)] + self.around(offset)
+
+    def _enclosing(self, offset: int) -> list[tuple]:
         text = self.text
         line_start = text.rfind("\n", 0, offset) + 1
         prefix = text[line_start:offset]
@@ -133,7 +168,10 @@ class _Heads:
                 found.append(head)
                 indent = head[1]
             index -= 1
-        return [(h[2], h[3], found[i + 1] if i + 1 < len(found) else (None, None, None, None, "")) for i, h in enumerate(found)]
+        return found
+
+
+_NO_HEAD = (None, None, None, None, "")
 
 
 _MAX_BASES = 300  # characters of a class's bases read (a longer list is not protocol-free anyway)
@@ -235,7 +273,7 @@ def scan(text: str, wrappers=None) -> Scan:
         return found
     inside, heads = _layout(text)
     for offset in spellings:
-        functions, methods = _defs(heads.around(offset))
+        functions, methods = _defs(heads.named_def(offset, _CLIP_NAMES) or heads.around(offset))
         found.functions |= functions
         merge(found.methods, methods)
     _local_wrappers(text, heads, inside, found)
@@ -299,7 +337,7 @@ def _placed(text: str, heads: "_Heads", inside, names, accept) -> tuple[bool, se
         if inside(match.start()) or not accept(match.group(1), _receiver(text, match.start())):
             continue
         kinds = heads.around(match.start())
-        in_loop = in_loop or any(kind == "loop" for kind, _, _ in kinds)
+        in_loop = in_loop or any(kind == "loop" or (kind == "def" and name in PER_BATCH_METHODS) for kind, name, _ in kinds)
         f, m = _defs(kinds)
         functions |= f
         merge(methods, m)
