@@ -1253,3 +1253,93 @@ def test_a_threshold_multiplied_by_the_scale_needs_no_unscale():
 def test_a_threshold_in_plain_units_still_needs_the_unscale():
     source = case(_SCALED_THRESHOLD.format(mark="  # expect: GL006", scale=""))
     assert marks(source) == expected_marks(source) != []
+
+
+# --- a name bound to the scaled loss (`loss = scaler.scale(loss)`): its backward is scaled, on
+# the paths where that binding reaches it ---------------------------------------------------
+
+_SCALED_HEAD = """
+import torch
+scaler = torch.amp.GradScaler("cuda")
+def train(model, opt, loader, amp):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = model(x).sum()
+"""
+SCALED_NAME = {
+    "rebound": """
+        loss = scaler.scale(loss)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+        scaler.step(opt)
+        scaler.update()
+""",
+    "a name of its own": """
+        scaled_loss = scaler.scale(loss)
+        scaled_loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+        scaler.step(opt)
+        scaler.update()
+""",
+    "rebound on one side, clipped on that side's path": """
+        if amp:
+            loss = scaler.scale(loss)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+        if amp:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+""",
+    "rebound on the other side of a negated test": """
+        if not amp:
+            pass
+        else:
+            loss = scaler.scale(loss)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+        scaler.step(opt)
+        scaler.update()
+""",
+    "rebound, then unscaled on the same test": """
+        if amp:
+            loss = scaler.scale(loss)
+        loss.backward()
+        if amp:
+            scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if amp:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+""",
+    "rebound, then bound again to the plain loss": """
+        loss = scaler.scale(loss)
+        loss = model(x).sum()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+""",
+    "scaled under another name, the plain loss backpropagated": """
+        scaled = scaler.scale(loss)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+""",
+    "a disabled scaler scales nothing": """
+        plain = torch.amp.GradScaler("cuda", enabled=False)
+        loss = plain.scale(loss)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        plain.step(opt)
+        plain.update()
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(SCALED_NAME))
+def test_a_name_bound_to_the_scaled_loss(name):
+    source = case(_SCALED_HEAD + SCALED_NAME[name].lstrip("\n"))
+    assert marks(source) == expected_marks(source)

@@ -83,3 +83,22 @@ def test_import_words_are_those_of_every_import_line():
     for text in texts:
         assert import_words(text) == every_line(text), text
     assert {"d", "clip_grad_norm_", "cleanup"} <= import_words(texts[0] + texts[1])
+
+
+def test_called_names_are_the_words_before_an_opening_parenthesis():
+    """called_names' pattern takes each word whole (a lookahead, no backtracking into it): the
+    same names as the plain definition, a word then spaces or tabs then `(`."""
+    import re
+
+    from gradlint.project.scan import called_names
+
+    plain = re.compile(r"(?<!\w)(\w+)[ \t]*\(")
+    texts = [
+        "f(x)\nself.opt.step ()\n  g\t(1)\nh\n(2)\n",
+        "a_b1(c(d))\n_e (f)\nx.y.z(w) + q[0](r)\n",
+        "word" * 500 + " no call here\n" + "k" * 300 + "(1)\n",
+        "é(1)\nnon_ascii_名前(2)\n1f(3)\n",
+        "",
+    ]
+    for text in texts:
+        assert called_names(text) == frozenset(plain.findall(text)), text

@@ -280,6 +280,10 @@ class Builder:
         self.single_steps: dict[str, tuple[str, bool]] = {}
         self._reassigned: dict[int, frozenset] = {}  # id of a helper def -> names its body assigns
         self._derivations: dict[int, tuple] = {}  # id of a helper def -> its names set once
+        # names bound to a GradScaler's scaled loss at this point of the body being built
+        # (`loss = scaler.scale(loss)`): SCALED, or (test, side) when only one side of an `if`
+        # bound it so; a backward of such a name is a scaled backward on those paths
+        self.scaled: dict[str, object] = {}
 
     def use_piece(self, module: cst.Module, bindings) -> None:
         """Go on with another piece of the file (piecewise.py); node ids of the last one are reused."""
@@ -394,6 +398,7 @@ class Builder:
             if handoff:
                 return out + handoff + [self.rebind(stmt, ctx)]
             grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
+            self.note_scaled(stmt, ctx)
             return out + ([grad] if grad is not None else []) + [self.rebind(stmt, ctx)]
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
@@ -413,13 +418,17 @@ class Builder:
                 return pre + self.if_statement(stmt.orelse, ctx)
             return pre + (self.suite(stmt.orelse.body, ctx) if isinstance(stmt.orelse, cst.Else) else [])
         ctx = self.name_filtered(stmt.test, ctx)
+        before = dict(self.scaled)
         then = self.suite(stmt.body, ctx)
+        after_then, self.scaled = self.scaled, dict(before)
         if isinstance(stmt.orelse, cst.If):
             orelse = self.if_statement(stmt.orelse, ctx)
         elif isinstance(stmt.orelse, cst.Else):
             orelse = self.suite(stmt.orelse.body, ctx)
         else:
             orelse = []
+        if after_then or self.scaled:
+            self.scaled = _scaled_after(stmt.test, after_then, self.scaled)
         if _only_rebinds(then) and _only_rebinds(orelse):
             return pre + then + orelse  # no event, no jump: only what it may assign counts
         return pre + [self.branch(stmt.test, ctx, then, orelse)]
@@ -723,6 +732,8 @@ class Builder:
             return []  # a helper run without gradients computed its loss without a graph too
         if event is not None and event.kind == api.C and self.clip_switched_off(call, ctx):
             return []
+        if event is not None and event.kind == api.B and not event.scaled and self.scaled:
+            return self.scaled_backward(call, event, ctx)
         if event is not None:
             if event.kind == api.S and event.closure:
                 return self.closure_step(call, event, ctx)
@@ -749,6 +760,37 @@ class Builder:
             return [opaque] if opaque is not None else []
         definition, class_name, label, *other_module = helper
         return [Helper(self.inline(definition, call, class_name, label, ctx, *other_module))]
+
+    def note_scaled(self, stmt, ctx: Context) -> None:
+        """Keep `self.scaled` up to date with an assignment: `loss = scaler.scale(loss)` binds
+        `loss` to the scaled loss, any other binds it to something else."""
+        targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        names = [ctx.substitute(name) for target in targets for name in target_names(target)]
+        if not self.scaled and not isinstance(stmt.value, cst.Call):
+            return
+        for name in names:
+            self.scaled.pop(name, None)
+        value = stmt.value
+        if (
+            len(names) == 1 and names[0] and isinstance(targets[0], cst.Name)
+            and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "scale"
+        ):
+            scaler = ctx.name(value.func.value)
+            if self.bindings.is_scaler(scaler) and not self.bindings.scaler_disabled(scaler):
+                self.scaled[names[0]] = SCALED
+
+    def scaled_backward(self, call: cst.Call, event: Event, ctx: Context) -> list[Node]:
+        """`loss.backward()` of a name bound to the scaled loss: scaled, on every path or on the
+        side of the test under which it was bound (one test, so both take the same side)."""
+        func = call.func
+        state = self.scaled.get(ctx.name(func.value)) if isinstance(func, cst.Attribute) else None
+        if state is None:
+            return [event]
+        scaled = replace(event, scaled=True)
+        if state is SCALED:
+            return [scaled]
+        test, side = state
+        return [self.branch(test, ctx, [scaled], [event]) if side else self.branch(test, ctx, [event], [scaled])]
 
     def clip_switched_off(self, call: cst.Call, ctx: Context) -> bool:
         """A clip by its name (`clip_grad_norm_(...)`) that runs a function of the project
@@ -898,7 +940,11 @@ class Builder:
             )
             # `is_train = optimizer is not None` of a call that passes `optimizer=None`
             inner.constants = arguments.derived_constants(self.derivations(definition), inner.constants)
-        return self.suite(definition.body, inner)
+        outer_scaled, self.scaled = self.scaled, {}  # the helper's names are its own
+        try:
+            return self.suite(definition.body, inner)
+        finally:
+            self.scaled = outer_scaled
 
     # -- loops --
 
@@ -911,7 +957,7 @@ class Builder:
             walk(node, names)
             assigned = frozenset(names.names)
         ctx = Context(self, class_name, assigned)
-        self.conditions, self.single_steps = {}, {}
+        self.conditions, self.single_steps, self.scaled = {}, {}, {}
         if isinstance(node, cst.For):
             owner = self.iteration_owner(node.iter, ctx)
             if owner is not None:
@@ -930,7 +976,7 @@ class Builder:
         assigned = AssignedNames()
         walk(node, assigned)
         ctx = Context(self, class_name, frozenset(assigned.names))
-        self.conditions, self.single_steps = {}, {}
+        self.conditions, self.single_steps, self.scaled = {}, {}, {}
         # Its `return` ends one iteration, not the loop: the body runs as an inlined helper.
         body = [Helper(self.suite(node.body, ctx))]
         return self._finish(LoopModel(self._header_span(node), kind, body))
@@ -1482,6 +1528,26 @@ class LoopFinder:
         if not any(e.kind == api.B for e in events):  # manual_backward means manual optimization
             self.lightning_clips.extend(e for e in events if e.kind == api.C)
         return None
+
+
+SCALED = "scaled"  # Builder.scaled: bound to the scaled loss on every path
+
+
+def _scaled_after(test: cst.BaseExpression, then: dict, orelse: dict) -> dict:
+    """Builder.scaled after an `if`, from its state at the end of each side: a name scaled on
+    one side only is scaled on that side of the test (read again by Builder.branch); a name
+    whose sides disagree any other way is left out (its backward is read as unscaled)."""
+    out = {}
+    for name in then.keys() | orelse.keys():
+        a, b = then.get(name), orelse.get(name)
+        if a == b:
+            if a is not None:
+                out[name] = a
+        elif a is SCALED and b is None:
+            out[name] = (test, True)
+        elif a is None and b is SCALED:
+            out[name] = (test, False)
+    return out
 
 
 def _mark_foreign(loops: list[LoopModel]) -> None:
