@@ -722,6 +722,11 @@ class Builder:
             return [self.documented(kind, target, call, ctx, f"super().{_super_method(call)}()")
                     for kind, target in ctx.super_events[_super_method(call)]]
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
+        if helper is None and self.project is not None and _guessed_step(call, ctx) and len(ctx.helpers) < MAX_HELPER_DEPTH:
+            # `self.optimizer_scheduler.step()` on an object the file cannot resolve, which the
+            # project knows to be of its own class with a step(): that method, not the API's step
+            # guessed from the name (an object the file does resolve keeps what it resolves to)
+            helper = self.project.helper_for(call, ctx)
         event = classify.classify_call(call, ctx) if helper is None else None
         if event is not None and event.kind == api.B and ctx.grad_off == "all":
             return []  # a helper run without gradients computed its loss without a graph too
@@ -1330,6 +1335,15 @@ def _super_method(call: cst.Call) -> Optional[str]:
     ):
         return func.attr.value
     return None
+
+
+def _guessed_step(call: cst.Call, ctx: Context) -> bool:
+    """`x.step()` on a name the file's bindings do not resolve (only its name may say what it is)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+        return False
+    name = ctx.name(func.value)
+    return name is not None and ctx.bindings.kind(name) is None
 
 
 def _is_self_call(call: cst.Call) -> bool:

@@ -24,6 +24,9 @@ Where the index is built, and why there:
   the names it calls; per class, its bases and what its `self` attributes are built from;
   per module, its import aliases.  The libcst side (**foreign.py**) parses only the
   definitions a modelled loop really calls, once per check.
+* A class's attribute stored from a constructor parameter (`self.pair = pair`) gets the
+  class of the project every construction site hands it (**construction.py**): the few
+  files that build the class are parsed to read their arguments.
 * A file's result then depends on other files: the result cache's key holds the digest of
   every module the index parsed (view.py); a file that calls into no other module keeps
   the key it had.

@@ -298,11 +298,17 @@ class Project:
                 classes = {(hit[0], hit[1].name): hit for hit in hits if hit is not None}
                 if len(classes) == 1 and None not in hits:
                     return next(iter(classes.values()))
+                if not callees:  # `self.pair = pair`: what the class's construction sites hand it
+                    return self.index.delivered_class(scope.key, scope.cls.name, receiver[len("self.") :])
             return None
         bindings = ctx.bindings
         if receiver == "self":
             return self._base_class(ctx.class_name, bindings)
         values = bindings.assigns.get(receiver, ())
+        if receiver.startswith("self.") and receiver.count(".") == 1 and values and all(isinstance(v, cst.Name) for v in values):
+            # `self.pair = pair` in this file's class: what the construction sites hand it (the
+            # index read them as the file was saved: its assignments must still be only names)
+            return self.index.delivered_class(self.key, ctx.class_name, receiver[len("self.") :])
         callees = set()
         for value in values:
             if not isinstance(value, cst.Call):

@@ -50,6 +50,7 @@ class Function:
     methods: frozenset = frozenset()  # names it calls on `self`: `self.m(...)`
     through_modules: frozenset = frozenset()  # names it calls on a module alias: `utils.clip(...)`
     members: frozenset = frozenset()  # (attribute, name) it calls on a `self` attribute: `self.x.m(...)`
+    decorated: bool = False  # a decorator may make it return something else than its body does
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
     return Function(
         node.name, qualname, params, text, first, indent,
         frozenset(bare | on_self | through | other | {m for _, m in members}), gradient,
-        frozenset(bare), frozenset(on_self), frozenset(through), frozenset(members),
+        frozenset(bare), frozenset(on_self), frozenset(through), frozenset(members), bool(node.decorator_list),
     )
 
 
@@ -427,6 +428,10 @@ class Index:
         self.roots = sorted({os.path.abspath(r) if os.path.isdir(r) else os.path.dirname(os.path.abspath(r)) for r in roots})
         self.relevant: set[tuple[str, str]] = set()  # (absolute path, qualname) of functions that touch gradients
         self.reachable_words: frozenset = frozenset()
+        # (module, class) -> {attr: (module, class)}: an attribute stored from a constructor
+        # parameter, and the class of the project every construction site hands it (construction.py)
+        self.delivered: dict = {}
+        self.trees: dict = {}  # absolute path -> its `ast` tree, parsed before its summary was asked
         # modules holding a def that may touch gradients, and the __init__.py above them (None:
         # not narrowed, the language server's index)
         self.holders: Optional[frozenset] = None
@@ -446,20 +451,24 @@ class Index:
             self.pending[key] = (path, text, digest, wrappers)
         return key
 
-    def module(self, key: str) -> Optional[Module]:
-        """The entry of a known module, parsed now if it was not yet (never once frozen)."""
+    def module(self, key: str, tree: Optional[ast.Module] = None) -> Optional[Module]:
+        """The entry of a known module, parsed now if it was not yet (never once frozen);
+        `tree`: its text's parse, when the caller has it already."""
         if key in self.modules:
             return self.modules[key]
         if self.frozen or key not in self.pending:
             return None
         path, text, digest, wrappers = self.pending.pop(key)
-        self.modules[key] = summarize(path, text, digest, wrappers, summarize_all=True)
+        if tree is None:  # parsed already for another question (construction.py): not again
+            tree = self.trees.pop(key, None)
+        self.modules[key] = summarize(path, text, digest, wrappers, tree=tree, summarize_all=True)
         return self.modules[key]
 
     def freeze(self) -> None:
         """Done building: the texts of modules never parsed are let go, nothing is parsed later."""
         self.frozen = True
         self.pending = {}
+        self.trees = {}
         # what only the build asks (the disk): tens of megabytes on a big tree, in every worker
         self._exists = {}
         self.__dict__.pop("_resolved_on_disk", None)
@@ -522,7 +531,8 @@ class Index:
                     continue
                 if f.name in _NEVER_HELPERS and not (f.name in OWN_PROTOCOL_METHODS and self._own_protocol(key, cls)):
                     continue
-                if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class):
+                if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class) \
+                        or self._reaches_delivered(key, f, cls, by_class):
                     relevant.add((key, f.qualname))
                     if cls is None:
                         plain.add(f.name)
@@ -561,6 +571,14 @@ class Index:
                     return True
         return False
 
+    def _reaches_delivered(self, key: str, f: Function, cls: Optional["Class"], by_class: dict) -> bool:
+        """`self.pair.step()` on an attribute stored from a constructor parameter whose
+        construction sites all hand it a class that has such a method."""
+        delivered = self.delivered.get((key, cls.name)) if cls is not None and f.members else None
+        if not delivered:
+            return False
+        return any(name in by_class.get(delivered[attr][1], ()) for attr, name in f.members if attr in delivered)
+
     def copy(self) -> "Index":
         """A new index with the same modules (the language server changes the copy, then swaps)."""
         new = Index()
@@ -569,6 +587,7 @@ class Index:
         new.known = set(self.known)
         new.pending = dict(self.pending)
         new.frozen = self.frozen
+        new.delivered = dict(self.delivered)
         return new
 
     # --- resolution (any process) -------------------------------------------------------
@@ -739,6 +758,14 @@ class Index:
             if found is not None and found[0] == "class":
                 return found[1], found[3]
         return None
+
+    def delivered_class(self, key: str, class_name: Optional[str], attr: str) -> Optional[tuple[str, Class]]:
+        """(module, class) of `self.attr` in the class `class_name` of module `key`, when every
+        construction site of that class hands the attribute's parameter an instance of it."""
+        hit = self.delivered.get((key, class_name), {}).get(attr) if class_name else None
+        module = self.module(hit[0]) if hit is not None else None
+        cls = module.classes.get(hit[1]) if module is not None else None
+        return (hit[0], cls) if cls is not None else None
 
     def is_relevant(self, key: str, function: Function) -> bool:
         return (key, function.qualname) in self.relevant

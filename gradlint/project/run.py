@@ -64,7 +64,12 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         index.freeze()
         forget_calls()
         return index, {}
+    from gradlint.project.construction import Deliveries
     from gradlint.project.view import walk
+
+    # what the build scanned, for the construction sites of a class (construction.py)
+    known_texts = {key: texts[key] if key in texts else index.pending[key][1] for key in scans if key in texts or key in index.pending}
+    deliveries = Deliveries(index, known_texts, {key: found.imports for key, found in scans.items()})
 
     # Callers are found round by round: a def around a call of one of them wraps it (Trainer.
     # train_step calling self.stepper.run(loss)) and joins them, and a file that calls one of
@@ -85,8 +90,14 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
                 by_class.setdefault(cls, set()).add(name)
         for path, key in run_keys:
             found = scans[key]
+            if looked.get(key) == size:
+                continue
+            # a class of the project handed to this file's class by its construction sites
+            # (`self.pair.step()`, `self.pair = pair`): as if the file imported it
+            delivered = deliveries.classes_for(key, methods)
+            imports = found.imports | delivered if delivered else found.imports
             # cheapest first: an import line that may reach one, then the name in the text at all
-            if looked.get(key) == size or found.imports.isdisjoint(words):
+            if imports.isdisjoint(words):
                 continue
             # what calls_of can accept here (its own test): a function, bare or through a module,
             # or a method of a class the import lines name (`model.train()` is no call of a
@@ -94,13 +105,13 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             # (set intersections: each walks the smaller set, the file's calls)
             called = called_names(texts[key])
             if called.isdisjoint(functions) and not any(
-                not called.isdisjoint(by_class[word]) for word in found.imports if word in by_class
+                not called.isdisjoint(by_class[word]) for word in imports if word in by_class
             ):
                 continue
-            if not _imports_a_holder(index, key, texts[key], holders, targets):
+            if not delivered and not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
             looked[key] = size
-            in_loop, wrapping_functions, wrapping_methods = calls_of(texts[key], functions, methods, found.imports)
+            in_loop, wrapping_functions, wrapping_methods = calls_of(texts[key], functions, methods, imports)
             found.functions |= wrapping_functions
             merge(found.methods, wrapping_methods)
             more_functions |= wrapping_functions
@@ -118,7 +129,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     index.reachable_words = frozenset(_words(scans, names))
     index.holders = None if every_module else frozenset(_holders(scans, names))
     for _, key in callers:
-        if index.holders is None or key in index.holders:  # its own defs matter: parsed
+        if index.holders is None or key in index.holders or key in index.modules:  # its own defs matter: parsed
             module = index.module(key)
         else:  # its imports are all the walk needs: read from its text
             path, text, digest, _ = index.pending.pop(key)

@@ -375,6 +375,8 @@ def forget() -> None:
     _CALLS.clear()
     _LAYOUTS.clear()
     _NAMES.clear()
+    _MEMBERS.clear()
+    _STORES.clear()
 
 
 def _layout(text: str) -> tuple:
@@ -410,6 +412,68 @@ def _calls_of_names(text: str, names) -> list:
     found = [_Call(name, at) for name in names if name in calls for at in calls[name]]
     found.sort(key=lambda call: call.begin)
     return found
+
+
+# `self.pair = pair`: an attribute stored from a bare name (a constructor's parameter, maybe),
+# and `self.pair.step(`: a call on an attribute.  Each starts with its literal, so a search
+# skips from one `self.` of the text to the next.
+_STORE = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
+_MEMBER_CALL = re.compile(r"self\.(\w+)[ \t]*\.[ \t]*(\w+)[ \t]*\(")
+_CONSTANTS = frozenset({"None", "True", "False"})
+# text -> its calls on attributes, [(attr, name, offset)]; and -> {attr: offsets of its
+# stores from a bare name}, only read for a text that calls one of the names asked.
+# Cleared by forget().
+_MEMBERS: dict = {}
+_STORES: dict = {}
+
+
+def _member_calls(text: str) -> list:
+    found = _MEMBERS.get(text)
+    if found is None:
+        found = _MEMBERS[text] = [(m.group(1), m.group(2), m.start(2)) for m in _MEMBER_CALL.finditer(text)] if "self." in text else []
+    return found
+
+
+def _stores(text: str) -> dict:
+    found = _STORES.get(text)
+    if found is None:
+        found = _STORES[text] = {}
+        for match in _STORE.finditer(text):
+            if match.group(2) not in _CONSTANTS and not match.group(2)[0].isdigit():
+                found.setdefault(match.group(1), []).append(match.start())
+    return found
+
+
+def member_calls(text: str, names) -> dict:
+    """Calls `self.attr.name(...)` of these names, in a method of a class whose `__init__`
+    stores the attribute from a bare name (`self.attr = attr`): class -> the attributes.
+    (What they are, the construction sites of the class say: construction.py.)"""
+    calls = [(attr, at) for attr, name, at in _member_calls(text) if name in names]
+    stores = _stores(text) if calls else {}
+    calls = [(attr, at) for attr, at in calls if attr in stores]
+    if not calls:
+        return {}
+    inside, heads = _layout(text)
+    out: dict = {}
+    for attr, at in calls:
+        if inside(at):
+            continue
+        owner = _class_around(heads, at)
+        if owner is not None and attr not in out.get(owner, ()) and any(
+            _class_around(heads, store, "__init__") == owner for store in stores[attr]
+        ):
+            out.setdefault(owner, set()).add(attr)
+    return out
+
+
+def _class_around(heads: "_Heads", offset: int, method: str = "") -> str:
+    """The class whose method (named `method`, if given) holds the offset, or None."""
+    for kind, name, owner in heads.around(offset):
+        if kind == "def":
+            if owner[2] == "class" and (not method or name == method):
+                return owner[3]
+            return None
+    return None
 
 
 def has_spelling(text: str, wrappers=None) -> bool:

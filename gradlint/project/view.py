@@ -142,6 +142,14 @@ def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
     """The view of the module at `key` as `module` reads (the language server: an unsaved buffer)."""
     callbacks: set = set()
     words, _ = walk(index, key, module, callbacks)
+    for (here, _class), attrs in index.delivered.items():  # classes handed to this file's classes
+        if here != key:
+            continue
+        for target, class_name in attrs.values():
+            target_module = index.module(target)
+            cls = target_module.classes.get(class_name) if target_module is not None else None
+            if cls is not None:
+                words |= _relevant_words(index, ("class", target, target_module, cls), callbacks)
     if not words:
         return None
     return View(key, tuple(sorted(words)), index_digest(index), tuple(sorted(callbacks - words)))
