@@ -329,7 +329,7 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
 # --- many files ------------------------------------------------------------------
 
 import os  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a generated or vendored monster: say so, do not stall the run
 
@@ -638,7 +638,31 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
             cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, proven=options.prove_fixes), result)
     if cache is not None:
         cache.save_parsed()
-    return results
+    return _one_finding_per_call(results)
+
+
+def _one_finding_per_call(results: list) -> list:
+    """A finding on a call into another module whose misplaced event (its first related
+    location) is reported in that module's own result with the same code is the same bug:
+    only the finding on the event itself is kept (where a fix or a `# noqa` goes).  A run
+    that does not check the other module keeps the call's finding: it is the only one."""
+    reported = {
+        (os.path.abspath(r.path), f.line, f.code)
+        for r in results if r is not None for f in list(r.findings) + list(r.suppressed)
+    }
+    out = []
+    for result in results:
+        if result is not None and any(_reported_there(f, reported) for f in result.findings):
+            result = replace(result, findings=[f for f in result.findings if not _reported_there(f, reported)])
+        out.append(result)
+    return out
+
+
+def _reported_there(finding: Finding, reported: set) -> bool:
+    first = finding.related[0] if finding.related else None
+    if first is None or first.path is None or os.path.abspath(first.path) == os.path.abspath(finding.path):
+        return False
+    return (os.path.abspath(first.path), first.span.line, finding.code) in reported
 
 
 def _index_again(files: list, roots: tuple, notebooks=None):

@@ -521,3 +521,13 @@ def test_a_parenthesized_import_names_its_modules():
     one_line = import_targets("from . import trainer, utils\n")
     assert import_targets("from . import (\n    trainer,\n    utils,\n)\n") == one_line
     assert import_targets("from . import (trainer,\n    utils)\nimport os\n") == one_line + ["os"]
+
+
+def test_one_misplaced_call_in_another_module_gives_one_finding(tmp_path):
+    """The loop's call into the updater and the updater's own function both see its clip of
+    scaled gradients: a run that checks both files reports it once, on the clip; a run of the
+    loop's file alone reports it on the call (the only place that run reports anything)."""
+    folder = ROOT / "fixtures" / "gl006" / "scaled_backward_in_caller"
+    write(tmp_path, {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.py")})
+    assert found(run(tmp_path)) == [("wrong_updater.py", 17, "GL006")]
+    assert found(run(tmp_path, "train_with_wrong_updater.py")) == [("train_with_wrong_updater.py", 23, "GL006")]
