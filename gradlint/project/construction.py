@@ -43,7 +43,9 @@ class Deliveries:
         self.texts = texts  # key -> text of every module the build scanned
         self.imports = imports  # key -> the words of its import lines
         self._trees: dict = {}  # key -> ast of a construction site's module (None: no parse)
-        self._sites: dict = {}  # (key, class) -> [(site key, call, scope)], None: unknown
+        # (key, class) -> [(site key, call, scope)] (None: unknown); ("stored", key, class) -> its
+        # stored attributes; ("candidates", key, class) -> the files that may name it
+        self._sites: dict = {}
         self._returns: dict = {}  # (key, qualname) -> (module key, class name) or None
         self._asked: dict = {}  # (key, class, attr) -> answer
 
