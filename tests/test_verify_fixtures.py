@@ -108,7 +108,8 @@ VERIFY_GAPS = {
         "a clear that throws fresh gradients away on every run it makes is taken for a deliberate "
         "skip (a bad batch), and the prepared optimizer's clear at the top of `accumulate()` runs only "
         "on the syncing micro-step, where it always does"),
-    **{path: _ACROSS_FILES for path in PATHS if _in_a_project(path) and not _found_alone(path)},
+    # (a marked script only: a clean one that a check alone misreads is still clean at run time)
+    **{path: _ACROSS_FILES for path in PATHS if _in_a_project(path) and _marks(path) and not _found_alone(path)},
 }
 
 
