@@ -531,3 +531,40 @@ def test_one_misplaced_call_in_another_module_gives_one_finding(tmp_path):
     write(tmp_path, {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.py")})
     assert found(run(tmp_path)) == [("wrong_updater.py", 17, "GL006")]
     assert found(run(tmp_path, "train_with_wrong_updater.py")) == [("train_with_wrong_updater.py", 23, "GL006")]
+
+
+def test_a_caller_parsed_earlier_for_a_base_class_does_not_stop_the_run(tmp_path):
+    """a_main.py's walk looks up Trainer's base class and so parses base_mod.py, which is also
+    a caller (its loop calls Trainer.train_step) but holds no gradient def: when its own turn
+    came, the index took it for unread and the whole run stopped with a KeyError (exit 2)."""
+    write(tmp_path, {
+        "trainer.py": """\
+from base_mod import Base
+
+
+class Trainer(Base):
+    def train_step(self, batch):
+        self.optimizer.zero_grad()
+        self.loss(batch).backward()
+        self.optimizer.step()
+""",
+        "base_mod.py": """\
+from trainer import Trainer
+
+
+class Base:
+    pass
+
+
+for b in []:
+    Trainer().train_step(b)
+""",
+        "a_main.py": """\
+from trainer import Trainer
+
+for b in []:
+    Trainer().train_step(b)
+""",
+    })
+    result = run(tmp_path)
+    assert result.errors() == [] and found(result) == []

@@ -129,9 +129,11 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     index.reachable_words = frozenset(_words(scans, names))
     index.holders = None if every_module else frozenset(_holders(scans, names))
     for _, key in callers:
-        if index.holders is None or key in index.holders or key in index.modules:  # its own defs matter: parsed
+        # its own defs matter, or an earlier caller's walk parsed it already (a base class
+        # looked up there): the summary; else only its imports, read from its text
+        if index.holders is None or key in index.holders or key in index.modules:
             module = index.module(key)
-        else:  # its imports are all the walk needs: read from its text
+        else:
             path, text, digest, _ = index.pending.pop(key)
             module = index.modules[key] = Module(path, digest, text_aliases(text))
         if module is not None:
