@@ -102,3 +102,13 @@ def test_called_names_are_the_words_before_an_opening_parenthesis():
     ]
     for text in texts:
         assert called_names(text) == frozenset(plain.findall(text)), text
+
+
+def test_stores_read_plain_and_annotated_assignments_of_a_name():
+    """`self.attr = name` with or without an annotation (one without a `:`, so that a long line
+    of `self.x:` is read in linear time) and with a comment; not a constant or a call."""
+    from gradlint.project.scan import _STORE
+
+    text = "self.a: int = a\nself.b = b  # c\nself.c: Dict[str, int] = c\nself.d = d()\nself.e = None\n"
+    assert [m.groups() for m in _STORE.finditer(text)] == [("a", "a"), ("b", "b"), ("c", "c"), ("e", "None")]
+    assert _STORE.findall("self.a:" * 2000) == []

@@ -417,7 +417,9 @@ def _calls_of_names(text: str, names) -> list:
 # `self.pair = pair`: an attribute stored from a bare name (a constructor's parameter, maybe),
 # and `self.pair.step(`: a call on an attribute.  Each starts with its literal, so a search
 # skips from one `self.` of the text to the next.
-_STORE = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
+# (an annotation runs to the `=` without a `:`: `self.a: int = a`; allowing `:` in it let each
+# `self.x:` of a long line rescan the rest of the line, quadratic in the line's length)
+_STORE = re.compile(r"self\.(\w+)[ \t]*(?::[^=:\n]*)?=[ \t]*(\w+)[ \t]*(?:#[^\n]*)?$", re.M)
 _MEMBER_CALL = re.compile(r"self\.(\w+)[ \t]*\.[ \t]*(\w+)[ \t]*\(")
 _CONSTANTS = frozenset({"None", "True", "False"})
 # text -> its calls on attributes, [(attr, name, offset)]; and -> {attr: offsets of its
