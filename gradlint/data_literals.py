@@ -66,14 +66,16 @@ _INNERMOST = re.compile(r"\[[0,]*\]|\([0,]*\)")
 _AFTER = re.compile(r"[ \t\f]*(?:#[^\n]*)?(?:\n|$)")
 
 
-def without_data(source: str) -> str:
-    """`source` with the inside of its big numeric data literals removed, or `source` itself."""
+def without_data(source: str, context=None) -> str:
+    """`source` with the inside of its big numeric data literals removed, or `source` itself.
+    `context`: the check's FileContext, which keeps the tree of the emptied text (usually the
+    text every later stage parses)."""
     if len(source) < MIN_CHARS or "\r" in source:
         return source
     regions = list(_displays(source))
     if not regions:
         return source
-    kept = _assigned(source, regions)
+    kept = _assigned(source, regions, context.tree if context is not None else python_ast.parse)
     return _emptied(source, kept)[0] if kept else source
 
 
@@ -125,13 +127,13 @@ def _emptied(source: str, regions: list[tuple[int, int]]) -> tuple[str, list[int
     return "".join(parts), starts
 
 
-def _assigned(source: str, regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _assigned(source: str, regions: list[tuple[int, int]], parse) -> list[tuple[int, int]]:
     """The regions that are the whole value of a top-level assignment to plain names, alone on their
     last line (judged in the text with every region emptied: emptying one changes no string, comment or
     bracket around another)."""
     emptied, starts = _emptied(source, regions)
     try:
-        tree = python_ast.parse(emptied)
+        tree = parse(emptied)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return []
     values: dict[tuple[int, int], ast.AST] = {}

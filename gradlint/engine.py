@@ -27,6 +27,7 @@ from gradlint.settings import Settings
 if TYPE_CHECKING:
     from typing import Callable
 
+    from gradlint.file_context import FileContext
     from gradlint.incremental import DocumentMemo
 
 
@@ -123,28 +124,31 @@ def _syntax_error(source: str, path: str, exc) -> FileError:
     return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
 
 
-def _screen(source: str, settings: Settings, memo=None, project=None):
+def _screen(context: "FileContext", settings: Settings, project=None):
     """What libcst should parse (gradlint/screen.py), None when nothing can be found."""
     from gradlint.screen import screen
 
     words = tuple(sorted(project.words)) if project is not None else ()
     # what the project's functions may call back in this file is kept by the screen too
     callbacks = tuple(sorted(project.callbacks)) if project is not None else ()
-    return screen(source, settings.wrappers, memo.nodes if memo is not None else None, words, callbacks)
+    memo = context.memo
+    return screen(context.source, settings.wrappers, memo.nodes if memo is not None else None, words, callbacks, context)
 
 
-def _guard(source: str, path: str, memo=None) -> None:
+def _guard(context: "FileContext") -> None:
     """gradlint/parse_guard.py: input that would crash or stall libcst's native parser (deep
     nesting) becomes a one-line error here, before libcst sees it.  So does a text CPython does
     not parse: every checked file is judged by CPython's parser, whether the analysis needs
     libcst or not (gradlint/syntax.py), with CPython's words."""
-    from gradlint import parse_guard, python_ast
+    from gradlint import parse_guard
 
-    refused = parse_guard.long_line(source, path) or parse_guard.check(source, path, memo.nodes if memo is not None else None)
+    source, path, memo = context.source, context.path, context.memo
+    nodes = memo.nodes if memo is not None else None
+    refused = parse_guard.long_line(source, path) or parse_guard.check(source, path, nodes, context)
     if refused is not None:
         raise _ParseFailure(refused)
     try:
-        python_ast.parse(source)  # the guard's tree: parsed once
+        context.tree()  # the guard's tree: parsed once
     except SyntaxError as exc:
         raise _ParseFailure(FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
     except (ValueError, RecursionError, MemoryError, OverflowError):
@@ -183,37 +187,36 @@ def _parse_screened(text: str, source: str, path: str):
         return _parse(source, path), source
 
 
-def _model_of_statements(text: str, source: str, path: str, settings: Settings, memo, project=None):
+def _model_of_statements(context: "FileContext", text: str, settings: Settings, project=None):
     """The model built from one piece per top-level statement, each piece's libcst tree reused
     from the memo when its text is unchanged; None when only a whole parse can give it."""
-    from gradlint import python_ast
     from gradlint.model import piecewise
     from gradlint.model.positions import AstTable
 
     try:
-        tree = python_ast.parse(text)  # the memo's chunks: only what the edit touched is parsed
+        tree = context.tree(text)  # the memo's chunks: only what the edit touched is parsed
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     spans = piecewise.statement_spans(tree)
     if not spans:
         return None
+    memo = context.memo
     return piecewise.build_in_pieces(
-        text, path, source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse, models=memo.models,
-        project=project,
+        text, context.path, context.source, settings.wrappers, AstTable(tree), spans, parse=memo.cst.parse,
+        models=memo.models, project=project, context=context,
     )
 
 
-def _model_in_pieces(text: str, source: str, path: str, settings: Settings, project=None):
+def _model_in_pieces(context: "FileContext", text: str, settings: Settings, project=None):
     """A huge file's model built piece by piece (gradlint/model/piecewise.py), else None."""
     from gradlint.model import piecewise
 
     if text.count("\n") < piecewise.PIECES_FROM:
         return None
-    from gradlint import python_ast
     from gradlint.model.positions import AstTable
 
     try:
-        tree = python_ast.parse(text)  # the guard's tree when the screen blanked nothing
+        tree = context.tree(text)  # the guard's tree when the screen blanked nothing
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the whole parse says what is wrong
     spans = piecewise.grouped(tree)
@@ -221,70 +224,58 @@ def _model_in_pieces(text: str, source: str, path: str, settings: Settings, proj
         return None  # one piece of most of the text: a whole parse costs the same
     table = AstTable(tree)
     del tree
-    python_ast.forget()  # tens of megabytes; the table holds what positions need
-    return piecewise.build_in_pieces(text, path, source, settings.wrappers, table, spans, project=project)
+    context.forget_trees()  # tens of megabytes; the table holds what positions need
+    return piecewise.build_in_pieces(
+        text, context.path, context.source, settings.wrappers, table, spans, project=project, context=context
+    )
 
 
 def _analyse(source: str, path: str, settings: Settings, memo=None, project=None) -> list[Finding]:
     if not source.strip():
         return []
-    import gc
+    from gradlint.file_context import FileContext
 
-    from gradlint import python_ast
-
-    # The analysis allocates a libcst tree and a model of the file, hundreds of thousands of
-    # objects and no reference cycles; the cyclic collector would walk them again and again
-    # while they are built (a quarter of the time on loop-dense files).  Paused for one file.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        if memo is None:
-            return _analyse_parsed(source, path, settings, project=project)
+    if memo is not None:
         memo.next_check()
-        with python_ast.reusing(memo.ast):
-            return _analyse_parsed(source, path, settings, memo, project)
+    try:
+        return _analyse_parsed(FileContext(path, source, memo), settings, project)
     finally:
-        python_ast.forget()  # the guard's ast (shared with the screen and positions) dies with the check
-        fix = sys.modules.get("gradlint.fix")
-        if fix is not None:
-            fix.forget()  # and the fixes' statements, which hold the same tree
+        # (the check's trees and the fixes' statements die with its FileContext)
         foreign = sys.modules.get("gradlint.project.foreign")
         if foreign is not None:
-            foreign.forget()  # and the other modules' definitions a loop called
-        if collecting:
-            gc.enable()
+            foreign.forget()  # the other modules' definitions a loop called
 
 
-def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, project=None) -> list[Finding]:
+def _analyse_parsed(context: "FileContext", settings: Settings, project=None) -> list[Finding]:
     from gradlint.data_literals import without_data
 
     # From here on the source has its big numeric data literals emptied (gradlint/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
-    source = without_data(source)
-    if memo is None and _no_loop_by_text(source, settings, project):
+    context.source = source = without_data(context.source, context)
+    path = context.path
+    if context.memo is None and _no_loop_by_text(source, settings, project):
         _syntax_only(source, path)
         return []  # inference code (a sampler's `.step(`): its cost is one CPython parse
-    _guard(source, path, memo)
-    # (tests replace _screen with a function of three arguments: a run without a project calls it so)
-    text = _screen(source, settings, memo) if project is None else _screen(source, settings, memo, project)
+    _guard(context)
+    text = _screen(context, settings, project)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
     from gradlint.parse_guard import oversized_statement
 
-    refused = oversized_statement(text, path)  # in what libcst would parse: its memory grows with it
+    refused = oversized_statement(text, path, context)  # in what libcst would parse: its memory grows with it
     if refused is not None:
         raise _ParseFailure(refused)
     from gradlint.rules.registry import all_rules
 
-    if memo is not None:
-        model = _model_of_statements(text, source, path, settings, memo, project)
+    if context.memo is not None:
+        model = _model_of_statements(context, text, settings, project)
     else:
-        model = _model_in_pieces(text, source, path, settings, project)
+        model = _model_in_pieces(context, text, settings, project)
     if model is None:
         from gradlint.model.loops import build
 
         module, parsed = _parse_screened(text, source, path)
-        model = build(module, path, source, settings.wrappers, parsed_text=parsed, project=project)
+        model = build(module, path, source, settings.wrappers, parsed_text=parsed, project=project, context=context)
         del module
     if not model.loops and not model.lightning_clips and not model.functions:
         return []

@@ -20,7 +20,7 @@ while building the tree), so before libcst sees a file:
    stays near the top of ordinary code and costs little.
 
 ``check`` returns the error, or None; its ast is shared with the screen and
-the position table through gradlint/python_ast.py.
+the position table through the check's FileContext (gradlint/file_context.py).
 """
 
 from __future__ import annotations
@@ -43,13 +43,14 @@ _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 _NO_CHILDREN = _LEAVES + (ast.Constant,)
 
 
-def check(source: str, path: str, memo=None) -> Optional[FileError]:
+def check(source: str, path: str, memo=None, context=None) -> Optional[FileError]:
     """Why libcst must not see `source`, or None (also when CPython rejects it for other reasons:
-    libcst decides then).  `memo`: a gradlint.incremental.ByIdentity (the language server's)."""
+    libcst decides then).  `memo`: a gradlint.incremental.ByIdentity (the language server's);
+    `context`: the check's FileContext, whose tree of `source` is read (None: parsed here)."""
     from gradlint import python_ast
 
     try:
-        tree = python_ast.parse(source)
+        tree = context.tree(source) if context is not None else python_ast.parse(source)
     except SyntaxError as exc:
         if rejected_for_nesting(source, exc):
             return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
@@ -97,15 +98,16 @@ def _too_large(path: str, size: int, line: int, col: int) -> FileError:
     )
 
 
-def oversized_statement(text: str, path: str) -> Optional[FileError]:
+def oversized_statement(text: str, path: str, context=None) -> Optional[FileError]:
     """The error for the first simple statement of `text` longer than MAX_STATEMENT_CHARS, or None.
-    Cheap: only a text that long is looked at, and then only its statements (not expressions)."""
+    Cheap: only a text that long is looked at, and then only its statements (not expressions).
+    `context`: the check's FileContext, whose tree of `text` is read (None: parsed here)."""
     if len(text) <= MAX_STATEMENT_CHARS:
         return None
     from gradlint import python_ast
 
     try:
-        tree = python_ast.parse(text)
+        tree = context.tree(text) if context is not None else python_ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None  # libcst words the error, as before
     lines = text.split("\n")

@@ -283,15 +283,17 @@ def _contains(marks: list[int], start: int, end: int) -> bool:
 
 def screen(
     source: str, wrappers: Wrappers = Wrappers(), memo: Optional[dict] = None, project_words: tuple = (),
-    callbacks: tuple = (),
+    callbacks: tuple = (), context=None,
 ) -> Optional[str]:
     """The text libcst should parse; None when no loop in `source` can hold a gradient event.
     `project_words`: names of functions of other modules that touch gradients (gradlint/project);
-    `callbacks`: names those functions call, which may be defs of this file handed to them."""
+    `callbacks`: names those functions call, which may be defs of this file handed to them;
+    `context`: the check's FileContext, whose tree of `source` is read (None: parsed here)."""
     if "\r" in source:  # line numbers of `ast` and of a "\n" split could disagree: do not touch it
         return source
     try:
-        tree = python_ast.parse(source)  # the parse guard's tree, not parsed again
+        # the parse guard's tree, not parsed again
+        tree = context.tree(source) if context is not None else python_ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return source
     walk = _Walk(tree, memo)

@@ -17,7 +17,6 @@ newer syntax, and only its SyntaxError is a syntax error.
 
 from __future__ import annotations
 
-import gc
 import warnings
 
 try:
@@ -30,8 +29,6 @@ def parses(text: str) -> bool:
     """True when CPython's parser accepts `text` (the fast test; False may still parse)."""
     if _symbol_table is None:
         return False
-    collecting = gc.isenabled()
-    gc.disable()  # the parser allocates without cycles; collections would only walk what it made
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes are the user's business
@@ -39,9 +36,6 @@ def parses(text: str) -> bool:
         return True
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return False
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def syntax_error(text: str, path: str):
@@ -53,7 +47,7 @@ def syntax_error(text: str, path: str):
     from gradlint.findings import SYNTAX_ERROR, FileError
 
     try:
-        python_ast.parse_uncached(text)
+        python_ast.parse(text)
     except SyntaxError as exc:
         return FileError(path, SYNTAX_ERROR, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
     except (RecursionError, MemoryError, OverflowError):

@@ -456,8 +456,8 @@ def test_the_fixes_of_many_findings_read_the_file_once(monkeypatch):
     )
     source = "import torch\ndef train(model, opt, loader):\n" + loop * 30
     builds, walks = [], []
-    real_build, real_walk = fix._statements, ast.walk
-    monkeypatch.setattr(fix, "_statements", lambda text: builds.append(1) or real_build(text))
+    real_build, real_walk = fix.Statements, ast.walk
+    monkeypatch.setattr(fix, "Statements", lambda *args: builds.append(1) or real_build(*args))
     monkeypatch.setattr(ast, "walk", lambda node: (walks.append(1) if isinstance(node, ast.Module) else None) or real_walk(node))
     findings = check_source(source, "t.py", EVERYTHING).findings
     assert [f.code for f in findings] == ["GL005"] * 30 and all(f.fix is not None for f in findings)

@@ -165,7 +165,7 @@ def _check(source: str):
 
 def _unscreened(source: str):
     original = engine._screen
-    engine._screen = lambda text, settings, memo=None: text  # libcst sees the whole file
+    engine._screen = lambda context, settings, project=None: context.source  # libcst sees the whole file
     try:
         with within(DEADLINE_S):
             return engine.check_source(source, "fuzz.py", EVERYTHING)

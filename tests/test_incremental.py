@@ -121,7 +121,7 @@ def whole(text: str) -> ast.Module:
     """What a check without a memo parses (syntax newer than this Python blanked)."""
     from gradlint import python_ast
 
-    return python_ast.parse_uncached(text)
+    return python_ast.parse(text)
 
 
 def tree_of(parse, text: str):
@@ -226,14 +226,13 @@ def test_the_screen_with_a_memo_is_the_screen_without():
             whole(text)
         except SyntaxError:
             continue
-        chunks = AstChunks()
-        from gradlint import python_ast
+        from types import SimpleNamespace
 
-        python_ast.forget()
-        with python_ast.reusing(chunks):
-            memo.next_check()
-            assert screen.screen(text, Wrappers(), memo) == screen.screen(text, Wrappers()), text
-        python_ast.forget()
+        from gradlint.file_context import FileContext
+
+        context = FileContext("f.py", text, SimpleNamespace(ast=AstChunks()))  # parsed through chunks
+        memo.next_check()
+        assert screen.screen(text, Wrappers(), memo, context=context) == screen.screen(text, Wrappers()), text
 
 
 def test_a_statement_nested_too_deep_for_libcst_is_refused_with_a_memo_as_without():

@@ -124,15 +124,15 @@ def test_a_real_syntax_error_is_scanned_at_most_once(monkeypatch):
     """A buffer being typed often does not parse: the guard, the screen and the position
     table each ask, but the text is scanned for newer syntax once, and only when the line
     CPython stopped at has a word that starts a newer construct."""
-    from gradlint import newer_syntax, python_ast
+    from gradlint import newer_syntax
+    from gradlint.file_context import FileContext
 
     scanned = []
     real = newer_syntax.readable
     monkeypatch.setattr(newer_syntax, "readable", lambda source: scanned.append(source) or real(source))
-    python_ast.forget()
     for source, scans in (("x = (1,\ny = 2\n", 0), ("def f[T](:\n    pass\n", 1)):
+        context = FileContext("f.py", source)
         for _ in range(3):
             with pytest.raises(SyntaxError):
-                python_ast.parse(source)
+                context.tree(source)
         assert scanned.count(source) == scans, source
-    python_ast.forget()

@@ -178,7 +178,7 @@ def test_a_block_around_the_assignment_keeps_it_in_place(shape, monkeypatch):
         assert "    print('end')" not in text_lines
 
     screened = check_source(source, "s.py", Settings.default()).findings
-    monkeypatch.setattr(engine, "_screen", lambda source, settings, memo=None: source)
+    monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)
     whole = check_source(source, "s.py", Settings.default()).findings
     assert screened == whole
     assert [f.code for f in whole] == ["GL003"]  # the assignment decides the finding
@@ -188,7 +188,7 @@ def test_findings_are_the_same_with_and_without_the_screen(monkeypatch):
     from gradlint import engine
 
     screened = check_source(SOURCE, "s.py", Settings.default()).findings
-    monkeypatch.setattr(engine, "_screen", lambda source, settings, memo=None: source)
+    monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)
     whole = check_source(SOURCE, "s.py", Settings.default()).findings
     assert screened == whole
 

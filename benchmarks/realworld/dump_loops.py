@@ -74,13 +74,15 @@ def file_model(source: str, path: str):
     if project is None and not for_wrappers(settings.wrappers).may_hold_events(source):
         return None
     from gradlint import engine
+    from gradlint.file_context import FileContext
     from gradlint.model.loops import build
 
-    text = engine._screen(source, settings) if project is None else engine._screen(source, settings, None, project)
+    context = FileContext(path, source)
+    text = engine._screen(context, settings, project)
     if text is None:
         return None
     module, parsed = engine._parse_screened(text, source, path)
-    return build(module, path, source, settings.wrappers, parsed_text=parsed, project=project)
+    return build(module, path, source, settings.wrappers, parsed_text=parsed, project=project, context=context)
 
 
 def describe_event(event) -> str:

@@ -21,43 +21,27 @@ from __future__ import annotations
 from typing import Optional
 
 from gradlint import source_lines
+from gradlint.file_context import NOT_INDEXED, FileContext
 from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
 from gradlint.fix.statements import Statement, Statements
 from gradlint.model.event import Event
 
-__all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "apply_all", "statements_of", "forget"]
+__all__ = ["SAFE", "UNSAFE", "move", "insert", "apply", "apply_all", "statements_of"]
 
 
-def _statements(source: str) -> Optional[Statements]:
-    try:
-        return Statements(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-# The last few `lines` lists asked about, by identity, with their statements: every finding of
-# a file plans its fix on the same FileModel.lines, and joining and hashing the whole text
-# again per finding made the fixes of a file with thousands of findings quadratic.
-_BY_LINES: dict[int, tuple[list[str], Optional[Statements]]] = {}
-
-
-def forget() -> None:
-    """Drop the statements of the files planned so far (each holds its file's whole ast): the
-    engine calls this when a check ends, before the cyclic collector runs again, which would
-    otherwise walk those trees after every big file."""
-    _BY_LINES.clear()
-
-
-def statements_of(lines: list[str]) -> Optional[Statements]:
-    """The statements of the source `lines` hold (the list is read, never changed)."""
-    known = _BY_LINES.get(id(lines))
-    if known is not None and known[0] is lines:
-        return known[1]
-    found = _statements("".join(lines))
-    if len(_BY_LINES) >= 4:
-        _BY_LINES.pop(next(iter(_BY_LINES)))
-    _BY_LINES[id(lines)] = (lines, found)
-    return found
+def statements_of(context: FileContext) -> Optional[Statements]:
+    """The statements of the check's source (None when it does not parse), indexed once per
+    check and kept in its FileContext: every finding of a file plans its fix on them, and
+    indexing the whole text again per finding made the fixes of a file with thousands of
+    findings quadratic."""
+    if not isinstance(context, FileContext):
+        raise TypeError(f"the check's FileContext (FileModel.context), not {type(context).__name__}")
+    if context.statements is NOT_INDEXED:
+        try:
+            context.statements = Statements(context.source, context.tree(), context.lines)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            context.statements = None
+    return context.statements
 
 
 def _statement(found: Statements, event: Event) -> Optional[Statement]:
@@ -109,14 +93,14 @@ def _eol(lines: list[str], number: int) -> str:
 
 
 def move(
-    lines: list[str], moved: Event, anchor: Event, after: bool, description: str, applicability: str = SAFE
+    context: FileContext, moved: Event, anchor: Event, after: bool, description: str, applicability: str = SAFE
 ) -> Optional[Fix]:
     """Move `moved`'s statement to just after (or before) `anchor`'s, or None when unsafe.
 
-    `lines` is the file's source split with line ends kept (FileModel.lines)."""
+    `context` is the check's FileContext (FileModel.context): the source and its statements."""
     if moved.via != anchor.via:  # one inside a helper the other calls: not one block
         return None
-    found = statements_of(lines)
+    found = statements_of(context)
     if found is None:
         return None
     home, there = _statement(found, moved), _statement(found, anchor)
@@ -141,10 +125,11 @@ def move(
 
 
 def insert(
-    lines: list[str], call: str, anchor: Event, after: bool, description: str, applicability: str
+    context: FileContext, call: str, anchor: Event, after: bool, description: str, applicability: str
 ) -> Optional[Fix]:
-    """Insert the statement `call` on its own line before or after `anchor`'s statement."""
-    found = statements_of(lines)
+    """Insert the statement `call` on its own line before or after `anchor`'s statement
+    (`context`: the check's FileContext, FileModel.context)."""
+    found = statements_of(context)
     if found is None:
         return None
     there = _statement(found, anchor)

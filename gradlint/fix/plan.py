@@ -60,7 +60,7 @@ def _gl001(raw, file):
         # `Z; B1; S; B2; S`: the clear that is missing is the one between the first step and
         # the backward that adds to what it used
         call = f"{step.optimizer}.zero_grad()"
-        candidates.insert(0, insert(file.lines, call, raw.event, False, f"Insert {call} before {raw.event.text}", UNSAFE))
+        candidates.insert(0, insert(file.context, call, raw.event, False, f"Insert {call} before {raw.event.text}", UNSAFE))
     return candidates
 
 
@@ -68,7 +68,7 @@ def _insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[
     """`<opt>.zero_grad()` before the first backward of the iteration that feeds `step`;
     with accumulation (the step guarded, or the backward in an inner loop), after the step."""
     call = f"{step.optimizer}.zero_grad()"
-    found = statements_of(file.lines)
+    found = statements_of(file.context)
     if found is None:
         return None
     events = _order(loop)
@@ -91,8 +91,8 @@ def _insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[
         first_stmt is not None and step_stmt is not None and _deeper_loop(step_stmt.chain, first_stmt.chain)
     )
     if accumulating or step_in_inner_loop or first_stmt is None:
-        return insert(file.lines, call, step, True, f"Insert {call} after {step.text}", UNSAFE)
-    return insert(file.lines, call, first, False, f"Insert {call} before {first.text}", UNSAFE)
+        return insert(file.context, call, step, True, f"Insert {call} after {step.text}", UNSAFE)
+    return insert(file.context, call, first, False, f"Insert {call} before {first.text}", UNSAFE)
 
 
 def _deeper_loop(chain: tuple, other: tuple) -> bool:
@@ -140,7 +140,7 @@ def _gl005(raw, file):
     top = unscale if unscale is not None and unscale.kind == U else clip
     up = _move_up(file, backward, top, f"Move {backward.text} before {top.text}")
     down = (
-        move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}")
+        move(file.context, clip, step, after=False, description=f"Move the clip before {step.text}")
         if step is not None
         else None
     )
@@ -164,10 +164,10 @@ def _gl007(raw, file):
         # that backward already has its step (`if warmup: B; continue` ... `B; S`): moving this
         # one there would step twice; moving the backward up would leave the other step bare
         return []
-    down = move(file.lines, step, last, after=True, description=f"Move {step.text} after {last.text}")
+    down = move(file.context, step, last, after=True, description=f"Move {step.text} after {last.text}")
     up = _move_up(file, backward, step, f"Move {backward.text} before {step.text}")
     plain = (
-        move(file.lines, step, backward, after=True, description=f"Move {step.text} after {backward.text}")
+        move(file.context, step, backward, after=True, description=f"Move {step.text} after {backward.text}")
         if last is not backward
         else None
     )
@@ -186,7 +186,7 @@ def _stepped_next(following: list[Event], step: Event) -> bool:
 
 def _move_up(file, moved: Event, anchor: Event, description: str) -> Optional[Fix]:
     """Move `moved` above `anchor`, unless it reads a name assigned in between."""
-    found = statements_of(file.lines)
+    found = statements_of(file.context)
     if found is None:
         return None
     home, there = _statement(found, moved), _statement(found, anchor)
@@ -195,7 +195,7 @@ def _move_up(file, moved: Event, anchor: Event, description: str) -> Optional[Fi
     read = {n.id for n in ast.walk(home.node) if isinstance(n, ast.Name)}
     if found.binds_between(there.first, home.first - 1, read):
         return None
-    return move(file.lines, moved, anchor, after=False, description=description)
+    return move(file.context, moved, anchor, after=False, description=description)
 
 
 def _next(events: list[Event], after: Event, kind: str) -> Optional[Event]:
@@ -223,7 +223,7 @@ def _gl006(raw, file):
     late = _next(events, clip, U)
     if late is not None and (step is None or events.index(late) < events.index(step)):
         # unscale_ is there, but after the clip: move it up
-        return [move(file.lines, late, clip, after=False, description=f"Move {late.text} before the clip")]
+        return [move(file.context, late, clip, after=False, description=f"Move {late.text} before the clip")]
     if any(e.kind == U for e in events):
         return []  # a second unscale_ before one step raises at run time
     match = _SCALE_CALL.match(backward.text) if backward is not None else None
@@ -231,7 +231,7 @@ def _gl006(raw, file):
         return []
     call = f"{match.group('scaler')}.unscale_({optimizer})"
     resolved = step is not None and _names_in(step.text, optimizer)
-    return [insert(file.lines, call, clip, False, f"Insert {call} before the clip", SAFE if resolved else UNSAFE)]
+    return [insert(file.context, call, clip, False, f"Insert {call} before the clip", SAFE if resolved else UNSAFE)]
 
 
 def _gl002(raw, file):
@@ -244,7 +244,7 @@ def _gl002(raw, file):
     if step is None:
         return candidates
     if raw.fix is None:
-        candidates.append(move(file.lines, clear, step, after=True, description=f"Move {clear.text} after {step.text}"))
+        candidates.append(move(file.context, clear, step, after=True, description=f"Move {clear.text} after {step.text}"))
     match = _ZERO_GRAD.match(clear.text)
     if match and step.optimizer and match.group("receiver") != step.optimizer and _names_in(step.text, step.optimizer):
         candidates.append(_replace_receiver(file, clear, step.optimizer))

@@ -34,9 +34,12 @@ class Statement:
 class Statements:
     """The simple statements of one source that a fix may move or anchor on."""
 
-    def __init__(self, source: str):
-        self.lines = source_lines.lines(source, keepends=True)
-        self.tree = python_ast.parse(source)  # the check's own tree of the file (read, never changed; also code for a newer Python)
+    def __init__(self, source: str, tree: Optional[ast.Module] = None, lines: Optional[list[str]] = None):
+        """`tree`, `lines`: the check's tree of `source` and its lines with their ends (read, never
+        changed; None: made here)."""
+        self.lines = lines if lines is not None else source_lines.lines(source, keepends=True)
+        # the file's tree (also code for a newer Python)
+        self.tree = tree if tree is not None else python_ast.parse(source)
         # Top-level statements are indexed when a fix first asks about their lines: a fix looks
         # at one loop's statements, and indexing the whole file per check grew with the file
         # (the language server re-checks a long buffer on every edit).

@@ -150,7 +150,7 @@ def _common_lines(old: list[str], new: list[str]) -> tuple[int, int]:
 def _parse_whole(text: str) -> ast.Module:
     from gradlint import python_ast
 
-    return python_ast.parse_uncached(text)
+    return python_ast.parse(text)
 
 
 def _parse_lines(lines: list[str], first: int, last: int) -> Optional[list[Chunk]]:

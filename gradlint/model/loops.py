@@ -14,7 +14,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from gradlint import source_lines
+from gradlint.file_context import FileContext
 from gradlint.findings import Span
 from gradlint.model import arguments, classify, conditions
 from gradlint.model import events as api
@@ -118,13 +118,18 @@ class FileModel:
     # functions that clip and step through a GradScaler, each modelled as one call of its own
     # (kind "function"): only GL006 reads them (the scaled backward may be the caller's)
     functions: list[LoopModel] = field(default_factory=list)
+    # The check's FileContext (gradlint/file_context.py): the source's lines and the statement
+    # index fixes plan on, for this check only.  A model built without one makes its own.
+    context: Optional[FileContext] = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.context is None:
+            self.context = FileContext(self.path, self.source)
 
     @property
     def lines(self) -> list[str]:
         """The source split into lines with their ends (computed once: fixes read it often)."""
-        if "_lines" not in self.__dict__:
-            self.__dict__["_lines"] = source_lines.lines(self.source, keepends=True)
-        return self.__dict__["_lines"]
+        return self.context.lines
 
     def reads_grad(self) -> bool:
         """Does anything read `.grad` (not only clear it)?"""
@@ -1581,13 +1586,15 @@ def build(
     wrappers: Wrappers = Wrappers(),
     parsed_text: Optional[str] = None,
     project=None,
+    context: Optional[FileContext] = None,
 ) -> FileModel:
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`);
-    `project`: the other modules of the project (gradlint/project/foreign.py's Project)."""
+    `project`: the other modules of the project (gradlint/project/foreign.py's Project);
+    `context`: the check's FileContext (its CPython trees; the model keeps it for the fixes)."""
     bindings = collect(module, event_names(wrappers))
     builder = Builder(module, path, wrappers, bindings, project=project)
     text = source if parsed_text is None else parsed_text
-    builder.positions = Positions(module, text, bindings, builder.code)
+    builder.positions = Positions(module, text, bindings, builder.code, context=context)
     finder = LoopFinder(builder, bindings)
     loops: list[LoopModel] = []
     if not api.other_framework(bindings.imports.packages):
@@ -1597,11 +1604,14 @@ def build(
     if builder.foreign_loop_events:
         for model in loops:
             model.foreign = model.foreign | (builder.foreign_loop_events & {e.key for e in model.events})
-    return file_model(path, bindings, loops, finder.lightning_clips, source)
+    return file_model(path, bindings, loops, finder.lightning_clips, source, context)
 
 
-def file_model(path: str, bindings: Bindings, loops: list[LoopModel], lightning_clips: list[Event], source: str) -> FileModel:
+def file_model(
+    path: str, bindings: Bindings, loops: list[LoopModel], lightning_clips: list[Event], source: str,
+    context: Optional[FileContext] = None,
+) -> FileModel:
     functions = [model for model in loops if model.kind == "function"]
     loops = [model for model in loops if model.kind != "function"]
     _mark_foreign(loops)
-    return FileModel(path, bindings, loops, lightning_clips, source, functions)
+    return FileModel(path, bindings, loops, lightning_clips, source, functions, context)

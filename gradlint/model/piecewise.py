@@ -192,14 +192,16 @@ def build_in_pieces(
     parse: Callable[[str], cst.Module] = parse_module,
     models=None,
     project=None,
+    context=None,
 ) -> Optional[FileModel]:
     """The file's model built piece by piece (`text` is what libcst would parse whole,
     `table` its ast positions); None when only a whole parse can give it.  `spans` need not
     cover the lines between pieces that hold no statement; `parse` may hand back the tree
     of an equal text parsed before (gradlint/incremental: trees are never changed); `models`
-    (a gradlint.incremental.ByIdentity) keeps each piece's first-pass models for the next build."""
+    (a gradlint.incremental.ByIdentity) keeps each piece's first-pass models for the next build;
+    `context`: the check's FileContext, which the model keeps for the fixes."""
     try:
-        return _Build(text, path, wrappers, table, parse, models, project).run(spans, source)
+        return _Build(text, path, wrappers, table, parse, models, project).run(spans, source, context)
     except (_Disagrees, PositionsDisagree, cst.ParserSyntaxError):
         return None
 
@@ -227,7 +229,7 @@ class _Build:
         self.second_passes = 0  # pieces modelled again (tests and benchmarks read it)
         self.config: Optional[cst.Module] = None  # code generation once no piece is left
 
-    def run(self, spans: list[tuple[int, int]], source: str) -> FileModel:
+    def run(self, spans: list[tuple[int, int]], source: str, context=None) -> FileModel:
         for first, last in spans:
             self.first_pass(first, last if last > 0 else len(self.line_starts))
         self.builder.use_piece(self.config, self.bindings)
@@ -244,7 +246,7 @@ class _Build:
                     loops.append(model)
             loops += self.finder.iteration_functions()
         self.builder.done()
-        return file_model(self.builder.path, self.bindings, loops, self.finder.lightning_clips, source)
+        return file_model(self.builder.path, self.bindings, loops, self.finder.lightning_clips, source, context)
 
     def piece_text(self, first: int, last: int) -> str:
         starts = self.line_starts

@@ -66,9 +66,11 @@ class AstTable:
         self.by_kind = by_kind
 
     @classmethod
-    def of(cls, source: str) -> Optional["AstTable"]:
+    def of(cls, source: str, context=None) -> Optional["AstTable"]:
+        """The table of `source`; `context`: the check's FileContext, whose tree of it is read (the
+        screen's when nothing was blanked); None: parsed here."""
         try:
-            return cls(python_ast.parse(source))  # the screen's tree when nothing was blanked
+            return cls(context.tree(source) if context is not None else python_ast.parse(source))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 
@@ -117,8 +119,10 @@ class Positions:
         code=None,
         table: Optional[AstTable] = None,
         strict: bool = False,
+        context=None,
     ):
         self.module = module
+        self.context = context  # the check's FileContext: the tree the table is made of, when asked
         self.code = code or module.code_for_node
         self.source = source
         self.numbering = numbering
@@ -149,7 +153,7 @@ class Positions:
         if not self._checked:
             self._checked = True
             if self._table is None:
-                self._table = AstTable.of(self.source)
+                self._table = AstTable.of(self.source, self.context)
             if self._table is not None and not self.strict:
                 counts = self.numbering.counts
                 if any(len(nodes) != counts[kind] for kind, nodes in self._table.by_kind.items()):

@@ -117,7 +117,7 @@ def _judge(file, loop, walk, z_index, only_one):
             if not backward_between and here is not None:
                 lost = events[here]
                 lost_when = at(lost)
-                fix = move(file.lines, z, later, after=True, description=f"Move {z.text} after {later.text}")
+                fix = move(file.context, z, later, after=True, description=f"Move {z.text} after {later.text}")
             elif accumulated and (z.off_boundary or not z.accumulation_guarded or _discards_window(z, later)):
                 # (a clear under another accumulation test may start the next window:
                 # `if i % k == 0: Z` ... `if (i + 1) % k == 0: S`; the `else:` of the step's

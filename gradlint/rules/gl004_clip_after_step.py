@@ -20,7 +20,7 @@ def check(file):
             clip,
             ((step, "the step that already used the unclipped gradients"),),
             loop,
-            move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}"),
+            move(file.context, clip, step, after=False, description=f"Move the clip before {step.text}"),
         )
 
 

@@ -16,7 +16,7 @@ def check(file):
             continue  # no step on this walk (one under a condition the loop never changes): nothing to shape
         fix = None
         if step is not None and walk.iteration[walk.events.index(step, i)] == walk.iteration[i]:
-            fix = move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}")
+            fix = move(file.context, clip, step, after=False, description=f"Move the clip before {step.text}")
         yield RawFinding(
             "GL005",
             f"{clip.text} runs before {at_later(following, clip, later_iteration)}: it clips stale or partial gradients, "

@@ -37,7 +37,7 @@ def check(file):
                     step,
                     ((later, "the backward that comes after the step"),),
                     loop,
-                    move(file.lines, step, later, after=True, description=f"Move {step.text} after {later.text}"),
+                    move(file.context, step, later, after=True, description=f"Move {step.text} after {later.text}"),
                 )
 
 

@@ -30,7 +30,7 @@ def check(file):
                     sched,
                     ((later, "the optimizer step that should come first"),),
                     loop,
-                    move(file.lines, sched, later, after=True, description=f"Move {sched.text} after {later.text}"),
+                    move(file.context, sched, later, after=True, description=f"Move {sched.text} after {later.text}"),
                 )
 
 
