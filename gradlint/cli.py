@@ -491,15 +491,17 @@ def _warn_about_idle_options(args) -> None:
 def _fix(run, resolver, args, write=True):
     """Fix every file; the fresh run and each file's fixing (for --diff)."""
     from gradlint.fix.files import fix_file
+    from gradlint.pool import collector_paused
 
     results, fixings = [], []
     staging = _staging(args, run) if write else None
     for result in run.results:
-        fixed, fixing = fix_file(
-            result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write,
-            count_unsafe=write and _marks_fixes(args),  # --diff prints no report to mark
-            staging=staging,
-        )
+        with collector_paused():  # one file's checks at a time (gradlint/pool.py)
+            fixed, fixing = fix_file(
+                result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write,
+                count_unsafe=write and _marks_fixes(args),  # --diff prints no report to mark
+                staging=staging,
+            )
         results.append(_left_to_fix(fixed, fixing, args))
         if fixing is not None:
             fixings.append((result.path, fixing))
@@ -540,22 +542,29 @@ def _left_to_fix(result, fixing, args):
 def _offer_fixes(run, resolver, stdin: Optional[bytes]) -> None:
     """Mark each finding with what `--fix` would really do to it (fix/files.py `offered`)."""
     from gradlint.fix.files import offered
+    from gradlint.pool import collector_paused
 
-    run.results = [offered(r, resolver.settings_for(r.path), stdin) for r in run.results]
+    def offer(result):
+        with collector_paused():  # one file's checks at a time (gradlint/pool.py)
+            return offered(result, resolver.settings_for(result.path), stdin)
+
+    run.results = [offer(r) for r in run.results]
 
 
 def _fix_stdin(args, resolver) -> int:
     """`--fix -`: the fixed text on standard output (as ruff does), the report on standard
     error; `--diff -`: the diff on standard output.  Nothing is written anywhere else."""
     from gradlint.fix.files import fix_data
+    from gradlint.pool import collector_paused
 
     name = args.stdin_filename or "-"
     data, size = _read_stdin(keep_all=True)
     run, _ = _checked_stdin(args, resolver, data, size)
     result = run.results[0] if run.results else None  # None: --force-exclude excluded it
-    fixing = None if result is None else fix_data(
-        data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes, count_unsafe=True
-    )
+    with collector_paused():  # the file's checks (gradlint/pool.py)
+        fixing = None if result is None else fix_data(
+            data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes, count_unsafe=True
+        )
     fixings = [(name, fixing)] if fixing is not None else []
     _tell_fixes(fixings, args, write=not args.diff)
     if args.diff:
@@ -608,8 +617,11 @@ def _add_noqa(run, resolver, quiet: bool = False, staging=None):
     from gradlint.add_noqa import add_noqa_to_file
 
     total, files, results = 0, 0, []
+    from gradlint.pool import collector_paused
+
     for result in run.results:
-        marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path), staging)
+        with collector_paused():  # one file's checks at a time (gradlint/pool.py)
+            marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path), staging)
         results.append(marked_result)
         total, files = total + marked, files + (marked > 0)
     if total and not quiet:
@@ -793,6 +805,7 @@ def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
     fixes that leave the file with strictly fewer findings (fix/session.py)."""
     from gradlint import engine
     from gradlint.fix.session import proven_fixes
+    from gradlint.pool import collector_paused
 
     for index, result in enumerate(run.results):
         if not any(f.fix for f in result.findings):
@@ -806,7 +819,8 @@ def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
         settings = resolver.settings_for(result.path)
 
         def check(text, path=result.path, settings=settings):
-            return engine.check_source(text, path, settings)
+            with collector_paused():  # one check at a time (gradlint/pool.py)
+                return engine.check_source(text, path, settings)
 
         run.results[index] = proven_fixes(source, result, check)
 

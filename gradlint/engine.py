@@ -59,11 +59,14 @@ def check_source(
     settings: Settings | None = None,
     memo: "DocumentMemo | None" = None,
     project=None,
+    context: "FileContext | None" = None,
 ) -> FileResult:
     """`memo`: what earlier checks of the same buffer parsed (the language server keeps one per
     open document, gradlint/incremental): the result is the same, only the parsing is shared.
     `project`: the file's place in the project index (gradlint/project: a loop that calls a
-    function of another module is modelled through it); None: the file alone."""
+    function of another module is modelled through it); None: the file alone.
+    `context`: the FileContext of this text (with `memo`) when the caller made it to read the
+    text before the check (the language server's project lookup); None: the check makes it."""
     settings = settings or Settings.default()
     if isinstance(source, bytes):
         text, error = decode(source, path)
@@ -71,8 +74,7 @@ def check_source(
             return FileResult(path, errors=[error])
         source = text
     try:
-        # (tests replace _analyse with a function of four arguments: a check without a project calls it so)
-        findings = _analyse(source, path, settings, memo) if project is None else _analyse(source, path, settings, memo, project)
+        findings = _analyse(source, path, settings, memo, project, context)
     except _ParseFailure as failure:
         return FileResult(path, errors=[failure.error])
     except RecursionError:
@@ -230,15 +232,17 @@ def _model_in_pieces(context: "FileContext", text: str, settings: Settings, proj
     )
 
 
-def _analyse(source: str, path: str, settings: Settings, memo=None, project=None) -> list[Finding]:
+def _analyse(source: str, path: str, settings: Settings, memo=None, project=None, context=None) -> list[Finding]:
     if not source.strip():
         return []
-    from gradlint.file_context import FileContext
+    if context is None:
+        from gradlint.file_context import FileContext
 
+        context = FileContext(path, source, memo)
     if memo is not None:
         memo.next_check()
     try:
-        return _analyse_parsed(FileContext(path, source, memo), settings, project)
+        return _analyse_parsed(context, settings, project)
     finally:
         # (the check's trees and the fixes' statements die with its FileContext)
         foreign = sys.modules.get("gradlint.project.foreign")

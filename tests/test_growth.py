@@ -128,7 +128,7 @@ def test_the_per_file_limit_bounds_memory(monkeypatch):
     before = resource.getrlimit(resource.RLIMIT_AS)
     monkeypatch.setattr(pool, "FILE_MEMORY_BYTES", 300 * 1024**2)
 
-    def hungry(source, path, settings, memo=None):
+    def hungry(*args):
         blocks = [bytearray(10**6) for _ in range(2_000)]  # 2 GB
         return [len(blocks)]
 

@@ -420,10 +420,11 @@ def test_a_helper_name_set_once_from_its_constant_or_built_arguments_is_decided(
 
     source = EVALUATIONS.format(binding=binding)
     from gradlint.engine import _parse_screened, _screen
+    from gradlint.file_context import FileContext
     from gradlint.model.loops import build
 
     settings = Settings.default()
-    text = _screen(source, settings)
+    text = _screen(FileContext("epochs.py", source), settings)
     module, parsed = _parse_screened(text, source, "epochs.py")
     loop = max(build(module, "epochs.py", source, settings.wrappers, parsed_text=parsed).loops,
                key=lambda lp: lp.span.line)  # the epoch loop, last in the file

@@ -37,18 +37,22 @@ class DocumentCheck:
     internal_errors: list[str] = field(default_factory=list)
 
 
-def check_document(text: str, path: str, uri: str, settings: Settings, memo=None, project=None) -> DocumentCheck:
+def check_document(
+    text: str, path: str, uri: str, settings: Settings, memo=None, project=None, context=None
+) -> DocumentCheck:
     """`memo` (a gradlint.incremental.DocumentMemo kept per open buffer): what the last checks
     of this buffer parsed, so that an edit re-parses only what it touched; the same result.
     A buffer over the command line's size limit is not analysed, as a file on disk is not.
-    `project`: the workspace's index as it is now (gradlint/project/workspace.py), or None."""
+    `project`: the workspace's index as it is now (gradlint/project/workspace.py), or None.
+    `context`: the check's FileContext of `text` with `memo` (gradlint/file_context.py), if
+    the caller made it (None: the check makes it)."""
     from gradlint.engine import check_source
     from gradlint.report.lsp import to_diagnostic
 
     too_large = _too_large(text, path)
     if too_large is not None:
         return DocumentCheck(diagnostics=[error_diagnostic(too_large, text)])
-    result = check_source(text, path, settings, memo, project)
+    result = check_source(text, path, settings, memo, project, context)
     check = DocumentCheck(findings=list(result.findings))
     check.diagnostics = [to_diagnostic(finding, uri) for finding in result.findings]
     for error in result.errors:

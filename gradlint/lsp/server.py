@@ -213,12 +213,20 @@ class GradlintServer(LanguageServer):
 
         index = self.workspace_index
 
+        def analyse() -> DocumentCheck:
+            from gradlint.file_context import FileContext
+            from gradlint.pool import collector_paused
+
+            with collector_paused():  # the process's collector: paused per check (gradlint/pool.py)
+                # one context for the check and the project lookup, which reads the buffer's imports
+                # from the tree the check parses (through the memo's chunks)
+                context = FileContext(path, text, memo)
+                return check_document(text, path, uri, settings, memo, index.project_for(path, text, context), context)
+
         def run() -> Optional[DocumentCheck]:
             if not self.is_current(uri, key):
                 return None  # superseded while waiting for the worker: do not spend a check on it
-            checked, stopped = self.analyses.run(
-                lambda: check_document(text, path, uri, settings, memo, index.project_for(path, text)), settings.file_timeout
-            )
+            checked, stopped = self.analyses.run(analyse, settings.file_timeout)
             if stopped is not None:
                 self.memos.pop(uri, None)  # the memo may be half updated
                 return None if stopped == SHUT_DOWN else stopped_check(text, path, settings.file_timeout)
@@ -261,9 +269,11 @@ class GradlintServer(LanguageServer):
 
         def run() -> list:
             from gradlint.engine import check_source
+            from gradlint.pool import collector_paused
 
             def check(version: str):
-                return check_source(version, path, settings)
+                with collector_paused():  # as for every check (gradlint/pool.py)
+                    return check_source(version, path, settings)
 
             out = []
             for finding in findings:

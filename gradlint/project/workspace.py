@@ -90,13 +90,14 @@ class WorkspaceIndex:
 
     # --- reading (the check thread) ----------------------------------------------------------
 
-    def project_for(self, path: str, text: str):
+    def project_for(self, path: str, text: str, context=None):
         """The Project a check of this buffer models other modules' functions with, or None
-        (no index yet, or nothing the buffer imports reaches one).  Never waits."""
+        (no index yet, or nothing the buffer imports reaches one).  Never waits.  `context`:
+        the check's FileContext (gradlint/file_context.py), whose tree of the text is read."""
         index = self.index
         if index is None or not index.relevant:
             return None
-        module = _buffer_module(path, text)
+        module = _buffer_module(path, text, context)
         if module is None:
             return None
         view = reachable_view(index, os.path.abspath(path), module)
@@ -107,16 +108,16 @@ class WorkspaceIndex:
         return Project(index, view)
 
 
-def _buffer_module(path: str, text: str) -> Optional[Module]:
-    """The open buffer's imports (what is unsaved counts, not the file on disk).  Its tree is
-    the one the check parses next (python_ast keeps the last texts' trees)."""
+def _buffer_module(path: str, text: str, context=None) -> Optional[Module]:
+    """The open buffer's imports (what is unsaved counts, not the file on disk).  With the
+    check's `context`, its tree is the one the check reads next."""
     if "import" not in text:
         return None
     from gradlint import python_ast
     from gradlint.project.index import _aliases, _imports_anywhere
 
     try:
-        tree = python_ast.parse(text)
+        tree = context.tree(text) if context is not None else python_ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
     return Module(path, "", _aliases(_imports_anywhere(tree)))
