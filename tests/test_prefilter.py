@@ -38,7 +38,7 @@ CORPUS = corpus()
 
 def unscreened(monkeypatch, source: str, settings: Settings):
     with monkeypatch.context() as m:
-        m.setattr(engine, "_screen", lambda text, s, memo=None: text)
+        m.setattr(engine, "_screen", lambda context, s, project=None: context.source)
         return engine.check_source(source, "f.py", settings)
 
 
