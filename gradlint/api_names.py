@@ -52,6 +52,7 @@ CLOSURE_KEYWORD = "closure"  # `opt.step(closure)`
 PARAMETER_METHODS = ("parameters", "named_parameters")
 # `deepspeed.initialize(model=..., model_parameters=...)`: the parameters an engine optimizes.
 ENGINE_PARAMETER_KEYWORDS = ("params", "model_parameters")
+MODULE_FORWARD = "forward"  # what calling a module runs: `model(x)` is `model.forward(x)`
 # Module classes of torch.nn that hold other modules and are no model of their own.
 MODULE_CONTAINERS = frozenset("Sequential ModuleList ModuleDict DataParallel".split())
 
@@ -229,6 +230,7 @@ GRAD_SETTERS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_ena
 # --- processes (the verifier follows a script into them) ------------------------------
 
 SPAWN_FUNCTION = "torch.multiprocessing.spawn"
+SPAWN_MODULE = "torch.multiprocessing.spawn"  # the module that defines it, of the same name
 # Packages whose own processes (a DataLoader's workers, spawn's) are no script of the user's.
 TORCH_PROCESS_PACKAGES = ("torch.utils.data", "torch.multiprocessing")
 

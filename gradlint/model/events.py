@@ -47,6 +47,7 @@ from gradlint.api_names import (  # noqa: F401 (re-exported: rules and model/ re
     LOOP_EVENT_NAMES,
     MANUAL_BACKWARD_METHODS,
     MANUAL_UPDATE_METHODS,
+    MODULE_FORWARD,
     NOT_BACKWARD,
     OPTIMIZER_CLASSES,
     OPTIMIZER_FACTORIES,
