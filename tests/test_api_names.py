@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import gradlint
 from gradlint import api_names
 
@@ -148,3 +150,69 @@ def test_the_table_is_cheap_to_import():
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
     assert proc.stdout.strip() == str(["gradlint", "gradlint.api_names", "gradlint.prefilter"]), proc.stdout + proc.stderr
+
+
+# --- the clips: the checker and the verifier's probes read the same names -------------------
+
+_CLIP_LOOP = """\
+import torch
+from torch import nn
+
+model = nn.Linear(6, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(4):
+    optimizer.zero_grad()
+    nn.functional.mse_loss(model(torch.randn(8, 6)), torch.randn(8, 2)).backward()
+    optimizer.step()
+    torch.nn.utils.{call}
+"""
+
+
+def _arguments(name: str) -> str:
+    return "([p.grad for p in model.parameters()])" if name in api_names.NORM_FUNCTIONS else (
+        "(model.parameters(), 1.0, torch.tensor(2.0))" if name == "clip_grads_with_norm_" else "(model.parameters(), 1.0)"
+    )
+
+
+def _codes_after_the_step(name: str) -> list[str]:
+    from gradlint.engine import check_source
+
+    result = check_source(_CLIP_LOOP.format(call=name + _arguments(name)), "loop.py")
+    return [finding.code for finding in result.findings]
+
+
+@pytest.mark.parametrize("name", api_names.TORCH_CLIP_FUNCTIONS)
+def test_every_torch_clip_of_the_table_is_a_clip_for_the_checker(name):
+    assert _codes_after_the_step(name) == ["GL004"]
+
+
+@pytest.mark.parametrize("name", sorted(api_names.NORM_FUNCTIONS))
+def test_a_function_that_only_measures_the_gradients_is_no_clip(name):
+    """torch's docs: `get_total_norm` computes the norm of the tensors and returns it; unlike
+    `clip_grads_with_norm_` ("Gradients are modified in-place") it writes nothing."""
+    assert name not in api_names.CLIP_FUNCTIONS
+    assert _codes_after_the_step(name) == []
+
+
+def test_the_table_has_every_clip_and_norm_function_of_torch():
+    """torch.nn.utils as installed: a new public clip (or norm) function must be added to the
+    table, where both the checker and the probes read it."""
+    utils = pytest.importorskip("torch.nn.utils")
+    public = {name for name in dir(utils) if not name.startswith("_") and callable(getattr(utils, name))}
+    assert {name for name in public if "clip_grad" in name} == set(api_names.TORCH_CLIP_FUNCTIONS)
+    assert "get_total_norm" in public and "get_total_norm" in api_names.NORM_FUNCTIONS
+
+
+def test_the_probes_wrap_the_torch_clips_of_the_table_and_nothing_else():
+    """The verifier's probes, installed in a child process (they patch torch), wrap exactly
+    the table's torch clip functions: what the checker calls a clip is what verify watches."""
+    pytest.importorskip("torch")
+    code = (
+        "import torch.nn.utils as u\n"
+        "from gradlint.verify import probes\n"
+        "probes._patch_clips()\n"
+        "print(sorted(n for n in dir(u) if hasattr(getattr(u, n), '__wrapped__') and getattr(u, n).__module__ == 'gradlint.verify.probes'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
+    assert proc.stdout.strip().splitlines()[-1:] == [str(sorted(api_names.TORCH_CLIP_FUNCTIONS))], proc.stderr[-2000:]
