@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gradlint.api_names import BACKWARD, BACKWARD_NAMES, GRAD, STEP, STEP_NAMES, TRAINING_STEP
+from gradlint.api_names import BACKWARD, BACKWARD_NAMES, DATA, GRAD, STEP, STEP_NAMES, TRAINING_STEP
 
 TYPE_CHECKING = False  # gradlint/quick.py imports this module first: no typing, no settings
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _grad_write(text: str, i: int) -> bool:
 
 
 _AS = re.compile(r"as\b")
-_DOT_DATA = re.compile(r"\.\s*data\b")
+_DOT_DATA = re.compile(r"\.\s*%s\b" % DATA)
 _AUGMENTED = re.compile(r"//|\*\*|<<|>>|[-+*/%@&|^]")
 
 # The names api_names.py gives B and S events (`backward`, `manual_backward`; `step`,

@@ -764,7 +764,7 @@ def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
     return found
 
 
-# A call whose name holds one of these may be a gradient event (events.py's tables
+# A call whose name holds one of these may be a gradient event (api_names.py's groups
 # all do): its receiver and arguments are names the analysis resolves.
 FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `self.m()`
 

@@ -160,7 +160,7 @@ ACCUMULATION_WORDS = re.compile(r"accum|sync_grad|grad_acc|boundary|should_step|
 
 # Calls gradlint cannot see into that probably clear: `self.optimizer_zero_grad()`,
 # `trainer.clear_grads()`.  They count as clears of unknown parameters (precision first).
-CLEAR_LIKE_NAMES = re.compile(r"zero_grad|clear_grad|reset_grad", re.I)
+CLEAR_LIKE_NAMES = re.compile(r"%s|clear_grad|reset_grad" % "|".join(sorted(ZERO_GRAD_METHODS)), re.I)
 # An unreadable call handed an optimizer may clear it, unless its name says what else it
 # does: `adjust_learning_rate(optimizer, epoch)`, `clip_gradient(optimizer, 5.0)`,
 # `save_checkpoint(model, optimizer)`, apex's `amp.scale_loss(loss, optimizer)` and
