@@ -23,8 +23,8 @@ TORCH_PACKAGES = frozenset(
 )
 # Qualified names that are torch's own utilities (`torch.nn.utils.clip_grad_norm_`, and
 # `nn.utils...` through `from torch import nn`), not a method of some other object.
-TORCH_PREFIXES = ("torch.", "nn.")
 TORCH_PREFIX = "torch."
+TORCH_PREFIXES = (TORCH_PREFIX, "nn.")
 TORCH_OPTIM_PREFIX = "torch.optim."
 TORCH_NN_PREFIX = "torch.nn."
 TORCH_SCHEDULER_MODULE = "torch.optim.lr_scheduler"
@@ -50,8 +50,9 @@ LEARNING_RATE_KEY = "lr"
 CLOSURE_KEYWORD = "closure"  # `opt.step(closure)`
 # A module's parameters: `model.parameters()`, `model.named_parameters()`.
 PARAMETER_METHODS = ("parameters", "named_parameters")
-# `deepspeed.initialize(model=..., model_parameters=...)`: the parameters an engine optimizes.
-ENGINE_PARAMETER_KEYWORDS = ("params", "model_parameters")
+# The keywords a call takes the parameters it optimizes by: an optimizer's `params=`,
+# `deepspeed.initialize(model=..., model_parameters=...)`.
+PARAMETERS_KEYWORDS = (PARAMS_KEYWORD, "model_parameters")
 MODULE_FORWARD = "forward"  # what calling a module runs: `model(x)` is `model.forward(x)`
 # Module classes of torch.nn that hold other modules and are no model of their own.
 MODULE_CONTAINERS = frozenset("Sequential ModuleList ModuleDict DataParallel".split())
@@ -98,16 +99,15 @@ INFINITY = "inf"  # `float("inf")`, `math.inf`, `torch.inf`
 
 # --- clear -----------------------------------------------------------------------
 
-ZERO_GRAD_METHODS = frozenset({"zero_grad"})
-ZERO_GRAD = "zero_grad"
+ZERO_GRAD_METHODS = frozenset({"zero_grad"})  # `optimizer.zero_grad()`, `model.zero_grad()`
 SET_TO_NONE_KEYWORD = "set_to_none"  # `zero_grad(set_to_none=False)`
 
 # --- backward --------------------------------------------------------------------
 
 BACKWARD = "backward"  # `loss.backward()`
 MANUAL_BACKWARD_METHODS = frozenset({"manual_backward"})  # Lightning, Fabric
-BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward"})
 BACKWARD_FUNCTION = "torch.autograd.backward"
+BACKWARD_FUNCTIONS = frozenset({BACKWARD_FUNCTION})
 # These compute gradients without writing .grad: not events.
 NOT_BACKWARD = frozenset({"torch.autograd.grad", "torch.distributed.autograd.backward"})
 # Names that make a call a backward (the base word and the longer names ending with it).
@@ -124,10 +124,10 @@ STEP_NAMES = frozenset({STEP, TRAINING_STEP}) | STEP_FUNCTIONS
 MANUAL_UPDATE_METHODS = frozenset({"add_", "sub_", "addcdiv_", "addcmul_", "copy_"})
 # The last names of every call that can be a backward or a step: a loop needs one
 # (or a call of a helper that has one) to be a training loop at all.
-LOOP_EVENT_NAMES = frozenset({BACKWARD, "manual_backward", STEP, "optimizer_step"})
+LOOP_EVENT_NAMES = BACKWARD_NAMES | {STEP} | STEP_FUNCTIONS
 # A project class built on nothing but PROTOCOL_FREE_BASES defines its own `step()` /
 # `backward()` (none of them has a method of these names).
-OWN_PROTOCOL_METHODS = frozenset({BACKWARD, STEP, "optimizer_step"})
+OWN_PROTOCOL_METHODS = frozenset({BACKWARD, STEP}) | STEP_FUNCTIONS
 PROTOCOL_FREE_BASES = frozenset({"object", "abc.ABC", "torch.nn.Module", "torch.nn.modules.module.Module"})
 # `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`.
 STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})

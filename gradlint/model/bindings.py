@@ -1390,7 +1390,7 @@ def _clears(node: Optional[cst.CSTNode]) -> bool:
 
 def params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in api_names.ENGINE_PARAMETER_KEYWORDS:
+        if arg.keyword is not None and arg.keyword.value in api_names.PARAMETERS_KEYWORDS:
             return arg.value
     for arg in call.args:
         if arg.keyword is None and not arg.star:
