@@ -130,6 +130,11 @@ class Bindings(Numbering):
         self.reads_scale = False  # the file calls `x.get_scale()` somewhere (classify.reads_the_scale)
         self._placed: dict[str, list[tuple[int, bool]]] = {}
         self._blocks: list[int] = []
+        # `net_g, net_d = nets` where `nets` is a parameter of the def: (name, id of the value) ->
+        # (that def, the parameter, the position); and bare-name calls by callee, to read the
+        # arguments every call of that def hands it (`_rebinds_itself`)
+        self._unpacked_params: dict[tuple[str, int], tuple[cst.FunctionDef, str, int]] = {}
+        self._bare_calls: dict[str, list[cst.Call]] = {}
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._blocks.append(id(node))
@@ -306,6 +311,8 @@ class Bindings(Numbering):
                 else:
                     top[2].add(name)
         self._step_hook(node)
+        if isinstance(node.func, cst.Name):
+            self._bare_calls.setdefault(node.func.value, []).append(node)
         if node.args and api.iteration_runner(self.imports.qualify(dotted(node.func))):
             function = dotted(node.args[0].value)
             if function is not None and function not in self._run_functions:
@@ -495,9 +502,51 @@ class Bindings(Numbering):
                         if source is not None:
                             self._union(name, source)
                 return
-        for name in names:
+        parameter = self._parameter_of_def(value)
+        for index, name in enumerate(names):
             if name is not None:
                 self.assigns.setdefault(name, []).append(value)
+                if parameter is not None:
+                    self._unpacked_params[(name, id(value))] = (self._scopes[-1], parameter, index)
+
+    def _parameter_of_def(self, value: cst.BaseExpression) -> Optional[str]:
+        """`nets` when `value` is the bare name of a parameter of the def being visited."""
+        if not isinstance(value, cst.Name) or not self._scopes:
+            return None
+        params = self._scopes[-1].params
+        names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+        return value.value if value.value in names else None
+
+    def _rebinds_itself(self, name: str, value: cst.BaseExpression) -> bool:
+        """Does binding `value` to `name` hand back the object `name` already denotes?  `a = a.to(dev)`,
+        `model, opt = accelerator.prepare(model, opt)`, and `net_g, net_d = nets` in `def
+        train(nets)` when every call of train in the file hands `nets` a literal list whose element
+        there is `net_g` itself (`train([net_g, net_d])`): the same object under the same name."""
+        if self._alias_source(value) == name:
+            return True
+        unpacked = self._unpacked_params.get((name, id(value)))
+        if unpacked is None:
+            return False
+        function, parameter, index = unpacked
+        calls = self._bare_calls.get(function.name.value, ())
+        if not calls or len(self.plain_functions.get(function.name.value, ())) != 1:
+            return False  # never called here, a method, or two defs of that name: unknown
+        positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        for call in calls:
+            if any(a.star for a in call.args):
+                return False
+            argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == parameter), None)
+            if argument is None and parameter in positions:
+                positional = [a.value for a in call.args if a.keyword is None]
+                at = positions.index(parameter)
+                argument = positional[at] if at < len(positional) else None
+            if not isinstance(argument, (cst.List, cst.Tuple)) or len(argument.elements) <= index:
+                return False
+            if any(isinstance(e, cst.StarredElement) for e in argument.elements):
+                return False
+            if dotted(argument.elements[index].value) != name:
+                return False
+        return True
 
     def _alias_source(self, value: cst.BaseExpression) -> Optional[str]:
         """`b` for `a = b`, `a = DDP(b)`, `a = b.to(dev)`, `a = b.module`."""
@@ -759,10 +808,17 @@ class Bindings(Numbering):
         if self.optimizer_callee(callee):
             return True
         values = self.assigns.get(callee, ())
-        return bool(values) and all(
-            isinstance(v, (cst.Name, cst.Attribute)) and self.optimizer_callee(self.imports.qualify(dotted(v)) or "")
-            for v in values
-        )
+        if not values or not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
+            return False
+        known = [self.optimizer_callee(self.imports.qualify(dotted(v)) or "") for v in values]
+        # A class picked in place of an optimizer class (`optimizer = AnyPrecisionAdamW` in one
+        # branch, `torch.optim.AdamW` in the other) is called the same way: it is one too, when
+        # the checker cannot read it (imported from elsewhere).
+        return any(known) and all(k or self._unreadable_class(dotted(v) or "") for k, v in zip(known, values))
+
+    def _unreadable_class(self, name: str) -> bool:
+        """An imported name that reads as a class (capitalised), not one of this file's."""
+        return last(name)[:1].isupper() and self.imports.is_imported(name) and name not in self.classes
 
     def is_plateau_scheduler(self, name: str) -> bool:
         return any(self._builds_plateau(value, 0) for value in self.assigns.get(name, ()))
@@ -952,7 +1008,7 @@ class Bindings(Numbering):
     def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
         for value in self.assigns.get(name, ()):
             source = self._alias_source(value)
-            if source == name:
+            if source == name or self._rebinds_itself(name, value):
                 continue  # `model, opt = accelerator.prepare(model, opt)` rebinds the same object
             if source is not None and depth < _MAX_DEPTH:
                 yield from self._values_following_aliases(source, depth + 1)
@@ -1137,7 +1193,7 @@ class Bindings(Numbering):
         a def that hands it to nothing (`discriminator = models[1]` in a checkpoint hook):
         neither can be the module a loop elsewhere clears or steps."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
-        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name and not self._dead_end(v)]
+        values = [v for v in self.assigns.get(name, ()) if not self._rebinds_itself(name, v) and not self._dead_end(v)]
         modules = [v for v in values if not self._surely_data(v)]
         values = modules or values  # a name only ever bound to tensors (`log_alpha`) is one built here
         if not values:
