@@ -1240,9 +1240,17 @@ class Bindings(Numbering):
             return False
         return not (self._built_from(ra, rb) or self._built_from(rb, ra))
 
+    def _deep_copy(self, value: cst.BaseExpression) -> bool:
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in api.WRAPPER_METHODS:
+            value = value.func.value  # `.to(device)` of the copy
+        return isinstance(value, cst.Call) and self.imports.qualify(dotted(value.func)) in api.DEEP_COPIES
+
     def _built_from(self, name: str, other: str) -> bool:
-        """Is `other` named in the construction of `name` (`name = Wrapper(other.encoder)`)?"""
+        """Is `other` named in the construction of `name` (`name = Wrapper(other.encoder)`)?  A deep
+        copy (`copy.deepcopy(other).to(device)`) holds new parameters: built from none."""
         for value in self.assigns.get(name, ()):
+            if self._deep_copy(value):
+                continue
             words = _Words()
             walk(value, words)
             if root(other) == "self" and "." in other:

@@ -42,6 +42,8 @@ WRAPPER_CALLS = frozenset(
     setup setup_module setup_optimizers wrap optimize initialize""".split()
 )
 WRAPPER_METHODS = frozenset("to cuda cpu half float double bfloat16 train module".split())
+# Calls that build a new object with copies of the parameters of what they are handed.
+DEEP_COPIES = frozenset({"copy.deepcopy"})
 # Engines that take the loss themselves and clear their own gradients in step().
 ENGINE_FACTORIES = frozenset({"deepspeed.initialize"})
 
