@@ -1231,6 +1231,8 @@ class Bindings(Numbering):
             return False
         if "." in ca and "." in cb and ca.rsplit(".", 1)[0] == cb.rsplit(".", 1)[0]:
             return True  # siblings: model.backbone and model.head are different submodules
+        if self.kind(ca) == VALUE or self.kind(cb) == VALUE:
+            return True  # a tensor the file makes (`torch.tensor(...)`) is a leaf of its own, in no module
         if self.fresh_member(ca) or self.fresh_member(cb):
             return True  # `distiller.proj`, a layer Distiller builds itself, is no part of `student`
         # Objects built separately, or parts of such objects (`agent` and `rnd_model.predictor`),
