@@ -384,7 +384,8 @@ class Bindings(Numbering):
     def finish(self) -> None:
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
-        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values", "_handed_on"):
+        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values", "_handed_on",
+                     "_alias_members"):
             self.__dict__.pop(name, None)
         # handlers of an object built by an iteration runner (`trainer = Engine(step)`)
         handlers = [
@@ -473,7 +474,8 @@ class Bindings(Numbering):
         is_none = isinstance(value, cst.Name) and value.value == "None"
         self._placed.setdefault(name, []).append((self._blocks[-1] if self._blocks else 0, is_none))
         source = self._alias_source(value)
-        if source is not None:
+        if source is not None and not (source != name and is_under(source, name)):
+            # (`x = x.feature_extractor` narrows x to a part of itself: no alias of that part)
             self._union(name, source)
 
     def _bind_unpacked(self, target: cst.Tuple | cst.List, value: cst.BaseExpression) -> None:
@@ -522,8 +524,9 @@ class Bindings(Numbering):
         `model, opt = accelerator.prepare(model, opt)`, and `net_g, net_d = nets` in `def
         train(nets)` when every call of train in the file hands `nets` a literal list whose element
         there is `net_g` itself (`train([net_g, net_d])`): the same object under the same name."""
-        if self._alias_source(value) == name:
-            return True
+        source = self._alias_source(value)
+        if source is not None and is_under(source, name):
+            return True  # (or a part of it: `x = x.feature_extractor`, still the object x was built as)
         unpacked = self._unpacked_params.get((name, id(value)))
         if unpacked is None:
             return False
@@ -1237,15 +1240,35 @@ class Bindings(Numbering):
             return True  # `distiller.proj`, a layer Distiller builds itself, is no part of `student`
         # Objects built separately, or parts of such objects (`agent` and `rnd_model.predictor`),
         # unless one was built from the other (`model = Wrapper(backbone)` holds backbone).
-        ra, rb = (ca, cb) if self.constructed_here(a) and self.constructed_here(b) else (root(ca), root(cb))
-        if ra == rb or not (self.constructed_here(ra) and self.constructed_here(rb)):
+        a, b = self._built_member(a), self._built_member(b)
+        if self.constructed_here(a) and self.constructed_here(b):
+            # each a new object wherever it is bound; their alias representatives may be names
+            # that only receive them (`clf.feature_extractor = target_model`)
+            ra, rb, built = ca, cb, True
+        else:
+            ra, rb = root(ca), root(cb)
+            built = self.constructed_here(ra) and self.constructed_here(rb)
+        if ra == rb or not built:
             return False
-        return not (self._built_from(ra, rb) or self._built_from(rb, ra))
+        return not any(self._built_from(x, y) for x, y in {(ra, rb), (rb, ra), (a, b), (b, a)})
 
     def _deep_copy(self, value: cst.BaseExpression) -> bool:
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in api.WRAPPER_METHODS:
             value = value.func.value  # `.to(device)` of the copy
         return isinstance(value, cst.Call) and self.imports.qualify(dotted(value.func)) in api.DEEP_COPIES
+
+    def _built_member(self, name: str) -> str:
+        """`name`, or when it only receives objects (`clf.feature_extractor = target_model`) the one
+        name of its alias class that is built here (`target_model = Net().to(device)`), if one is."""
+        if self.constructed_here(name):
+            return name
+        members = self.__dict__.get("_alias_members")
+        if members is None:
+            members = self.__dict__["_alias_members"] = {}
+            for member in self._parent:
+                members.setdefault(self._find(member), []).append(member)
+        built = [m for m in members.get(self.canonical(name), ()) if m != name and self.constructed_here(m)]
+        return built[0] if len(built) == 1 else name
 
     def _built_from(self, name: str, other: str) -> bool:
         """Is `other` named in the construction of `name` (`name = Wrapper(other.encoder)`)?  A deep
