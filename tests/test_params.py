@@ -412,3 +412,51 @@ def test_a_name_receiving_two_built_objects_stays_unknown():
     assert not b.definitely_distinct("clf.features", "discriminator")
     aliased = bindings(NARROWED + "target_model = discriminator\n")  # bound to another object too
     assert not aliased.definitely_distinct("target_model", "discriminator")
+
+
+def test_names_set_to_none_are_not_one_object():
+    b = bindings(GAN + "opt_g = None\nopt_d = None\nflag = True\nother = True\n"
+                 "opt_g = torch.optim.Adam(generator.parameters())\n"
+                 "opt_d = torch.optim.Adam(discriminator.parameters())\n")
+    assert not b.same("opt_g", "opt_d")
+    assert not b.same("flag", "other")
+    assert b.optimizer_params("opt_g") == {"generator"}  # None until built: holds nothing more
+
+
+def test_a_conditional_expression_binds_each_of_its_sides():
+    b = bindings(GAN + "opt_d = torch.optim.Adam(discriminator.parameters()) if train_d else None\n"
+                 "model = DDP(generator) if distributed else generator\n")
+    assert b.kind("opt_d") == "optimizer"
+    assert b.optimizer_params("opt_d") == {"discriminator"}
+    assert b.same("model", "generator")
+
+
+def test_a_conditional_expression_with_an_unknown_side_stays_unknown():
+    b = bindings(GAN + "opt_d = torch.optim.Adam(discriminator.parameters()) if train_d else make_opt()\n")
+    assert b.optimizer_params("opt_d") is None
+
+
+RESUMED = (
+    GAN + "checkpoint = None\n"
+    "if checkpoint is None:\n"
+    "    opt_d = torch.optim.Adam(discriminator.parameters())\n"
+    "    encoder = nn.Linear(8, 4)\n"
+    "else:\n"
+    "    checkpoint = {loader}(checkpoint)\n"
+    "    opt_d = checkpoint['opt_d']\n"
+    "    encoder = checkpoint['encoder']\n"
+)
+
+
+def test_an_object_read_back_from_a_checkpoint_is_what_the_other_path_builds():
+    b = bindings(RESUMED.format(loader="torch.load"))
+    assert b.optimizer_params("opt_d") == {"discriminator"}
+    assert b.definitely_distinct("encoder", "generator")
+
+
+def test_an_object_read_from_anything_else_stays_unknown():
+    b = bindings(RESUMED.format(loader="load_state"))
+    assert b.optimizer_params("opt_d") is None
+    assert not b.definitely_distinct("encoder", "generator")
+    alone = bindings(GAN + "state = torch.load(path)\nopt_d = state['opt_d']\n")  # no construction beside it
+    assert alone.optimizer_params("opt_d") is None

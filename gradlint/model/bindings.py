@@ -468,11 +468,19 @@ class Bindings(Numbering):
         if self._class_stack and root(name) == "self":
             if last(name) == api.AUTOMATIC_OPTIMIZATION and isinstance(value, cst.Name) and value.value == "False":
                 self._class_stack[-1].manual_optimization = True
+        is_none = isinstance(value, cst.Name) and value.value == "None"
+        self._placed.setdefault(name, []).append((self._blocks[-1] if self._blocks else 0, is_none))
+        self._bind_value(name, value)
+
+    def _bind_value(self, name: str, value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.IfExp):
+            # `opt = Adam(...) if fine_tune else None`: bound to one side or the other
+            for side in (value.body, value.orelse):
+                self._bind_value(name, side)
+            return
         self.assigns.setdefault(name, []).append(value)
         if self._scopes and "." not in name:
             self._bound_in[id(value)] = (self._scopes[-1], name)
-        is_none = isinstance(value, cst.Name) and value.value == "None"
-        self._placed.setdefault(name, []).append((self._blocks[-1] if self._blocks else 0, is_none))
         source = self._alias_source(value)
         if source is not None and not (source != name and is_under(source, name)):
             # (`x = x.feature_extractor` narrows x to a part of itself: no alias of that part)
@@ -551,8 +559,23 @@ class Bindings(Numbering):
                 return False
         return True
 
+    def _restored(self, value: cst.BaseExpression) -> bool:
+        """`checkpoint['decoder_optimizer']` where `checkpoint = torch.load(path)`: an object read back
+        from a checkpoint, saved from what the same name is built as on the other path (resuming a
+        run).  Skipped beside that construction; alone, it leaves the name unknown."""
+        if not isinstance(value, cst.Subscript):
+            return False
+        # (the same name may also hold the checkpoint's path, or None, before it is loaded)
+        bound = [v for v in self.assigns.get(dotted(value.value) or "", ()) if not _constant(v)]
+        return bool(bound) and all(
+            isinstance(v, cst.Call) and self.imports.qualify(dotted(v.func)) in api.CHECKPOINT_LOADERS for v in bound
+        )
+
     def _alias_source(self, value: cst.BaseExpression) -> Optional[str]:
-        """`b` for `a = b`, `a = DDP(b)`, `a = b.to(dev)`, `a = b.module`."""
+        """`b` for `a = b`, `a = DDP(b)`, `a = b.to(dev)`, `a = b.module`.  (`a = None` names no
+        object: every name set to None would otherwise be one alias class.)"""
+        if isinstance(value, cst.Name) and value.value in _CONSTANTS:
+            return None
         if isinstance(value, (cst.Name, cst.Attribute)):
             name = dotted(value)
             if name is not None and last(name) in api.WRAPPER_METHODS and "." in name:
@@ -1011,7 +1034,9 @@ class Bindings(Numbering):
     def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
         for value in self.assigns.get(name, ()):
             source = self._alias_source(value)
-            if source == name or self._rebinds_itself(name, value):
+            if _constant(value):
+                continue  # `opt = None` until it is built: holds nothing
+            if source == name or self._rebinds_itself(name, value) or self._restored(value):
                 continue  # `model, opt = accelerator.prepare(model, opt)` rebinds the same object
             if source is not None and depth < _MAX_DEPTH:
                 yield from self._values_following_aliases(source, depth + 1)
@@ -1196,7 +1221,10 @@ class Bindings(Numbering):
         a def that hands it to nothing (`discriminator = models[1]` in a checkpoint hook):
         neither can be the module a loop elsewhere clears or steps."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
-        values = [v for v in self.assigns.get(name, ()) if not self._rebinds_itself(name, v) and not self._dead_end(v)]
+        values = [
+            v for v in self.assigns.get(name, ())
+            if not self._rebinds_itself(name, v) and not self._dead_end(v) and not self._restored(v)
+        ]
         modules = [v for v in values if not self._surely_data(v)]
         values = modules or values  # a name only ever bound to tensors (`log_alpha`) is one built here
         if not values:
@@ -1286,6 +1314,13 @@ class Bindings(Numbering):
             elif root(other) in words.names:
                 return True
         return False
+
+
+_CONSTANTS = frozenset({"None", "True", "False"})
+
+
+def _constant(value: cst.BaseExpression) -> bool:
+    return isinstance(value, (cst.BaseNumber, cst.BaseString)) or (isinstance(value, cst.Name) and value.value in _CONSTANTS)
 
 
 # Kinds a function of the file can hand back that make its call that object (item: a

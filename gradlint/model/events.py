@@ -44,6 +44,8 @@ WRAPPER_CALLS = frozenset(
 WRAPPER_METHODS = frozenset("to cuda cpu half float double bfloat16 train module".split())
 # Calls that build a new object with copies of the parameters of what they are handed.
 DEEP_COPIES = frozenset({"copy.deepcopy"})
+# Calls that read back saved objects (`checkpoint = torch.load(path)`).
+CHECKPOINT_LOADERS = frozenset({"torch.load"})
 # Engines that take the loss themselves and clear their own gradients in step().
 ENGINE_FACTORIES = frozenset({"deepspeed.initialize"})
 
