@@ -85,7 +85,7 @@ def rule_page(rule, module_name: str) -> str:
         f"marked `# expect: {rule.code}` are exactly the ones reported; the others are correct code on which "
         "no rule that is on by default fires.\n",
     ]
-    for title, samples in (("Reported", rule.invalid), ("Not reported", rule.valid)):
+    for title, samples in (("Reported", [s.source for s in rule.invalid]), ("Not reported", rule.valid)):
         if samples:
             parts.append(f"### {title}\n")
             parts += [_python(sample) for sample in samples]

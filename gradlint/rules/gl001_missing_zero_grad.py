@@ -3,9 +3,7 @@
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
-from gradlint.rules.gl002_zero_grad_discards import discarding_clears
-from gradlint.rules.gl007_step_before_backward import steps_before_backward
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Rule, claimed
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 
@@ -39,11 +37,11 @@ def _never_or_sometimes_cleared(file, loop):
         if any(configured.values()):
             # a clear moved into one setting's branch, between its backward and step, is
             # GL002's one finding, not also a GL001 of the other setting
-            misplaced = discarding_clears(file, loop)
+            misplaced = claimed(file, loop, "GL001")
             configured = {o: c for o, c in configured.items() if not any(z.key in misplaced for z in c)}
         optimizers.update((o, clears) for o, clears in configured.items() if clears)
         optimizers.update((o, []) for o in never)
-    early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
+    early = claimed(file, loop, "GL001") if any(optimizers.values()) else frozenset()
     # One finding per optimizer: its missing clear is one misplaced call, however many
     # backwards pile onto its gradients (`if amp: scaler.scale(loss).backward() else:
     # loss.backward()`, two branches of one setting, need one zero_grad()).
@@ -73,10 +71,16 @@ def _restepped(file, loop):
 
 def restepped_findings(file, loop) -> list:
     """GL001's findings of `_restepped` (GL003 leaves their steps alone: one misplaced call).
-    Computed once per loop and kept on it: GL003 asks again."""
+    Computed once per loop and kept on it: the claims ask again."""
     if "_restepped" not in loop.__dict__:
         loop.__dict__["_restepped"] = _restepped_findings(file, loop)
     return loop.__dict__["_restepped"]
+
+
+def restepped_steps(file, loop) -> frozenset:
+    """Keys of the steps that apply again gradients a backward piled onto (this rule's claims:
+    GL003 leaves those steps alone)."""
+    return frozenset(f.related[0][0].key for f in restepped_findings(file, loop))
 
 
 def _restepped_findings(file, loop) -> list:
@@ -101,7 +105,7 @@ def _restepped_findings(file, loop) -> list:
         for optimizer in always:
             for finding in _follow(file, loop, walk, optimizer, (), restep=True):
                 if early is None:
-                    early = steps_before_backward(file, loop)
+                    early = claimed(file, loop, "GL001")
                 if not {r.key for r, _ in finding.related} & early:
                     out.append(finding)  # (a step before its backward is GL007's one finding)
     return out
@@ -186,6 +190,9 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    # a step that re-applies used gradients: GL003 leaves it alone
+    supersedes=("GL003",),
+    claims=restepped_steps,
     fix='Unsafe: inserts `<optimizer>.zero_grad()` before the first backward() of the iteration (with accumulation: right after the step), for the optimizer the finding names.',
     valid=(
         """

@@ -29,9 +29,9 @@ def _walk(file, loop, walk, only_one):
 
 
 def discarding_clears(file, loop) -> frozenset:
-    """Keys of the clears this rule reports in `loop` (in any walk).  GL007 asks: the step
-    after such a clear finds no gradients, but the misplaced call is the clear, and it gets
-    one finding."""
+    """Keys of the clears this rule reports in `loop` (in any walk): its claims.  The step
+    after such a clear finds no gradients (GL007's question), but the misplaced call is the
+    clear, and it gets one finding."""
     only_one = len(stepped_optimizers(loop)) == 1
     return frozenset(finding.event.key for walk in walks(loop) for finding in _walk(file, loop, walk, only_one))
 
@@ -169,6 +169,9 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    # the step after a misplaced clear finds no gradients (GL007), or a setting's loop never clears (GL001)
+    supersedes=("GL001", "GL007"),
+    claims=discarding_clears,
     fix="Safe: moves the clear after the step it came before (with accumulation: into the step's block, right after the step). Unsafe: inside `accelerator.accumulate`, `model.zero_grad()` becomes the prepared optimizer's `zero_grad()`.",
     valid=(
         """

@@ -4,9 +4,7 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier
-from gradlint.rules.gl001_missing_zero_grad import restepped_findings
-from gradlint.rules.gl007_step_before_backward import steps_before_backward
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Rule, claimed
 
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
@@ -76,9 +74,7 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
             if found is not None and early is None:
                 # steps GL007 reports, and steps GL001 reports on their backward (no clear at
                 # all between one step and the next backward): one misplaced call, one finding
-                early = steps_before_backward(file, loop) | {
-                    f.related[0][0].key for f in restepped_findings(file, loop)
-                }
+                early = claimed(file, loop, "GL003")
             if found is not None and found[0].key not in early:
                 step, consumer, index, used_at = found
                 other_iteration = walk.iteration[used_at] != walk.iteration[index]

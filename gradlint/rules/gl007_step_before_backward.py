@@ -5,8 +5,7 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
-from gradlint.rules.gl002_zero_grad_discards import discarding_clears
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Rule, claimed
 
 
 def check(file):
@@ -20,7 +19,7 @@ def check(file):
                     continue
                 cleared, later = found
                 if cleared >= 0 and discarding is None:
-                    discarding = discarding_clears(file, loop)
+                    discarding = claimed(file, loop, "GL007")
                 if cleared >= 0 and walk.events[cleared].key in discarding:
                     continue  # the clear sits between a backward and this step: GL002's one finding
                 step = walk.events[i]
@@ -89,6 +88,9 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n    opt.step()\n",
     default=True,
     check=check,
+    # the pile-up (GL001) or re-applied gradients (GL003) a step before its backward causes
+    supersedes=("GL001", "GL003"),
+    claims=steps_before_backward,
     fix='Safe: moves the step after the backward() and the unscale_/clip that follow it, or moves the backward() up before the step, whichever leaves no other finding.',
     valid=(
         """
