@@ -1,8 +1,11 @@
 """GL001: backward adds into gradients that a step already used, and the loop never clears."""
 
+from gradlint.findings import UNSAFE
+from gradlint.fix import insert
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
+from gradlint.rules.repairs import insert_clear, names_in
 from gradlint.rules.registry import Rule, claimed
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
@@ -178,6 +181,24 @@ def _finding(loop, writer, consumer, step, clears, configured=False):
     return RawFinding("GL001", message, writer, related, loop)
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """The clear, inserted where the iteration's first backward is (with accumulation: after the step); before the backward that adds to what the first step used when that is the one missing."""
+    step = raw.related[0][0] if raw.related else None
+    if step is None or not step.optimizer or not names_in(step.text, step.optimizer):
+        return []
+    candidates = [insert_clear(file, raw.loop, step, raw.event)]
+    consumer = raw.related[1][0] if len(raw.related) > 1 else None
+    if consumer is not None and consumer.kind == S and consumer.key != step.key and raw.event.via == step.via:
+        # `Z; B1; S; B2; S`: the clear that is missing is the one between the first step and
+        # the backward that adds to what it used
+        call = f"{step.optimizer}.zero_grad()"
+        candidates.insert(0, insert(file.lines, call, raw.event, False, f"Insert {call} before {raw.event.text}", UNSAFE))
+    return candidates
+
+
 RULE = Rule(
     code="GL001",
     name="missing-zero-grad",
@@ -190,6 +211,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    fixes=fixes,
     # a step that re-applies used gradients: GL003 leaves it alone
     supersedes=("GL003",),
     claims=restepped_steps,

@@ -5,6 +5,7 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, at_earlier
+from gradlint.rules.repairs import ZERO_GRAD, names_in, replace_receiver
 from gradlint.rules.registry import Rule
 
 
@@ -153,6 +154,26 @@ def _deferred_for(file, path, optimizer) -> bool:
     return any(_same(file, d, optimizer) for d in path.deferred)
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """The rule's move when it found one; with accumulation, the clear goes after the
+    guarded step; a module's clear where only the optimizer's is a no-op (inside
+    `accelerator.accumulate`) becomes the optimizer's."""
+    clear = raw.event
+    step = next((e for e, _ in raw.related if e.kind == S), None)
+    candidates = [raw.fix]
+    if step is None:
+        return candidates
+    if raw.fix is None:
+        candidates.append(move(file.lines, clear, step, after=True, description=f"Move {clear.text} after {step.text}"))
+    match = ZERO_GRAD.match(clear.text)
+    if match and step.optimizer and match.group("receiver") != step.optimizer and names_in(step.text, step.optimizer):
+        candidates.append(replace_receiver(file, clear, step.optimizer))
+    return candidates
+
+
 RULE = Rule(
     code="GL002",
     name="zero-grad-discards-gradients",
@@ -169,6 +190,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    fixes=fixes,
     # the step after a misplaced clear finds no gradients (GL007), or a setting's loop never clears (GL001)
     supersedes=("GL001", "GL007"),
     claims=discarding_clears,

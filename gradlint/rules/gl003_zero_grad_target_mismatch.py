@@ -4,6 +4,7 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier
+from gradlint.rules.repairs import insert_clear, names_in, replace_receiver
 from gradlint.rules.registry import Rule, claimed
 
 
@@ -147,6 +148,19 @@ def _next_step(loop, clear):
     return next((e.optimizer for e in loop.events[index + 1 :] if e.kind == S), None)
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """The clear of the optimizer that steps: its receiver replaced, or one inserted when every clear serves another optimizer."""
+    step = next((e for e, _ in raw.related if e.kind == S), raw.event if raw.event.kind == S else None)
+    if step is None or not step.optimizer or not names_in(step.text, step.optimizer):
+        return []
+    if raw.event.kind == S:  # every clear serves another optimizer: add this one's
+        return [insert_clear(file, raw.loop, step, None)]
+    return [replace_receiver(file, raw.event, step.optimizer)]
+
+
 RULE = Rule(
     code="GL003",
     name="zero-grad-target-mismatch",
@@ -165,6 +179,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fixes=fixes,
     fix="Unsafe: replaces the clear's receiver with the optimizer that steps those parameters (`model_a.zero_grad()` becomes `opt.zero_grad()`), or inserts that optimizer's clear before its backward() when every clear serves another optimizer.",
     valid=(
         """

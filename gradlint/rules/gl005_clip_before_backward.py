@@ -1,9 +1,10 @@
 """GL005: a clip before the backward whose gradients the next step uses."""
 
 from gradlint.fix import move
-from gradlint.model.events import S
+from gradlint.model.events import S, U
 from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_before_backward, next_of
+from gradlint.rules.repairs import move_up, next_of_kind, order, previous_of
 from gradlint.rules.registry import Rule
 
 
@@ -35,6 +36,29 @@ def check(file):
         )
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """Move the backward up above the clip (and the unscale_ right before it), or the clip down before the step."""
+    clip = raw.event
+    backward = raw.related[0][0] if raw.related else None
+    if backward is None:
+        return [raw.fix]
+    events = order(raw.loop)
+    step = next_of_kind(events, backward, S)
+    # An unscale_ right before the clip belongs with it: the backward goes above both.
+    unscale = previous_of(events, clip)
+    top = unscale if unscale is not None and unscale.kind == U else clip
+    up = move_up(file, backward, top, f"Move {backward.text} before {top.text}")
+    down = (
+        move(file.lines, clip, step, after=False, description=f"Move the clip before {step.text}")
+        if step is not None
+        else None
+    )
+    return [up, down] if top is not clip else [down, up]
+
+
 RULE = Rule(
     code="GL005",
     name="clip-before-backward",
@@ -53,6 +77,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fixes=fixes,
     fix='Safe: moves the clip right before the step, or moves the backward() up before the clip (and the unscale_ that goes with it), whichever leaves no other finding.',
     valid=(
         """

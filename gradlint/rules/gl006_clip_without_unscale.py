@@ -1,9 +1,12 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
+from gradlint.findings import SAFE, UNSAFE
+from gradlint.fix import insert, move
 from gradlint.model.events import B, C, S, U
 from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
+from gradlint.rules.repairs import DOTTED, SCALE_CALL, names_in, next_of_kind, order
 from gradlint.rules.registry import Rule
 
 
@@ -97,6 +100,30 @@ def _next_of(walk, index, kinds):
     return None
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """Move a late unscale_ up before the clip, or insert one."""
+    clip = raw.event
+    backward = raw.related[0][0] if raw.related else None
+    events = order(raw.loop)
+    step = next_of_kind(events, clip, S)
+    optimizer = raw.optimizer or (step.optimizer if step is not None else None)
+    late = next_of_kind(events, clip, U)
+    if late is not None and (step is None or events.index(late) < events.index(step)):
+        # unscale_ is there, but after the clip: move it up
+        return [move(file.lines, late, clip, after=False, description=f"Move {late.text} before the clip")]
+    if any(e.kind == U for e in events):
+        return []  # a second unscale_ before one step raises at run time
+    match = SCALE_CALL.match(backward.text) if backward is not None else None
+    if match is None or not optimizer or not DOTTED.match(optimizer):
+        return []
+    call = f"{match.group('scaler')}.unscale_({optimizer})"
+    resolved = step is not None and names_in(step.text, optimizer)
+    return [insert(file.lines, call, clip, False, f"Insert {call} before the clip", SAFE if resolved else UNSAFE)]
+
+
 RULE = Rule(
     code="GL006",
     name="clip-without-unscale",
@@ -117,6 +144,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    fixes=fixes,
     fix="Inserts `<scaler>.unscale_(<optimizer>)` right before the clip, or moves an unscale_ written after the clip up before it. Safe when the loop's own step names that optimizer, unsafe otherwise.",
     valid=(
         """

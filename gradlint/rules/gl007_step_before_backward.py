@@ -1,10 +1,12 @@
 """GL007: a step before the backward of its own iteration."""
 
 from gradlint.fix import move
-from gradlint.model.events import B, S, Z
+from gradlint.model.event import Event
+from gradlint.model.events import B, C, S, U, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
+from gradlint.rules.repairs import move_up, order
 from gradlint.rules.registry import Rule, claimed
 
 
@@ -76,6 +78,47 @@ def _last_clear(file, events, optimizer, only_one) -> int:
     return -1
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """Move the step after the backward and what prepares its gradients, or the backward up before the step."""
+    step = raw.event
+    backward = raw.related[0][0] if raw.related else None
+    if backward is None:
+        return [raw.fix]
+    # The step goes after the backward and what prepares its gradients (unscale_, clip).
+    events = order(raw.loop)
+    last = backward
+    if backward in events:
+        for event in events[events.index(backward) + 1 :]:
+            if event.kind not in (B, U, C) or event.via != step.via:
+                break
+            last = event
+    if last in events and _stepped_next(events[events.index(last) + 1 :], step):
+        # that backward already has its step (`if warmup: B; continue` ... `B; S`): moving this
+        # one there would step twice; moving the backward up would leave the other step bare
+        return []
+    down = move(file.lines, step, last, after=True, description=f"Move {step.text} after {last.text}")
+    up = move_up(file, backward, step, f"Move {backward.text} before {step.text}")
+    plain = (
+        move(file.lines, step, backward, after=True, description=f"Move {step.text} after {backward.text}")
+        if last is not backward
+        else None
+    )
+    return [down, up, plain]
+
+
+def _stepped_next(following: list[Event], step: Event) -> bool:
+    """Is the first step or backward of `following` (source order) another step of `step`'s optimizer?"""
+    for event in following:
+        if event.kind == B:
+            return False
+        if event.kind == S and event.optimizer == step.optimizer and event.key != step.key:
+            return True
+    return False
+
+
 RULE = Rule(
     code="GL007",
     name="step-before-backward",
@@ -88,6 +131,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n    opt.step()\n",
     default=True,
     check=check,
+    fixes=fixes,
     # the pile-up (GL001) or re-applied gradients (GL003) a step before its backward causes
     supersedes=("GL001", "GL003"),
     claims=steps_before_backward,
