@@ -6,7 +6,7 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
 from gradlint.rules.repairs import insert_clear, names_in
-from gradlint.rules.registry import Rule, claimed
+from gradlint.rules.registry import Invalid, Rule, claimed
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 
@@ -242,14 +242,25 @@ for i, (x, y) in enumerate(loader):
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
     loss = loss_fn(model(x), y)
     loss.backward()  # expect: GL001
     opt.step()
 """,
-        """
+            fixed="""
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    opt.zero_grad()
+    loss.backward()  # expect: GL001
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 optimizer.zero_grad()
 for i, (x, y) in enumerate(loader):
     loss = loss_fn(model(x), y)
@@ -257,7 +268,18 @@ for i, (x, y) in enumerate(loader):
     if (i + 1) % 4 == 0:
         optimizer.step()
 """,
-        """
+            fixed="""
+optimizer.zero_grad()
+for i, (x, y) in enumerate(loader):
+    loss = loss_fn(model(x), y)
+    loss.backward()  # expect: GL001
+    if (i + 1) % 4 == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        ),
+        Invalid(
+            """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for i, (x, y) in enumerate(loader):
     if i % 100 == 0:
@@ -266,6 +288,17 @@ for i, (x, y) in enumerate(loader):
     loss_fn(model(x), y).backward()  # expect: GL001
     opt.step()
 """,
+            fixed="""
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, (x, y) in enumerate(loader):
+    if i % 100 == 0:
+        print(i)
+        opt.zero_grad()
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()  # expect: GL001
+    opt.step()
+""",
+        ),
         """
 for x, y in loader:
     loss = loss_fn(model(x), y)
@@ -278,7 +311,8 @@ for x, y in loader:
         loss.backward()  # expect: GL001
         opt.step()
 """,
-        """
+        Invalid(
+            """
 opt_d = torch.optim.Adam(critic.parameters())
 for fake, real in loader:
     opt_d.zero_grad()
@@ -287,5 +321,16 @@ for fake, real in loader:
     (-critic(real).mean()).backward()  # expect: GL001
     opt_d.step()
 """,
+            fixed="""
+opt_d = torch.optim.Adam(critic.parameters())
+for fake, real in loader:
+    opt_d.zero_grad()
+    critic(fake).mean().backward()
+    opt_d.step()
+    opt_d.zero_grad()
+    (-critic(real).mean()).backward()  # expect: GL001
+    opt_d.step()
+""",
+        ),
     ),
 )

@@ -6,7 +6,7 @@ from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.repairs import ZERO_GRAD, names_in, replace_receiver
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Invalid, Rule
 
 
 def check(file):
@@ -231,7 +231,8 @@ for batch in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
     loss = loss_fn(model(x), y)
@@ -239,14 +240,33 @@ for x, y in loader:
     opt.zero_grad()  # expect: GL002
     opt.step()
 """,
-        """
+            fixed="""
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()  # expect: GL002
+""",
+        ),
+        Invalid(
+            """
 for i, (x, y) in enumerate(loader):
     optimizer.zero_grad()  # expect: GL002
     loss_fn(model(x), y).backward()
     if (i + 1) % 8 == 0:
         optimizer.step()
 """,
-        """
+            fixed="""
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    if (i + 1) % 8 == 0:
+        optimizer.step()
+        optimizer.zero_grad()  # expect: GL002
+""",
+        ),
+        Invalid(
+            """
 model, optimizer = accelerator.prepare(model, optimizer)
 for batch in loader:
     with accelerator.accumulate(model):
@@ -255,7 +275,18 @@ for batch in loader:
         optimizer.step()
         model.zero_grad()  # expect: GL002
 """,
-        """
+            fixed="""
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        loss = model(batch)
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()  # expect: GL002
+""",
+        ),
+        Invalid(
+            """
 model, optimizer = accelerator.prepare(model, optimizer)
 for batch in loader:
     with accelerator.accumulate(model):
@@ -263,6 +294,15 @@ for batch in loader:
         accelerator.backward(model(batch))
         optimizer.step()
 """,
+            fixed="""
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(batch))
+        optimizer.step()
+        optimizer.zero_grad()  # expect: GL002
+""",
+        ),
         """
 for i, (x, y) in enumerate(loader):
     loss_fn(model(x), y).backward()

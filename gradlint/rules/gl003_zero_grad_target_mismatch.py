@@ -5,7 +5,7 @@ from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.repairs import insert_clear, names_in, replace_receiver
-from gradlint.rules.registry import Rule, claimed
+from gradlint.rules.registry import Invalid, Rule, claimed
 
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
@@ -207,7 +207,8 @@ def train(model, opt, loader):
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 import itertools
 G, D = Generator(), Discriminator()
 opt_d = torch.optim.Adam(D.parameters())
@@ -220,7 +221,22 @@ for x in loader:
     info_loss(D, G, x).backward()
     opt_info.step()
 """,
-        """
+            fixed="""
+import itertools
+G, D = Generator(), Discriminator()
+opt_d = torch.optim.Adam(D.parameters())
+opt_info = torch.optim.Adam(itertools.chain(G.parameters(), D.parameters()))
+for x in loader:
+    opt_d.zero_grad()
+    d_loss(D, G, x).backward()
+    opt_d.step()
+    opt_info.zero_grad()  # expect: GL003
+    info_loss(D, G, x).backward()
+    opt_info.step()
+""",
+        ),
+        Invalid(
+            """
 model_a = Net()
 model_b = Net()
 opt = torch.optim.SGD(model_b.parameters(), lr=0.1)
@@ -229,7 +245,18 @@ for x, y in loader:
     loss_fn(model_b(x), y).backward()
     opt.step()
 """,
-        """
+            fixed="""
+model_a = Net()
+model_b = Net()
+opt = torch.optim.SGD(model_b.parameters(), lr=0.1)
+for x, y in loader:
+    opt.zero_grad()  # expect: GL003
+    loss_fn(model_b(x), y).backward()
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 model = Net()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
@@ -237,7 +264,17 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     opt.step()
 """,
-        """
+            fixed="""
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    opt.zero_grad()  # expect: GL003
+    loss_fn(model(x), y).backward()
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 class Distiller(nn.Module):
     def __init__(self, student):
         super().__init__()
@@ -251,5 +288,20 @@ for x, y in loader:
     loss_fn(distiller(x), y).backward()
     opt.step()
 """,
+            fixed="""
+class Distiller(nn.Module):
+    def __init__(self, student):
+        super().__init__()
+        self.student = student
+        self.proj = nn.Linear(8, 16)
+student = Net()
+distiller = Distiller(student)
+opt = torch.optim.SGD([{"params": student.parameters()}, {"params": distiller.proj.parameters()}], lr=0.1)
+for x, y in loader:
+    opt.zero_grad()  # expect: GL003
+    loss_fn(distiller(x), y).backward()
+    opt.step()
+""",
+        ),
     ),
 )

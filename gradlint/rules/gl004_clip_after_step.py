@@ -3,7 +3,7 @@
 from gradlint.fix import move
 from gradlint.rules.base import RawFinding, at
 from gradlint.rules.clip_placement import clips_after_step
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Invalid, Rule
 
 
 def check(file):
@@ -63,7 +63,8 @@ for real in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 from torch.nn.utils import clip_grad_norm_ as clip
 for x, y in loader:
     opt.zero_grad()
@@ -71,7 +72,17 @@ for x, y in loader:
     opt.step()
     clip(model.parameters(), 1.0)  # expect: GL004
 """,
-        """
+            fixed="""
+from torch.nn.utils import clip_grad_norm_ as clip
+for x, y in loader:
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    clip(model.parameters(), 1.0)  # expect: GL004
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 import torch.nn as nn
 for x, y in loader:
     loss_fn(model(x), y).backward()
@@ -79,5 +90,14 @@ for x, y in loader:
     nn.utils.clip_grad_value_(model.parameters(), 0.5)  # expect: GL004
     optimizer.zero_grad()
 """,
+            fixed="""
+import torch.nn as nn
+for x, y in loader:
+    loss_fn(model(x), y).backward()
+    nn.utils.clip_grad_value_(model.parameters(), 0.5)  # expect: GL004
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        ),
     ),
 )

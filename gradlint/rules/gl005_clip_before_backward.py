@@ -5,7 +5,7 @@ from gradlint.model.events import S, U
 from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_before_backward, next_of
 from gradlint.rules.repairs import move_up, next_of_kind, order, previous_of
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Invalid, Rule
 
 
 def check(file):
@@ -105,14 +105,24 @@ for batch in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 for x, y in loader:
     optimizer.zero_grad()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
     loss_fn(model(x), y).backward()
     optimizer.step()
 """,
-        """
+            fixed="""
+for x, y in loader:
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
+    optimizer.step()
+""",
+        ),
+        Invalid(
+            """
 for i, (x, y) in enumerate(loader):
     loss_fn(model(x), y).backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
@@ -120,6 +130,15 @@ for i, (x, y) in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+            fixed="""
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    if (i + 1) % 4 == 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        ),
         """
 import lightning as L
 class Lit(L.LightningModule):

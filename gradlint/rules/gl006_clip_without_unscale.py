@@ -7,7 +7,7 @@ from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
 from gradlint.rules.repairs import DOTTED, SCALE_CALL, names_in, next_of_kind, order
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Invalid, Rule
 
 
 def check(file):
@@ -176,7 +176,8 @@ for x, y in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
 for x, y in loader:
     opt.zero_grad()
@@ -185,7 +186,19 @@ for x, y in loader:
     scaler.step(opt)
     scaler.update()
 """,
-        """
+            fixed="""
+scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+for x, y in loader:
+    opt.zero_grad()
+    scaler.scale(loss_fn(model(x), y)).backward()
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+    scaler.step(opt)
+    scaler.update()
+""",
+        ),
+        Invalid(
+            """
 from torch.amp import GradScaler
 grad_scaler = GradScaler("cuda")
 for x, y in loader:
@@ -195,6 +208,18 @@ for x, y in loader:
     grad_scaler.update()
     opt.zero_grad()
 """,
+            fixed="""
+from torch.amp import GradScaler
+grad_scaler = GradScaler("cuda")
+for x, y in loader:
+    grad_scaler.scale(loss_fn(model(x), y)).backward()
+    grad_scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_value_(model.parameters(), 0.1)  # expect: GL006
+    grad_scaler.step(opt)
+    grad_scaler.update()
+    opt.zero_grad()
+""",
+        ),
         """
 class Updater:
     def step(self, grad_scaler):

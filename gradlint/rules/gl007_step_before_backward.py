@@ -7,7 +7,7 @@ from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.repairs import move_up, order
-from gradlint.rules.registry import Rule, claimed
+from gradlint.rules.registry import Invalid, Rule, claimed
 
 
 def check(file):
@@ -155,12 +155,21 @@ for x, y in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 for x, y in loader:
     optimizer.zero_grad()
     optimizer.step()  # expect: GL007
     loss_fn(model(x), y).backward()
 """,
+            fixed="""
+for x, y in loader:
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    optimizer.step()  # expect: GL007
+""",
+        ),
+        # (no fixed text pinned: the fix leaves scaler.update() before the first step)
         """
 scaler = torch.amp.GradScaler()
 for x, y in loader:

@@ -4,7 +4,7 @@ from gradlint.fix import move
 from gradlint.model.events import B, L, S
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Invalid, Rule
 
 
 def check(file):
@@ -93,7 +93,8 @@ for epoch in range(10):
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 from torch.optim import lr_scheduler
 sched = lr_scheduler.StepLR(opt, step_size=10)
 for epoch in range(10):
@@ -103,7 +104,19 @@ for epoch in range(10):
         loss_fn(model(x), y).backward()
         opt.step()
 """,
-        """
+            fixed="""
+from torch.optim import lr_scheduler
+sched = lr_scheduler.StepLR(opt, step_size=10)
+for epoch in range(10):
+    for x, y in loader:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    sched.step()  # expect: GL008
+""",
+        ),
+        Invalid(
+            """
 scheduler = get_linear_schedule_with_warmup(optimizer, 100, 1000)
 for batch in loader:
     scheduler.step()  # expect: GL008
@@ -111,7 +124,17 @@ for batch in loader:
     model(batch).backward()
     optimizer.step()
 """,
-        """
+            fixed="""
+scheduler = get_linear_schedule_with_warmup(optimizer, 100, 1000)
+for batch in loader:
+    optimizer.zero_grad()
+    model(batch).backward()
+    optimizer.step()
+    scheduler.step()  # expect: GL008
+""",
+        ),
+        Invalid(
+            """
 def make_sched(opt):
     return torch.optim.lr_scheduler.StepLR(opt, 10)
 sched = make_sched(opt)
@@ -121,5 +144,16 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     opt.step()
 """,
+            fixed="""
+def make_sched(opt):
+    return torch.optim.lr_scheduler.StepLR(opt, 10)
+sched = make_sched(opt)
+for x, y in loader:
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    opt.step()
+    sched.step()  # expect: GL008
+""",
+        ),
     ),
 )

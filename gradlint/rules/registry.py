@@ -53,7 +53,7 @@ class Invalid:
     checks both, and that no finding is left)."""
 
     source: str
-    fixed: Optional[str] = None
+    fixed: Optional[str] = None  # None: not pinned (no fix, or one this sample does not show)
 
 
 @dataclass(frozen=True)
