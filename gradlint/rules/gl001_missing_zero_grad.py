@@ -6,7 +6,7 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
 from gradlint.rules.repairs import insert_clear, names_in
-from gradlint.rules.registry import Invalid, Rule, claimed
+from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 
@@ -199,6 +199,18 @@ def fixes(raw, file):
     return candidates
 
 
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A step uses gradients that also hold backward passes an earlier step already used, and
+    nothing cleared them in between (GL003 when something did, but not these)."""
+    found = replay.stale_use(i, event)
+    if found is not None and not found[3]:
+        pid, consumer, writer_index, clears, evidence = found
+        replay.detect("GL001", replay.events[writer_index], evidence + ": nothing cleared them in between", also=[event])
+
+
 RULE = Rule(
     code="GL001",
     name="missing-zero-grad",
@@ -211,6 +223,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="B", followed_by="S", order=2),
     fixes=fixes,
     # a step that re-applies used gradients: GL003 leaves it alone
     supersedes=("GL003",),

@@ -6,7 +6,7 @@ from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.repairs import ZERO_GRAD, names_in, replace_receiver
-from gradlint.rules.registry import Invalid, Rule
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -174,6 +174,43 @@ def fixes(raw, file):
     return candidates
 
 
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A clear threw away fresh gradients that this step of their optimizer should have used."""
+    number, name = replay.stepping
+    for pid in event.params:
+        g = replay.grad(pid)
+        if g.discarded is None:
+            continue
+        z_index, lost, per_epoch = g.discarded
+        g.discarded = None
+        if g.unusable:  # `if not isfinite(loss): zero_grad(); continue`: nothing was meant to use them
+            continue
+        lost_sites = {tuple(replay.events[j].sites) for j in lost}
+        now_sites = {tuple(replay.events[j].sites) for j in g.sources}
+        # B; Z; S loses everything; Z between micro-batches of the same backward loses accumulation.
+        if g.sources and not (lost_sites & now_sites):
+            continue
+        z = replay.events[z_index]
+        # Across iterations, only the loop's regular clear discards an accumulation, and not
+        # when it runs once per epoch before the accumulating loop (rules.md, GL002).
+        if g.sources and (per_epoch or tuple(z.sites[:1]) not in replay.regular_clears):
+            continue
+        first = replay.events[lost[0]]
+        iterations = sorted({replay.iteration.get(j, 1) for j in lost})
+        used = "found no gradient" if not g.sources else "used only the backward passes after it"
+        replay.detect(
+            "GL002", z,
+            f"{replay.call(z)} cleared the gradient of {replay.run.param(pid)} written by {replay.call(first)} "
+            f"(iteration{'s' if len(iterations) > 1 else ''} {replay.join(iterations)}) before step {number} of {name} "
+            f"({replay.where(event)}), which {used}",
+            also=[event, first],
+        )
+        return
+
+
 RULE = Rule(
     code="GL002",
     name="zero-grad-discards-gradients",
@@ -190,6 +227,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="Z", followed_by="S", order=1),
     fixes=fixes,
     # the step after a misplaced clear finds no gradients (GL007), or a setting's loop never clears (GL001)
     supersedes=("GL001", "GL007"),

@@ -5,7 +5,7 @@ from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.repairs import insert_clear, names_in, replace_receiver
-from gradlint.rules.registry import Invalid, Rule, claimed
+from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
@@ -161,6 +161,32 @@ def fixes(raw, file):
     return [replace_receiver(file, raw.event, step.optimizer)]
 
 
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A step uses gradients that also hold backward passes an earlier step already used, though
+    clears ran in between: they did not clear these parameters (GL001 when none ran)."""
+    found = replay.stale_use(i, event)
+    if found is None or not found[3]:
+        return
+    pid, consumer, writer_index, clears, evidence = found
+    stepped = {p for o in replay.stepped_oids() for p, owners in replay.owners.items() if o in owners}
+    orphans = [j for j in clears if not (set(replay.events[j].params) & stepped)]
+    zs = [replay.events[j] for j in clears]
+    blamed = replay.events[orphans[0]] if orphans else event
+    cited = replay.events[orphans[0]] if orphans else zs[0]
+    param = replay.run.param(pid)
+    detection = replay.detect(
+        "GL003", blamed,
+        evidence + f": {replay.call(cited)} ran in between but does not clear {param}",
+        also=zs + [event, replay.events[consumer]],
+    )
+    for clear in zs:  # a finding on one of these clears is told about its own call
+        detection.by_line.setdefault(
+            clear.site, evidence + f": {replay.call(clear)} ran in between but does not clear {param}")
+
+
 RULE = Rule(
     code="GL003",
     name="zero-grad-target-mismatch",
@@ -179,6 +205,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="B", followed_by="S", order=2),
     fixes=fixes,
     fix="Unsafe: replaces the clear's receiver with the optimizer that steps those parameters (`model_a.zero_grad()` becomes `opt.zero_grad()`), or inserts that optimizer's clear before its backward() when every clear serves another optimizer.",
     valid=(

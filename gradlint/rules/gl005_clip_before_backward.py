@@ -5,7 +5,7 @@ from gradlint.model.events import S, U
 from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_before_backward, next_of
 from gradlint.rules.repairs import move_up, next_of_kind, order, previous_of
-from gradlint.rules.registry import Invalid, Rule
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -59,6 +59,27 @@ def fixes(raw, file):
     return [up, down] if top is not clip else [down, up]
 
 
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A clip followed by another backward into the same gradients before this step uses them."""
+    for pid in event.params:
+        g = replay.grad(pid)
+        early = [c for c in g.clips if any(b > c for b in g.sources)]
+        if early and event.state(pid) is not None:
+            clip = replay.events[early[0]]
+            later = replay.events[max(g.sources)]
+            replay.detect(
+                "GL005", clip,
+                f"clip {replay.call(clip)} ran before {replay.call(later)}, whose gradient step "
+                f"{len(replay.steps.get(event.raw.get('oid'), []))} of {replay.run.optimizer(event.raw.get('oid'))} "
+                f"({replay.where(event)}) used: the clip did not bound it",
+                also=[event],
+            )
+            return
+
+
 RULE = Rule(
     code="GL005",
     name="clip-before-backward",
@@ -77,6 +98,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="C", followed_by="S", order=3),
     fixes=fixes,
     fix='Safe: moves the clip right before the step, or moves the backward() up before the clip (and the unscale_ that goes with it), whichever leaves no other finding.',
     valid=(

@@ -7,7 +7,7 @@ from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
 from gradlint.rules.repairs import DOTTED, SCALE_CALL, names_in, next_of_kind, order
-from gradlint.rules.registry import Invalid, Rule
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -124,6 +124,45 @@ def fixes(raw, file):
     return [insert(file.lines, call, clip, False, f"Insert {call} before the clip", SAFE if resolved else UNSAFE)]
 
 
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A clip on gradients written through an enabled GradScaler with no unscale_ since."""
+    with_grad = [pid for pid in event.params if event.state(pid) is not None]
+    scaled = [pid for pid in with_grad if replay.grad(pid).scaled is not None]
+    if scaled:
+        writer = replay.events[replay.grad(scaled[0]).scaled]
+        factor = writer.raw.get("scale")
+        norm = event.raw.get("norm")
+        measured = f"measured norm {norm:.4g} on" if isinstance(norm, (int, float)) else "ran on"
+        replay.detect(
+            "GL006", event,
+            f"clip {replay.call(event)} {measured} gradients scaled by {factor:g} "
+            f"({replay.call(writer)} went through scaler.scale): no scaler.unscale_ ran in between"
+            if isinstance(factor, (int, float)) else
+            f"clip {replay.call(event)} {measured} scaled gradients from {replay.call(writer)}: no scaler.unscale_ ran in between",
+            also=[writer],
+        )
+
+
+def _disabled_scaler(run, home: str):
+    """Why the run cannot show the bug on this device: the GradScaler scaled nothing."""
+    if not run.scalers_disabled:
+        return None
+    from gradlint.verify.verdicts import display_path
+
+    first = run.scalers_disabled[0]
+    sites = first.get("sites") or []
+    where = ""
+    if sites:
+        where = f" at line {sites[0][1]}" if sites[0][0] == home else f" at {display_path(sites[0][0])}:{sites[0][1]}"
+    why = first.get("why") or "it was disabled"
+    return (f"could not be reproduced on this device: the GradScaler used{where} was disabled ({why}), so the "
+            "gradients it clipped were never scaled; the clip still needs scaler.unscale_ before it where the "
+            "scaler is enabled")
+
+
 RULE = Rule(
     code="GL006",
     name="clip-without-unscale",
@@ -144,6 +183,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="C", detect=runtime, reported_on="C", followed_by="S", order=0, masked=_disabled_scaler),
     fixes=fixes,
     fix="Inserts `<scaler>.unscale_(<optimizer>)` right before the clip, or moves an unscale_ written after the clip up before it. Safe when the loop's own step names that optimizer, unsafe otherwise.",
     valid=(

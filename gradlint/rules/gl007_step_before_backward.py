@@ -7,7 +7,7 @@ from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.repairs import move_up, order
-from gradlint.rules.registry import Invalid, Rule, claimed
+from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 
 def check(file):
@@ -119,6 +119,33 @@ def _stepped_next(following: list[Event], step: Event) -> bool:
     return False
 
 
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A step with no backward into its parameters since their last step.  Parameters are
+    followed by identity: a backward into them since their last step, by any optimizer (a
+    SAM-style wrapper steps through its base optimizer), makes the step fresh.  Frozen
+    parameters (requires_grad False) take no part: stepping them is a no-op."""
+    number, name = replay.stepping
+    pids = event.params
+    frozen = set(event.raw.get("frozen") or ())
+    live = [pid for pid in pids if pid not in frozen]
+    fresh = any(replay.grad(pid).last_b > replay.grad(pid).last_s for pid in live)
+    # A prevented step never ran its closure, so it cannot show a step before backward; a manual
+    # update is only seen after the fact.
+    quiet = event.raw.get("skipped") or event.raw.get("prevented") or event.raw.get("manual")
+    if live and not fresh and not quiet:
+        steps = replay.steps.get(event.raw.get("oid"), [])
+        previous = replay.events[steps[-2]] if len(steps) > 1 else None
+        since = f"since step {number - 1} ({replay.where(previous)})" if previous else "before it"
+        replay.detect(
+            "GL007", event,
+            f"step {number} of {name} {replay.call(event)} ran with no backward into its parameters {since}: "
+            "it used " + ("no gradients at all" if all(event.state(p) is None for p in pids) else "the previous batch's gradients"),
+        )
+
+
 RULE = Rule(
     code="GL007",
     name="step-before-backward",
@@ -131,6 +158,7 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n    opt.step()\n",
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="S", followed_by="S", order=0),
     fixes=fixes,
     # the pile-up (GL001) or re-applied gradients (GL003) a step before its backward causes
     supersedes=("GL001", "GL003"),

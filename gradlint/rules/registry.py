@@ -71,6 +71,9 @@ class Criterion:
     reported_on: str
     followed_by: str = "S"
     order: int = 0
+    # masked(run, home) -> why this run could not show the bug although its path ran (GL006: the
+    # GradScaler was disabled on this device), or None.
+    masked: Optional[Callable] = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
