@@ -90,6 +90,13 @@ def rule_page(rule) -> str:
     ]
     if rule.limits:
         parts += ["## What it leaves alone\n", f"{rule.limits}\n"]
+    if rule.criterion is not None:
+        watched = " ".join(inspect.getdoc(rule.criterion.detect).split())
+        parts += [
+            "## At run time\n",
+            f"What `gradlint verify` watches for to confirm a finding: {watched[0].lower()}{watched[1:]} "
+            "See [verify](../verify.md).\n",
+        ]
     parts += [
         "## Samples\n",
         "The rule's own samples, each run by gradlint's tests: in each reported sample, the lines "

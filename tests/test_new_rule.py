@@ -121,7 +121,8 @@ def test_its_docs_page_is_generated_from_its_metadata(registered):
     page = generator.pages()[f"{CODE}.md"]
     assert page.splitlines()[2] == f"# {CODE} clear-after-step"
     assert "[tests/test_new_rule.py](../../tests/test_new_rule.py)" in page  # the file that defines it
-    for text in (RULE.summary, RULE.rationale, RULE.fix, WRONG.strip(), FIXED.strip(), "off: enable it"):
+    for text in (RULE.summary, RULE.rationale, RULE.fix, WRONG.strip(), FIXED.strip(), "off: enable it",
+                 "## At run time", "a clear whose previous event was a step"):
         assert text in page
     assert f"[{CODE}]({CODE}.md)" in generator.pages()["index.md"]
 
