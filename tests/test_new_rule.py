@@ -20,7 +20,7 @@ from gradlint.fix.session import fix_source
 from gradlint.model.events import B, S, Z
 from gradlint.rules import registry
 from gradlint.rules.base import RawFinding
-from gradlint.rules.registry import Criterion, Invalid, Rule
+from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 from gradlint.settings import Settings
 from gradlint.verify.verdicts import CONFIRMED, Analysis, Run, judge
 from marks import expected_marks, found_marks
@@ -37,7 +37,7 @@ def check(file):
     for loop in file.loops:
         events = list(loop.events)
         for step, clear in zip(events, events[1:]):
-            if step.kind == S and clear.kind == Z:
+            if step.kind == S and clear.kind == Z and clear.key not in claimed(file, loop, CODE):
                 yield RawFinding(CODE, f"{clear.text} runs right after {step.text}", clear, ((step, "the step"),), loop)
 
 
@@ -149,3 +149,27 @@ def test_nothing_else_in_gradlint_names_it():
                 for path in (ROOT / folder).rglob("*") if path.is_file() and path.suffix in (".py", ".md", ".txt")
                 and CODE in path.read_text(encoding="utf-8", errors="replace")]
     assert mentions == []
+
+
+def test_a_rule_that_supersedes_it_takes_its_calls(registered):
+    """Declared, not imported: GL191 says it supersedes GL190 and which calls it claims; GL190
+    leaves those alone whether or not GL191 is selected."""
+    taker = Rule(
+        code="GL191", name="takes-the-clears", summary="An example that claims every clear.", rationale="-",
+        wrong="", right="", default=False, check=lambda file: iter(()), supersedes=(CODE,),
+        claims=lambda file, loop: {e.key for e in loop.events if e.kind == Z},
+    )
+    settings = Settings(select=frozenset({CODE}))
+    assert check_source(WRONG, "t.py", settings).findings != []
+    registry.register(taker)
+    try:
+        assert check_source(WRONG, "t.py", settings).findings == []
+    finally:
+        registry.unregister("GL191")
+    assert check_source(WRONG, "t.py", settings).findings != []
+
+
+def test_supersedes_needs_claims():
+    with pytest.raises(ValueError, match="claims"):
+        Rule(code="GL192", name="x", summary="", rationale="", wrong="", right="", default=False,
+             check=lambda file: iter(()), supersedes=(CODE,))

@@ -106,6 +106,8 @@ class Rule:
     criterion: Optional[Criterion] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
+        if self.supersedes and self.claims is None:
+            raise ValueError(f"{self.code} supersedes {', '.join(self.supersedes)} but gives no claims")
         invalid = tuple(s if isinstance(s, Invalid) else Invalid(s) for s in self.invalid)
         object.__setattr__(self, "invalid", invalid)
 
