@@ -2,7 +2,7 @@
 
     git worktree add --detach /tmp/base main            # the code before the change
     python benchmarks/same_output.py --base /tmp/base   # this checkout is the code after
-    python benchmarks/same_output.py --base /tmp/base --only fixtures --only samples
+    python benchmarks/same_output.py --base /tmp/base --only fixtures --only samples --only fixes
 
 A speed change (the prefilter, the screen, the syntax check, the model's
 parsing in pieces) must not change any output.  Both checkouts are run by
@@ -11,6 +11,9 @@ this interpreter (the base through PYTHONPATH), with `--isolated --no-cache
 
 * fixtures: fixtures/ of this checkout;
 * samples: every rule's valid and invalid samples, one file each;
+* fixes: what `--diff --unsafe-fixes` would change on fixtures/ and on the
+  samples (the repairs each finding gets, alternatives tried in turn), with
+  the summary it prints;
 * judged: the files of the real-code study's verdicts
   (benchmarks/realworld/verdicts.tsv) under SRC/owner+name/;
 * repos: the real-repository benchmark's trees (benchmarks/real_repos.txt)
@@ -32,13 +35,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SETS = ("fixtures", "samples", "judged", "repos")
+SETS = ("fixtures", "samples", "fixes", "judged", "repos")
 
 
-def run_gradlint(checkout: Path, paths: list[str], jobs: str) -> subprocess.CompletedProcess:
+def run_gradlint(checkout: Path, paths: list[str], jobs: str, fixes: bool = False) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(checkout))
+    output = ["--diff", "--unsafe-fixes"] if fixes else ["--output-format", "json"]
     cmd = [sys.executable, "-m", "gradlint", "check", "--isolated", "--no-cache", "--exit-zero", "--select", "GL",
-           "--file-timeout", "600", "--output-format", "json", *(["-j", jobs] if jobs else []), *paths]
+           "--file-timeout", "600", *output, *(["-j", jobs] if jobs else []), *paths]
     return subprocess.run(cmd, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -48,7 +52,7 @@ def write_samples(directory: Path) -> list[str]:
 
     paths = []
     for rule in all_rules():
-        for kind, samples in (("valid", rule.valid), ("invalid", rule.invalid)):
+        for kind, samples in (("valid", rule.valid), ("invalid", [s.source for s in rule.invalid])):
             for index, sample in enumerate(samples):
                 path = directory / f"{rule.code}_{kind}_{index}.py"
                 path.write_text(sample)
@@ -92,6 +96,20 @@ def differences(before: str, after: str, limit: int = 5) -> list[str]:
     return (gone + came)[:limit] or ["same entries, different bytes (order or formatting)"]
 
 
+def _summary(stderr: str) -> list[str]:
+    """What a `--diff` run says besides the diff ("Would fix 91 problems.", files it could not read)."""
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def _diff_differences(before, after, limit: int = 5) -> list[str]:
+    old, new = before.stdout.splitlines(), after.stdout.splitlines()
+    gone = [f"- {line}" for line in old if line not in set(new)]
+    came = [f"+ {line}" for line in new if line not in set(old)]
+    summary = [] if _summary(before.stderr) == _summary(after.stderr) else [
+        f"summary: {_summary(before.stderr)[-2:]} -> {_summary(after.stderr)[-2:]}"]
+    return (summary + gone + came)[:limit] or ["same lines, different order"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", type=Path, required=True, help="a checkout of gradlint before the change")
@@ -106,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                 paths = [str(ROOT / "fixtures")]
             elif name == "samples":
                 paths = write_samples(Path(tmp))
+            elif name == "fixes":
+                (Path(tmp) / "fixes").mkdir()
+                paths = [str(ROOT / "fixtures")] + write_samples(Path(tmp) / "fixes")
             elif name == "judged":
                 paths = judged_files(args.src)
             else:
@@ -115,20 +136,25 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: missing {missing[:3] or 'every path'}: FAIL")
                 ok = False
                 continue
-            before = run_gradlint(args.base.resolve(), paths, args.jobs)
-            after = run_gradlint(ROOT, paths, args.jobs)
+            fixes = name == "fixes"
+            before = run_gradlint(args.base.resolve(), paths, args.jobs, fixes)
+            after = run_gradlint(ROOT, paths, args.jobs, fixes)
             same = before.stdout == after.stdout and before.returncode == after.returncode
-            try:
-                count = len(entries(after.stdout))
-            except ValueError:
-                count = -1
+            if fixes:  # the diff, and the summary ("Would fix 91 problems.") on stderr
+                same = same and _summary(before.stderr) == _summary(after.stderr)
+                count = sum(1 for line in after.stdout.splitlines() if line.startswith("+++ "))
+            else:
+                try:
+                    count = len(entries(after.stdout))
+                except ValueError:
+                    count = -1
             print(f"{name:<9} {len(paths):>5} paths  {count:>6} entries  {'identical' if same else 'DIFFERENT'}",
                   flush=True)
             if not same:
                 ok = False
                 if before.returncode != after.returncode:
                     print(f"  exit {before.returncode} -> {after.returncode}: {after.stderr.strip()[-300:]}")
-                for line in differences(before.stdout, after.stdout):
+                for line in (_diff_differences(before, after) if fixes else differences(before.stdout, after.stdout)):
                     print("  " + line[:400])
     return 0 if ok else 1
 

@@ -5,7 +5,7 @@
 
 A rule page is never edited by hand: change the rule module
 (gradlint/rules/glNNN_*.py: summary, rationale, wrong/right, fix, limits,
-valid/invalid samples) and run this script. tests/test_docs.py fails when a
+valid/invalid samples and the fixed text they pin) and run this script. tests/test_docs.py fails when a
 committed page differs from what this script writes (as ruff checks its
 generated rule docs). GL900, the one code that is not a rule, gets a page
 from the text `gradlint explain GL900` prints.
@@ -17,6 +17,7 @@ is not part of the wheel.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ RULES_DIR = ROOT / "docs" / "rules"
 sys.path.insert(0, str(ROOT))
 
 from gradlint.explain import explainable_codes  # noqa: E402
-from gradlint.rules.registry import RULE_MODULES, all_rules  # noqa: E402
+from gradlint.rules.registry import all_rules  # noqa: E402
 from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY  # noqa: E402
 
 REGENERATE = "python scripts/gen_rule_docs.py"
@@ -53,8 +54,18 @@ def _fix_kind(fix: str) -> str:
     return "safe or unsafe depending on the code (see [Fix](#fix))"
 
 
-def rule_page(rule, module_name: str) -> str:
-    source = f"gradlint/rules/{module_name}.py"
+def source_of(rule) -> str:
+    """The file that defines the rule (its module under gradlint/rules/, or wherever a
+    registered rule lives), relative to the checkout."""
+    path = Path(inspect.getsourcefile(rule.check)).resolve()
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def rule_page(rule) -> str:
+    source = source_of(rule)
     bug = rule.default
     parts = [
         _banner(source),
@@ -79,16 +90,29 @@ def rule_page(rule, module_name: str) -> str:
     ]
     if rule.limits:
         parts += ["## What it leaves alone\n", f"{rule.limits}\n"]
+    if rule.criterion is not None:
+        watched = " ".join(inspect.getdoc(rule.criterion.detect).split())
+        parts += [
+            "## At run time\n",
+            f"What `gradlint verify` watches for to confirm a finding: {watched[0].lower()}{watched[1:]} "
+            "See [verify](../verify.md).\n",
+        ]
     parts += [
         "## Samples\n",
         "The rule's own samples, each run by gradlint's tests: in each reported sample, the lines "
         f"marked `# expect: {rule.code}` are exactly the ones reported; the others are correct code on which "
         "no rule that is on by default fires.\n",
     ]
-    for title, samples in (("Reported", rule.invalid), ("Not reported", rule.valid)):
+    for title, samples in (("Reported", [s.source for s in rule.invalid]), ("Not reported", rule.valid)):
         if samples:
             parts.append(f"### {title}\n")
             parts += [_python(sample) for sample in samples]
+    pinned = [sample for sample in rule.invalid if sample.fixed is not None]
+    if pinned:
+        parts.append("### Fixed\n")
+        parts.append("What `--fix --unsafe-fixes` makes of reported samples (the tests check this text):\n")
+        for sample in pinned:
+            parts += ["Before:\n", _python(sample.source), "After:\n", _python(sample.fixed)]
     parts += [
         "## Silencing it\n",
         f"`# noqa: {rule.code}` on the reported line silences one finding; `ignore = [\"{rule.code}\"]` or "
@@ -151,8 +175,8 @@ def index_page() -> str:
 def pages() -> dict[str, str]:
     """Path relative to docs/rules/ -> the text this script writes there."""
     written = {"index.md": index_page(), f"{UNUSED_CODE}.md": unused_noqa_page()}
-    for rule, module_name in zip(all_rules(), RULE_MODULES):
-        written[f"{rule.code}.md"] = rule_page(rule, module_name)
+    for rule in all_rules():
+        written[f"{rule.code}.md"] = rule_page(rule)
     return written
 
 

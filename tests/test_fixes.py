@@ -3,37 +3,48 @@
 import pytest
 
 from gradlint.engine import check_source
-from gradlint.fix import apply
+from gradlint.fix.session import fix_source
 from gradlint.rules.registry import all_rules
 from gradlint.settings import Settings
 
-FIXABLE = {
-    "GL002": "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
-    "GL004": (
-        "for x, y in loader:\n    opt.zero_grad()\n    f(x, y).backward()\n    opt.step()\n"
-        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # keep me\n"
-    ),
-    "GL005": (
-        "for x, y in loader:\n    opt.zero_grad()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-        "    f(x, y).backward()\n    opt.step()\n"
-    ),
-    "GL007": "for x, y in loader:\n    opt.zero_grad()\n    opt.step()\n    f(x, y).backward()\n",
-    "GL008": (
-        "import torch\nsched = torch.optim.lr_scheduler.StepLR(opt, 3)\nfor x, y in loader:\n    sched.step()\n"
-        "    opt.zero_grad()\n    f(x, y).backward()\n    opt.step()\n"
-    ),
-}
 EVERYTHING = Settings(select=frozenset(rule.code for rule in all_rules() if rule.default))
+# A file for the command-line tests: a clear between the backward and the step (GL002, a safe move).
+MISPLACED_CLEAR = "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
+
+# Each rule's INVALID samples that pin the text their fix makes (Invalid.fixed), as Fixit's
+# expected_replacement: the rule module holds what its repair must give.
+PINNED = [
+    pytest.param(rule, sample, id=f"{rule.code}-{index}")
+    for rule in all_rules()
+    for index, sample in enumerate(rule.invalid)
+    if sample.fixed is not None
+]
 
 
-@pytest.mark.parametrize("code", sorted(FIXABLE))
-def test_fix_repairs_the_loop(code):
-    source = FIXABLE[code]
-    (finding,) = [f for f in check_source(source, "t.py", EVERYTHING).findings if f.code == code]
-    assert finding.fix is not None
-    fixed = apply(source, finding.fix)
-    assert sorted(fixed.splitlines()) == sorted(source.splitlines())  # a move, nothing lost
-    assert check_source(fixed, "t.py", EVERYTHING).findings == []
+def _settings(rule) -> Settings:
+    return Settings(select=EVERYTHING.select | {rule.code})
+
+
+@pytest.mark.parametrize("rule, sample", PINNED)
+def test_an_invalid_sample_is_fixed_to_its_pinned_text(rule, sample):
+    settings = _settings(rule)
+    findings = check_source(sample.source, "t.py", settings).findings
+    assert any(f.code == rule.code and f.fix is not None for f in findings)
+    outcome = fix_source(sample.source, lambda text: check_source(text, "t.py", settings), unsafe=True)
+    assert outcome.text == sample.fixed
+    assert outcome.result.findings == []
+    assert check_source(sample.fixed, "t.py", settings).findings == []
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
+def test_a_rule_with_a_fix_pins_one_fixed_sample(rule):
+    """A rule that says it fixes (its docs' Fix section) shows the text of at least one repair;
+    one that does not fix plans nothing and pins nothing."""
+    pinned = [sample for sample in rule.invalid if sample.fixed is not None]
+    if rule.fix:
+        assert pinned, rule.code
+    else:
+        assert not pinned and rule.fixes is None, rule.code
 
 
 def test_no_fix_when_the_statements_are_in_different_blocks():
@@ -56,7 +67,7 @@ def test_cli_fix_rewrites_the_file_and_exits_clean(tmp_path):
     import sys
 
     path = tmp_path / "train.py"
-    path.write_text(FIXABLE["GL002"])
+    path.write_text(MISPLACED_CLEAR)
     path.chmod(0o640)
     proc = subprocess.run(
         [sys.executable, "-m", "gradlint", "--fix", "--no-cache", str(path)], capture_output=True, text=True
@@ -71,7 +82,6 @@ def test_cli_fix_rewrites_the_file_and_exits_clean(tmp_path):
 # --- issue 14: every rule's repair, whole statements, safe and unsafe -----------------
 
 from gradlint.cli import main  # noqa: E402
-from gradlint.fix.session import fix_source  # noqa: E402
 
 
 def fixed_by_session(source: str, unsafe: bool = True):
@@ -366,7 +376,7 @@ def test_json_offers_only_fixes_that_help(tmp_path, capsys):
 
 # --- what the text output and the fix options say ---------------------------------------
 
-SAFE_AND_UNSAFE = FIXABLE["GL002"] + REPAIRS["GL001"][0].replace("opt", "opt2")  # GL002 safe, GL001 unsafe
+SAFE_AND_UNSAFE = MISPLACED_CLEAR + REPAIRS["GL001"][0].replace("opt", "opt2")  # GL002 safe, GL001 unsafe
 
 
 def test_text_marks_fixable_findings_and_counts_them_as_ruff_does(tmp_path, capsys):
@@ -388,7 +398,7 @@ def test_text_marks_fixable_findings_and_counts_them_as_ruff_does(tmp_path, caps
 
 def test_no_fixable_line_without_fixes(tmp_path, capsys):
     path = tmp_path / "train.py"
-    path.write_text(FIXABLE["GL002"])
+    path.write_text(MISPLACED_CLEAR)
     out = run_cli(capsys, str(path))[1]
     assert out.splitlines()[-1] == "[*] 1 fixable with `--fix`."
     dropped = tmp_path / "other.py"  # a fix --fix tried and dropped is no longer offered
@@ -407,10 +417,10 @@ def test_no_fixable_line_without_fixes(tmp_path, capsys):
 @pytest.mark.parametrize("option", ["--unsafe-fixes", "--show-fixes"])
 def test_fix_options_without_fix_warn(tmp_path, capsys, option):
     path = tmp_path / "train.py"
-    path.write_text(FIXABLE["GL002"])
+    path.write_text(MISPLACED_CLEAR)
     code, out, err = run_cli(capsys, option, str(path))
     assert code == 1 and f"gradlint: warning: {option} has no effect without --fix or --diff" in err
-    assert path.read_text() == FIXABLE["GL002"]
+    assert path.read_text() == MISPLACED_CLEAR
     assert "warning" not in run_cli(capsys, option, "--diff", str(path))[2]
 
 
@@ -438,7 +448,7 @@ def test_fix_on_stdin_writes_the_fixed_text_to_stdout(monkeypatch, capsys):
 
 
 def test_diff_on_stdin(monkeypatch, capsys):
-    _feed(monkeypatch, FIXABLE["GL002"].encode())
+    _feed(monkeypatch, MISPLACED_CLEAR.encode())
     code, out, err = run_cli(capsys, "--diff", "-", "--stdin-filename", "train.py")
     assert code == 1 and out.startswith("--- a/train.py\n+++ b/train.py\n") and "+    opt.step()\n" in out
 

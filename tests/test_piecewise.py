@@ -45,7 +45,7 @@ def built(source: str, lines: int) -> piecewise._Build:
 def _samples() -> list[tuple[str, str]]:
     out = [(os.path.relpath(p, ROOT), open(p, encoding="utf-8").read()) for p in FIXTURES]
     for rule in all_rules():
-        out += [(f"{rule.code} sample {i}", s) for i, s in enumerate(rule.valid + rule.invalid)]
+        out += [(f"{rule.code} sample {i}", s) for i, s in enumerate(rule.samples)]
     return out
 
 

@@ -66,7 +66,7 @@ def test_fast_spans_equal_position_provider(source):
 
 def test_rule_samples_spans_equal_position_provider():
     for rule in all_rules():
-        for sample in rule.valid + rule.invalid:
+        for sample in rule.samples:
             pairs, _ = spans(sample)
             assert all(want == got for want, got in pairs), rule.code
 

@@ -28,7 +28,7 @@ def corpus() -> list[tuple[str, str]]:
         with open(path, encoding="utf-8", errors="replace") as handle:
             items.append((os.path.relpath(path, ROOT), handle.read()))
     for rule in all_rules():
-        for kind, samples in (("valid", rule.valid), ("invalid", rule.invalid)):
+        for kind, samples in (("valid", rule.valid), ("invalid", [s.source for s in rule.invalid])):
             items += [(f"{rule.code}-{kind}-{i}", sample) for i, sample in enumerate(samples)]
     return items
 

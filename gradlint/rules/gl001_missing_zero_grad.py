@@ -1,11 +1,12 @@
 """GL001: backward adds into gradients that a step already used, and the loop never clears."""
 
+from gradlint.findings import UNSAFE
+from gradlint.fix import insert
 from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
-from gradlint.rules.gl002_zero_grad_discards import discarding_clears
-from gradlint.rules.gl007_step_before_backward import steps_before_backward
-from gradlint.rules.registry import Rule
+from gradlint.rules.repairs import insert_clear, names_in
+from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 
@@ -39,11 +40,11 @@ def _never_or_sometimes_cleared(file, loop):
         if any(configured.values()):
             # a clear moved into one setting's branch, between its backward and step, is
             # GL002's one finding, not also a GL001 of the other setting
-            misplaced = discarding_clears(file, loop)
+            misplaced = claimed(file, loop, "GL001")
             configured = {o: c for o, c in configured.items() if not any(z.key in misplaced for z in c)}
         optimizers.update((o, clears) for o, clears in configured.items() if clears)
         optimizers.update((o, []) for o in never)
-    early = steps_before_backward(file, loop) if any(optimizers.values()) else frozenset()
+    early = claimed(file, loop, "GL001") if any(optimizers.values()) else frozenset()
     # One finding per optimizer: its missing clear is one misplaced call, however many
     # backwards pile onto its gradients (`if amp: scaler.scale(loss).backward() else:
     # loss.backward()`, two branches of one setting, need one zero_grad()).
@@ -73,10 +74,16 @@ def _restepped(file, loop):
 
 def restepped_findings(file, loop) -> list:
     """GL001's findings of `_restepped` (GL003 leaves their steps alone: one misplaced call).
-    Computed once per loop and kept on it: GL003 asks again."""
+    Computed once per loop and kept on it: the claims ask again."""
     if "_restepped" not in loop.__dict__:
         loop.__dict__["_restepped"] = _restepped_findings(file, loop)
     return loop.__dict__["_restepped"]
+
+
+def restepped_steps(file, loop) -> frozenset:
+    """Keys of the steps that apply again gradients a backward piled onto (this rule's claims:
+    GL003 leaves those steps alone)."""
+    return frozenset(f.related[0][0].key for f in restepped_findings(file, loop))
 
 
 def _restepped_findings(file, loop) -> list:
@@ -101,7 +108,7 @@ def _restepped_findings(file, loop) -> list:
         for optimizer in always:
             for finding in _follow(file, loop, walk, optimizer, (), restep=True):
                 if early is None:
-                    early = steps_before_backward(file, loop)
+                    early = claimed(file, loop, "GL001")
                 if not {r.key for r, _ in finding.related} & early:
                     out.append(finding)  # (a step before its backward is GL007's one finding)
     return out
@@ -174,6 +181,36 @@ def _finding(loop, writer, consumer, step, clears, configured=False):
     return RawFinding("GL001", message, writer, related, loop)
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """The clear, inserted where the iteration's first backward is (with accumulation: after the step); before the backward that adds to what the first step used when that is the one missing."""
+    step = raw.related[0][0] if raw.related else None
+    if step is None or not step.optimizer or not names_in(step.text, step.optimizer):
+        return []
+    candidates = [insert_clear(file, raw.loop, step, raw.event)]
+    consumer = raw.related[1][0] if len(raw.related) > 1 else None
+    if consumer is not None and consumer.kind == S and consumer.key != step.key and raw.event.via == step.via:
+        # `Z; B1; S; B2; S`: the clear that is missing is the one between the first step and
+        # the backward that adds to what it used
+        call = f"{step.optimizer}.zero_grad()"
+        candidates.insert(0, insert(file.context, call, raw.event, False, f"Insert {call} before {raw.event.text}", UNSAFE))
+    return candidates
+
+
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A step uses gradients that also hold backward passes an earlier step already used, and
+    nothing cleared them in between (GL003 when something did, but not these)."""
+    found = replay.stale_use(i, event)
+    if found is not None and not found[3]:
+        pid, consumer, writer_index, clears, evidence = found
+        replay.detect("GL001", replay.events[writer_index], evidence + ": nothing cleared them in between", also=[event])
+
+
 RULE = Rule(
     code="GL001",
     name="missing-zero-grad",
@@ -186,6 +223,11 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="B", followed_by="S", order=2),
+    fixes=fixes,
+    # a step that re-applies used gradients: GL003 leaves it alone
+    supersedes=("GL003",),
+    claims=restepped_steps,
     fix='Unsafe: inserts `<optimizer>.zero_grad()` before the first backward() of the iteration (with accumulation: right after the step), for the optimizer the finding names.',
     valid=(
         """
@@ -213,14 +255,25 @@ for i, (x, y) in enumerate(loader):
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
     loss = loss_fn(model(x), y)
     loss.backward()  # expect: GL001
     opt.step()
 """,
-        """
+            fixed="""
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    opt.zero_grad()
+    loss.backward()  # expect: GL001
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 optimizer.zero_grad()
 for i, (x, y) in enumerate(loader):
     loss = loss_fn(model(x), y)
@@ -228,7 +281,18 @@ for i, (x, y) in enumerate(loader):
     if (i + 1) % 4 == 0:
         optimizer.step()
 """,
-        """
+            fixed="""
+optimizer.zero_grad()
+for i, (x, y) in enumerate(loader):
+    loss = loss_fn(model(x), y)
+    loss.backward()  # expect: GL001
+    if (i + 1) % 4 == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        ),
+        Invalid(
+            """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for i, (x, y) in enumerate(loader):
     if i % 100 == 0:
@@ -237,6 +301,17 @@ for i, (x, y) in enumerate(loader):
     loss_fn(model(x), y).backward()  # expect: GL001
     opt.step()
 """,
+            fixed="""
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, (x, y) in enumerate(loader):
+    if i % 100 == 0:
+        print(i)
+        opt.zero_grad()
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()  # expect: GL001
+    opt.step()
+""",
+        ),
         """
 for x, y in loader:
     loss = loss_fn(model(x), y)
@@ -249,7 +324,8 @@ for x, y in loader:
         loss.backward()  # expect: GL001
         opt.step()
 """,
-        """
+        Invalid(
+            """
 opt_d = torch.optim.Adam(critic.parameters())
 for fake, real in loader:
     opt_d.zero_grad()
@@ -258,5 +334,16 @@ for fake, real in loader:
     (-critic(real).mean()).backward()  # expect: GL001
     opt_d.step()
 """,
+            fixed="""
+opt_d = torch.optim.Adam(critic.parameters())
+for fake, real in loader:
+    opt_d.zero_grad()
+    critic(fake).mean().backward()
+    opt_d.step()
+    opt_d.zero_grad()
+    (-critic(real).mean()).backward()  # expect: GL001
+    opt_d.step()
+""",
+        ),
     ),
 )

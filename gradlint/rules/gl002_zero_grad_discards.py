@@ -5,7 +5,8 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, at_earlier
-from gradlint.rules.registry import Rule
+from gradlint.rules.repairs import ZERO_GRAD, names_in, replace_receiver
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -29,9 +30,9 @@ def _walk(file, loop, walk, only_one):
 
 
 def discarding_clears(file, loop) -> frozenset:
-    """Keys of the clears this rule reports in `loop` (in any walk).  GL007 asks: the step
-    after such a clear finds no gradients, but the misplaced call is the clear, and it gets
-    one finding."""
+    """Keys of the clears this rule reports in `loop` (in any walk): its claims.  The step
+    after such a clear finds no gradients (GL007's question), but the misplaced call is the
+    clear, and it gets one finding."""
     only_one = len(stepped_optimizers(loop)) == 1
     return frozenset(finding.event.key for walk in walks(loop) for finding in _walk(file, loop, walk, only_one))
 
@@ -153,6 +154,63 @@ def _deferred_for(file, path, optimizer) -> bool:
     return any(_same(file, d, optimizer) for d in path.deferred)
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """The rule's move when it found one; with accumulation, the clear goes after the
+    guarded step; a module's clear where only the optimizer's is a no-op (inside
+    `accelerator.accumulate`) becomes the optimizer's."""
+    clear = raw.event
+    step = next((e for e, _ in raw.related if e.kind == S), None)
+    candidates = [raw.fix]
+    if step is None:
+        return candidates
+    if raw.fix is None:
+        candidates.append(move(file.context, clear, step, after=True, description=f"Move {clear.text} after {step.text}"))
+    match = ZERO_GRAD.match(clear.text)
+    if match and step.optimizer and match.group("receiver") != step.optimizer and names_in(step.text, step.optimizer):
+        candidates.append(replace_receiver(file, clear, step.optimizer))
+    return candidates
+
+
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A clear threw away fresh gradients that this step of their optimizer should have used."""
+    number, name = replay.stepping
+    for pid in event.params:
+        g = replay.grad(pid)
+        if g.discarded is None:
+            continue
+        z_index, lost, per_epoch = g.discarded
+        g.discarded = None
+        if g.unusable:  # `if not isfinite(loss): zero_grad(); continue`: nothing was meant to use them
+            continue
+        lost_sites = {tuple(replay.events[j].sites) for j in lost}
+        now_sites = {tuple(replay.events[j].sites) for j in g.sources}
+        # B; Z; S loses everything; Z between micro-batches of the same backward loses accumulation.
+        if g.sources and not (lost_sites & now_sites):
+            continue
+        z = replay.events[z_index]
+        # Across iterations, only the loop's regular clear discards an accumulation, and not
+        # when it runs once per epoch before the accumulating loop (rules.md, GL002).
+        if g.sources and (per_epoch or tuple(z.sites[:1]) not in replay.regular_clears):
+            continue
+        first = replay.events[lost[0]]
+        iterations = sorted({replay.iteration.get(j, 1) for j in lost})
+        used = "found no gradient" if not g.sources else "used only the backward passes after it"
+        replay.detect(
+            "GL002", z,
+            f"{replay.call(z)} cleared the gradient of {replay.run.param(pid)} written by {replay.call(first)} "
+            f"(iteration{'s' if len(iterations) > 1 else ''} {replay.join(iterations)}) before step {number} of {name} "
+            f"({replay.where(event)}), which {used}",
+            also=[event, first],
+        )
+        return
+
+
 RULE = Rule(
     code="GL002",
     name="zero-grad-discards-gradients",
@@ -169,6 +227,11 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n",
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="Z", followed_by="S", order=1),
+    fixes=fixes,
+    # the step after a misplaced clear finds no gradients (GL007), or a setting's loop never clears (GL001)
+    supersedes=("GL001", "GL007"),
+    claims=discarding_clears,
     fix="Safe: moves the clear after the step it came before (with accumulation: into the step's block, right after the step). Unsafe: inside `accelerator.accumulate`, `model.zero_grad()` becomes the prepared optimizer's `zero_grad()`.",
     valid=(
         """
@@ -206,7 +269,8 @@ for batch in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
     loss = loss_fn(model(x), y)
@@ -214,14 +278,33 @@ for x, y in loader:
     opt.zero_grad()  # expect: GL002
     opt.step()
 """,
-        """
+            fixed="""
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()  # expect: GL002
+""",
+        ),
+        Invalid(
+            """
 for i, (x, y) in enumerate(loader):
     optimizer.zero_grad()  # expect: GL002
     loss_fn(model(x), y).backward()
     if (i + 1) % 8 == 0:
         optimizer.step()
 """,
-        """
+            fixed="""
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    if (i + 1) % 8 == 0:
+        optimizer.step()
+        optimizer.zero_grad()  # expect: GL002
+""",
+        ),
+        Invalid(
+            """
 model, optimizer = accelerator.prepare(model, optimizer)
 for batch in loader:
     with accelerator.accumulate(model):
@@ -230,7 +313,18 @@ for batch in loader:
         optimizer.step()
         model.zero_grad()  # expect: GL002
 """,
-        """
+            fixed="""
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        loss = model(batch)
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()  # expect: GL002
+""",
+        ),
+        Invalid(
+            """
 model, optimizer = accelerator.prepare(model, optimizer)
 for batch in loader:
     with accelerator.accumulate(model):
@@ -238,6 +332,15 @@ for batch in loader:
         accelerator.backward(model(batch))
         optimizer.step()
 """,
+            fixed="""
+model, optimizer = accelerator.prepare(model, optimizer)
+for batch in loader:
+    with accelerator.accumulate(model):
+        accelerator.backward(model(batch))
+        optimizer.step()
+        optimizer.zero_grad()  # expect: GL002
+""",
+        ),
         """
 for i, (x, y) in enumerate(loader):
     loss_fn(model(x), y).backward()

@@ -4,9 +4,8 @@ from gradlint.model.events import B, S, Z
 from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier
-from gradlint.rules.gl001_missing_zero_grad import restepped_findings
-from gradlint.rules.gl007_step_before_backward import steps_before_backward
-from gradlint.rules.registry import Rule
+from gradlint.rules.repairs import insert_clear, names_in, replace_receiver
+from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
@@ -76,9 +75,7 @@ def _uncleared_between_steps(file, loop, clears, optimizer):
             if found is not None and early is None:
                 # steps GL007 reports, and steps GL001 reports on their backward (no clear at
                 # all between one step and the next backward): one misplaced call, one finding
-                early = steps_before_backward(file, loop) | {
-                    f.related[0][0].key for f in restepped_findings(file, loop)
-                }
+                early = claimed(file, loop, "GL003")
             if found is not None and found[0].key not in early:
                 step, consumer, index, used_at = found
                 other_iteration = walk.iteration[used_at] != walk.iteration[index]
@@ -151,6 +148,45 @@ def _next_step(loop, clear):
     return next((e.optimizer for e in loop.events[index + 1 :] if e.kind == S), None)
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """The clear of the optimizer that steps: its receiver replaced, or one inserted when every clear serves another optimizer."""
+    step = next((e for e, _ in raw.related if e.kind == S), raw.event if raw.event.kind == S else None)
+    if step is None or not step.optimizer or not names_in(step.text, step.optimizer):
+        return []
+    if raw.event.kind == S:  # every clear serves another optimizer: add this one's
+        return [insert_clear(file, raw.loop, step, None)]
+    return [replace_receiver(file, raw.event, step.optimizer)]
+
+
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A step uses gradients that also hold backward passes an earlier step already used, though
+    clears ran in between: they did not clear these parameters (GL001 when none ran)."""
+    found = replay.stale_use(i, event)
+    if found is None or not found[3]:
+        return
+    pid, consumer, writer_index, clears, evidence = found
+    stepped = {p for o in replay.stepped_oids() for p, owners in replay.owners.items() if o in owners}
+    orphans = [j for j in clears if not (set(replay.events[j].params) & stepped)]
+    zs = [replay.events[j] for j in clears]
+    blamed = replay.events[orphans[0]] if orphans else event
+    cited = replay.events[orphans[0]] if orphans else zs[0]
+    param = replay.run.param(pid)
+    detection = replay.detect(
+        "GL003", blamed,
+        evidence + f": {replay.call(cited)} ran in between but does not clear {param}",
+        also=zs + [event, replay.events[consumer]],
+    )
+    for clear in zs:  # a finding on one of these clears is told about its own call
+        detection.by_line.setdefault(
+            clear.site, evidence + f": {replay.call(clear)} ran in between but does not clear {param}")
+
+
 RULE = Rule(
     code="GL003",
     name="zero-grad-target-mismatch",
@@ -169,6 +205,8 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="B", followed_by="S", order=2),
+    fixes=fixes,
     fix="Unsafe: replaces the clear's receiver with the optimizer that steps those parameters (`model_a.zero_grad()` becomes `opt.zero_grad()`), or inserts that optimizer's clear before its backward() when every clear serves another optimizer.",
     valid=(
         """
@@ -196,7 +234,8 @@ def train(model, opt, loader):
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 import itertools
 G, D = Generator(), Discriminator()
 opt_d = torch.optim.Adam(D.parameters())
@@ -209,7 +248,22 @@ for x in loader:
     info_loss(D, G, x).backward()
     opt_info.step()
 """,
-        """
+            fixed="""
+import itertools
+G, D = Generator(), Discriminator()
+opt_d = torch.optim.Adam(D.parameters())
+opt_info = torch.optim.Adam(itertools.chain(G.parameters(), D.parameters()))
+for x in loader:
+    opt_d.zero_grad()
+    d_loss(D, G, x).backward()
+    opt_d.step()
+    opt_info.zero_grad()  # expect: GL003
+    info_loss(D, G, x).backward()
+    opt_info.step()
+""",
+        ),
+        Invalid(
+            """
 model_a = Net()
 model_b = Net()
 opt = torch.optim.SGD(model_b.parameters(), lr=0.1)
@@ -218,7 +272,18 @@ for x, y in loader:
     loss_fn(model_b(x), y).backward()
     opt.step()
 """,
-        """
+            fixed="""
+model_a = Net()
+model_b = Net()
+opt = torch.optim.SGD(model_b.parameters(), lr=0.1)
+for x, y in loader:
+    opt.zero_grad()  # expect: GL003
+    loss_fn(model_b(x), y).backward()
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 model = Net()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 for x, y in loader:
@@ -226,7 +291,17 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     opt.step()
 """,
-        """
+            fixed="""
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in loader:
+    opt.zero_grad()  # expect: GL003
+    loss_fn(model(x), y).backward()
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 class Distiller(nn.Module):
     def __init__(self, student):
         super().__init__()
@@ -240,5 +315,20 @@ for x, y in loader:
     loss_fn(distiller(x), y).backward()
     opt.step()
 """,
+            fixed="""
+class Distiller(nn.Module):
+    def __init__(self, student):
+        super().__init__()
+        self.student = student
+        self.proj = nn.Linear(8, 16)
+student = Net()
+distiller = Distiller(student)
+opt = torch.optim.SGD([{"params": student.parameters()}, {"params": distiller.proj.parameters()}], lr=0.1)
+for x, y in loader:
+    opt.zero_grad()  # expect: GL003
+    loss_fn(distiller(x), y).backward()
+    opt.step()
+""",
+        ),
     ),
 )

@@ -1,9 +1,11 @@
 """GL004: a clip after the step it should have shaped."""
 
+import math
+
 from gradlint.fix import move
 from gradlint.rules.base import RawFinding, at
 from gradlint.rules.clip_placement import clips_after_step
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -21,6 +23,35 @@ def check(file):
             ((step, "the step that already used the unclipped gradients"),),
             loop,
             move(file.context, clip, step, after=False, description=f"Move the clip before {step.text}"),
+        )
+
+
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A clip on gradients whose last use was a step: it runs after the update.  (Cleared
+    gradients after a step are a clip before the next backward: GL005's to judge.)"""
+    with_grad = [pid for pid in event.params if event.state(pid) is not None]
+    touched = [pid for pid in with_grad if replay.grad(pid).sources]
+    limit = event.raw.get("limit")
+    if isinstance(limit, (int, float)) and math.isinf(limit):
+        touched = []  # clip_grad_norm_(params, inf) measures the norm (for a log): it never clips
+    if touched and all(replay.grad(pid).consumed and replay.grad(pid).consumed[-1] > max(replay.grad(pid).sources) for pid in touched):
+        step_index = max(replay.grad(pid).consumed[-1] for pid in touched)
+        step = replay.events[step_index]
+        norm, limit, after = event.raw.get("norm"), event.raw.get("limit"), event.raw.get("norm_after")
+        if isinstance(norm, (int, float)) and isinstance(limit, (int, float)) and norm > limit and after is not None:
+            what = f"norm {norm:.4g} was clipped to {after:.4g} after the update"
+        elif isinstance(norm, (int, float)):
+            what = f"norm {norm:.4g} was measured after the update"
+        else:
+            what = "after the update"
+        replay.detect(
+            "GL004", event,
+            f"clip {replay.call(event)} ran after {replay.call(step)} (step {replay.step_number(step_index)} "
+            f"of {replay.run.optimizer(step.raw.get('oid'))}): {what}",
+            also=[step],
         )
 
 
@@ -42,6 +73,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="C", detect=runtime, reported_on="C", followed_by="B", order=1),
     fix="Safe: moves the clip right before the step (into the step's block when an accumulation `if` guards it).",
     valid=(
         """
@@ -63,7 +95,8 @@ for real in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 from torch.nn.utils import clip_grad_norm_ as clip
 for x, y in loader:
     opt.zero_grad()
@@ -71,7 +104,17 @@ for x, y in loader:
     opt.step()
     clip(model.parameters(), 1.0)  # expect: GL004
 """,
-        """
+            fixed="""
+from torch.nn.utils import clip_grad_norm_ as clip
+for x, y in loader:
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    clip(model.parameters(), 1.0)  # expect: GL004
+    opt.step()
+""",
+        ),
+        Invalid(
+            """
 import torch.nn as nn
 for x, y in loader:
     loss_fn(model(x), y).backward()
@@ -79,5 +122,14 @@ for x, y in loader:
     nn.utils.clip_grad_value_(model.parameters(), 0.5)  # expect: GL004
     optimizer.zero_grad()
 """,
+            fixed="""
+import torch.nn as nn
+for x, y in loader:
+    loss_fn(model(x), y).backward()
+    nn.utils.clip_grad_value_(model.parameters(), 0.5)  # expect: GL004
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        ),
     ),
 )

@@ -1,10 +1,11 @@
 """GL005: a clip before the backward whose gradients the next step uses."""
 
 from gradlint.fix import move
-from gradlint.model.events import S
+from gradlint.model.events import S, U
 from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_before_backward, next_of
-from gradlint.rules.registry import Rule
+from gradlint.rules.repairs import move_up, next_of_kind, order, previous_of
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -35,6 +36,50 @@ def check(file):
         )
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """Move the backward up above the clip (and the unscale_ right before it), or the clip down before the step."""
+    clip = raw.event
+    backward = raw.related[0][0] if raw.related else None
+    if backward is None:
+        return [raw.fix]
+    events = order(raw.loop)
+    step = next_of_kind(events, backward, S)
+    # An unscale_ right before the clip belongs with it: the backward goes above both.
+    unscale = previous_of(events, clip)
+    top = unscale if unscale is not None and unscale.kind == U else clip
+    up = move_up(file, backward, top, f"Move {backward.text} before {top.text}")
+    down = (
+        move(file.context, clip, step, after=False, description=f"Move the clip before {step.text}")
+        if step is not None
+        else None
+    )
+    return [up, down] if top is not clip else [down, up]
+
+
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A clip followed by another backward into the same gradients before this step uses them."""
+    for pid in event.params:
+        g = replay.grad(pid)
+        early = [c for c in g.clips if any(b > c for b in g.sources)]
+        if early and event.state(pid) is not None:
+            clip = replay.events[early[0]]
+            later = replay.events[max(g.sources)]
+            replay.detect(
+                "GL005", clip,
+                f"clip {replay.call(clip)} ran before {replay.call(later)}, whose gradient step "
+                f"{len(replay.steps.get(event.raw.get('oid'), []))} of {replay.run.optimizer(event.raw.get('oid'))} "
+                f"({replay.where(event)}) used: the clip did not bound it",
+                also=[event],
+            )
+            return
+
+
 RULE = Rule(
     code="GL005",
     name="clip-before-backward",
@@ -53,6 +98,8 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="C", followed_by="S", order=3),
+    fixes=fixes,
     fix='Safe: moves the clip right before the step, or moves the backward() up before the clip (and the unscale_ that goes with it), whichever leaves no other finding.',
     valid=(
         """
@@ -80,14 +127,24 @@ for batch in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 for x, y in loader:
     optimizer.zero_grad()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
     loss_fn(model(x), y).backward()
     optimizer.step()
 """,
-        """
+            fixed="""
+for x, y in loader:
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
+    optimizer.step()
+""",
+        ),
+        Invalid(
+            """
 for i, (x, y) in enumerate(loader):
     loss_fn(model(x), y).backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
@@ -95,6 +152,15 @@ for i, (x, y) in enumerate(loader):
         optimizer.step()
         optimizer.zero_grad()
 """,
+            fixed="""
+for i, (x, y) in enumerate(loader):
+    loss_fn(model(x), y).backward()
+    if (i + 1) % 4 == 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL005
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        ),
         """
 import lightning as L
 class Lit(L.LightningModule):

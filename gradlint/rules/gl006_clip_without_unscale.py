@@ -1,10 +1,13 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
+from gradlint.findings import SAFE, UNSAFE
+from gradlint.fix import insert, move
 from gradlint.model.events import B, C, S, U
 from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
-from gradlint.rules.registry import Rule
+from gradlint.rules.repairs import DOTTED, SCALE_CALL, names_in, next_of_kind, order
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -97,6 +100,69 @@ def _next_of(walk, index, kinds):
     return None
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """Move a late unscale_ up before the clip, or insert one."""
+    clip = raw.event
+    backward = raw.related[0][0] if raw.related else None
+    events = order(raw.loop)
+    step = next_of_kind(events, clip, S)
+    optimizer = raw.optimizer or (step.optimizer if step is not None else None)
+    late = next_of_kind(events, clip, U)
+    if late is not None and (step is None or events.index(late) < events.index(step)):
+        # unscale_ is there, but after the clip: move it up
+        return [move(file.context, late, clip, after=False, description=f"Move {late.text} before the clip")]
+    if any(e.kind == U for e in events):
+        return []  # a second unscale_ before one step raises at run time
+    match = SCALE_CALL.match(backward.text) if backward is not None else None
+    if match is None or not optimizer or not DOTTED.match(optimizer):
+        return []
+    call = f"{match.group('scaler')}.unscale_({optimizer})"
+    resolved = step is not None and names_in(step.text, optimizer)
+    return [insert(file.context, call, clip, False, f"Insert {call} before the clip", SAFE if resolved else UNSAFE)]
+
+
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A clip on gradients written through an enabled GradScaler with no unscale_ since."""
+    with_grad = [pid for pid in event.params if event.state(pid) is not None]
+    scaled = [pid for pid in with_grad if replay.grad(pid).scaled is not None]
+    if scaled:
+        writer = replay.events[replay.grad(scaled[0]).scaled]
+        factor = writer.raw.get("scale")
+        norm = event.raw.get("norm")
+        measured = f"measured norm {norm:.4g} on" if isinstance(norm, (int, float)) else "ran on"
+        replay.detect(
+            "GL006", event,
+            f"clip {replay.call(event)} {measured} gradients scaled by {factor:g} "
+            f"({replay.call(writer)} went through scaler.scale): no scaler.unscale_ ran in between"
+            if isinstance(factor, (int, float)) else
+            f"clip {replay.call(event)} {measured} scaled gradients from {replay.call(writer)}: no scaler.unscale_ ran in between",
+            also=[writer],
+        )
+
+
+def _disabled_scaler(run, home: str):
+    """Why the run cannot show the bug on this device: the GradScaler scaled nothing."""
+    if not run.scalers_disabled:
+        return None
+    from gradlint.verify.verdicts import display_path
+
+    first = run.scalers_disabled[0]
+    sites = first.get("sites") or []
+    where = ""
+    if sites:
+        where = f" at line {sites[0][1]}" if sites[0][0] == home else f" at {display_path(sites[0][0])}:{sites[0][1]}"
+    why = first.get("why") or "it was disabled"
+    return (f"could not be reproduced on this device: the GradScaler used{where} was disabled ({why}), so the "
+            "gradients it clipped were never scaled; the clip still needs scaler.unscale_ before it where the "
+            "scaler is enabled")
+
+
 RULE = Rule(
     code="GL006",
     name="clip-without-unscale",
@@ -117,6 +183,8 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="C", detect=runtime, reported_on="C", followed_by="S", order=0, masked=_disabled_scaler),
+    fixes=fixes,
     fix="Inserts `<scaler>.unscale_(<optimizer>)` right before the clip, or moves an unscale_ written after the clip up before it. Safe when the loop's own step names that optimizer, unsafe otherwise.",
     valid=(
         """
@@ -148,7 +216,8 @@ for x, y in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
 for x, y in loader:
     opt.zero_grad()
@@ -157,7 +226,19 @@ for x, y in loader:
     scaler.step(opt)
     scaler.update()
 """,
-        """
+            fixed="""
+scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+for x, y in loader:
+    opt.zero_grad()
+    scaler.scale(loss_fn(model(x), y)).backward()
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: GL006
+    scaler.step(opt)
+    scaler.update()
+""",
+        ),
+        Invalid(
+            """
 from torch.amp import GradScaler
 grad_scaler = GradScaler("cuda")
 for x, y in loader:
@@ -167,6 +248,18 @@ for x, y in loader:
     grad_scaler.update()
     opt.zero_grad()
 """,
+            fixed="""
+from torch.amp import GradScaler
+grad_scaler = GradScaler("cuda")
+for x, y in loader:
+    grad_scaler.scale(loss_fn(model(x), y)).backward()
+    grad_scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_value_(model.parameters(), 0.1)  # expect: GL006
+    grad_scaler.step(opt)
+    grad_scaler.update()
+    opt.zero_grad()
+""",
+        ),
         """
 class Updater:
     def step(self, grad_scaler):

@@ -1,12 +1,13 @@
 """GL007: a step before the backward of its own iteration."""
 
 from gradlint.fix import move
-from gradlint.model.events import B, S, Z
+from gradlint.model.event import Event
+from gradlint.model.events import B, C, S, U, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
-from gradlint.rules.gl002_zero_grad_discards import discarding_clears
-from gradlint.rules.registry import Rule
+from gradlint.rules.repairs import move_up, order
+from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 
 def check(file):
@@ -20,7 +21,7 @@ def check(file):
                     continue
                 cleared, later = found
                 if cleared >= 0 and discarding is None:
-                    discarding = discarding_clears(file, loop)
+                    discarding = claimed(file, loop, "GL007")
                 if cleared >= 0 and walk.events[cleared].key in discarding:
                     continue  # the clear sits between a backward and this step: GL002's one finding
                 step = walk.events[i]
@@ -77,6 +78,74 @@ def _last_clear(file, events, optimizer, only_one) -> int:
     return -1
 
 
+# --- the fix -------------------------------------------------------------------------
+
+
+def fixes(raw, file):
+    """Move the step after the backward and what prepares its gradients, or the backward up before the step."""
+    step = raw.event
+    backward = raw.related[0][0] if raw.related else None
+    if backward is None:
+        return [raw.fix]
+    # The step goes after the backward and what prepares its gradients (unscale_, clip).
+    events = order(raw.loop)
+    last = backward
+    if backward in events:
+        for event in events[events.index(backward) + 1 :]:
+            if event.kind not in (B, U, C) or event.via != step.via:
+                break
+            last = event
+    if last in events and _stepped_next(events[events.index(last) + 1 :], step):
+        # that backward already has its step (`if warmup: B; continue` ... `B; S`): moving this
+        # one there would step twice; moving the backward up would leave the other step bare
+        return []
+    down = move(file.context, step, last, after=True, description=f"Move {step.text} after {last.text}")
+    up = move_up(file, backward, step, f"Move {backward.text} before {step.text}")
+    plain = (
+        move(file.context, step, backward, after=True, description=f"Move {step.text} after {backward.text}")
+        if last is not backward
+        else None
+    )
+    return [down, up, plain]
+
+
+def _stepped_next(following: list[Event], step: Event) -> bool:
+    """Is the first step or backward of `following` (source order) another step of `step`'s optimizer?"""
+    for event in following:
+        if event.kind == B:
+            return False
+        if event.kind == S and event.optimizer == step.optimizer and event.key != step.key:
+            return True
+    return False
+
+
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A step with no backward into its parameters since their last step.  Parameters are
+    followed by identity: a backward into them since their last step, by any optimizer (a
+    SAM-style wrapper steps through its base optimizer), makes the step fresh.  Frozen
+    parameters (requires_grad False) take no part: stepping them is a no-op."""
+    number, name = replay.stepping
+    pids = event.params
+    frozen = set(event.raw.get("frozen") or ())
+    live = [pid for pid in pids if pid not in frozen]
+    fresh = any(replay.grad(pid).last_b > replay.grad(pid).last_s for pid in live)
+    # A prevented step never ran its closure, so it cannot show a step before backward; a manual
+    # update is only seen after the fact.
+    quiet = event.raw.get("skipped") or event.raw.get("prevented") or event.raw.get("manual")
+    if live and not fresh and not quiet:
+        steps = replay.steps.get(event.raw.get("oid"), [])
+        previous = replay.events[steps[-2]] if len(steps) > 1 else None
+        since = f"since step {number - 1} ({replay.where(previous)})" if previous else "before it"
+        replay.detect(
+            "GL007", event,
+            f"step {number} of {name} {replay.call(event)} ran with no backward into its parameters {since}: "
+            "it used " + ("no gradients at all" if all(event.state(p) is None for p in pids) else "the previous batch's gradients"),
+        )
+
+
 RULE = Rule(
     code="GL007",
     name="step-before-backward",
@@ -89,6 +158,11 @@ RULE = Rule(
     right="for x, y in loader:\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n    opt.step()\n",
     default=True,
     check=check,
+    criterion=Criterion(on="S", detect=runtime, reported_on="S", followed_by="S", order=0),
+    fixes=fixes,
+    # the pile-up (GL001) or re-applied gradients (GL003) a step before its backward causes
+    supersedes=("GL001", "GL003"),
+    claims=steps_before_backward,
     fix='Safe: moves the step after the backward() and the unscale_/clip that follow it, or moves the backward() up before the step, whichever leaves no other finding.',
     valid=(
         """
@@ -109,12 +183,21 @@ for x, y in loader:
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 for x, y in loader:
     optimizer.zero_grad()
     optimizer.step()  # expect: GL007
     loss_fn(model(x), y).backward()
 """,
+            fixed="""
+for x, y in loader:
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    optimizer.step()  # expect: GL007
+""",
+        ),
+        # (no fixed text pinned: the fix leaves scaler.update() before the first step)
         """
 scaler = torch.amp.GradScaler()
 for x, y in loader:

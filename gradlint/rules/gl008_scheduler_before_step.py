@@ -4,7 +4,7 @@ from gradlint.fix import move
 from gradlint.model.events import B, L, S
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
-from gradlint.rules.registry import Rule
+from gradlint.rules.registry import Criterion, Invalid, Rule
 
 
 def check(file):
@@ -34,6 +34,53 @@ def check(file):
                 )
 
 
+# --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
+
+
+def runtime(replay, i, event):
+    """A scheduler step (without an explicit epoch) before its optimizer's first step, or while
+    that optimizer has fresh gradients it has not stepped yet."""
+    if event.raw.get("plateau") or event.raw.get("error") or event.raw.get("positioned"):
+        return  # `sched.step(epoch)` sets its position itself: stepping first skips nothing
+    oid = event.raw.get("oid")
+    if oid is None:
+        return
+    later = next((e for e in replay.events[i + 1 :] if e.kind == "S" and e.raw.get("oid") == oid), None)
+    if later is None:
+        return
+    name = replay.run.optimizer(oid)
+    sched = event.raw.get("scheduler") or "the scheduler"
+    before, after = event.raw.get("lr_before"), event.raw.get("lr_after")
+    if not replay.steps.get(oid):
+        found = replay.detect(
+            "GL008", event,
+            f"{replay.call(event)} ran before the first {name}.step() ({replay.where(later)}): "
+            + _learning_rates(f"{name}'s first iterations trained with", before, after, "the schedule's first",
+                              "the schedule's first learning rate was skipped"),
+            also=[later],
+        )
+        found.message = (f"{sched}.step() runs before {name}.step() ({replay.where(later)}): the first learning "
+                         "rate of the schedule is skipped (since PyTorch 1.1 the scheduler steps after the optimizer)")
+    elif replay.fresh.get(oid):
+        found = replay.detect(
+            "GL008", event,
+            f"{replay.call(event)} ran before the step of its iteration ({replay.where(later)}): "
+            + _learning_rates(f"{name}'s update used", before, after, "this iteration's",
+                              "the update used the next iteration's learning rate"),
+            also=[later],
+        )
+        found.message = (f"{sched}.step() runs before {name}.step() ({replay.where(later)}) of the same iteration: "
+                         "the update uses the next iteration's learning rate")
+
+
+def _learning_rates(trained, before, after, meant, fallback) -> str:
+    """The learning rates a premature scheduler step gave the optimizer, as numbers."""
+    if not (isinstance(before, (int, float)) and isinstance(after, (int, float))) or before == after:
+        return fallback
+    factor = f", a factor of {after / before:.4g}" if before else ""
+    return f"{trained} lr {after:.4g} instead of {meant} {before:.4g}{factor}"
+
+
 RULE = Rule(
     code="GL008",
     name="scheduler-before-step",
@@ -53,6 +100,7 @@ RULE = Rule(
     ),
     default=True,
     check=check,
+    criterion=Criterion(on="L", detect=runtime, reported_on="L", followed_by="S", order=0),
     fix='Safe: moves the scheduler step after the optimizer step (a per-epoch scheduler: after the inner loop, never into it).',
     valid=(
         """
@@ -93,7 +141,8 @@ for epoch in range(10):
 """,
     ),
     invalid=(
-        """
+        Invalid(
+            """
 from torch.optim import lr_scheduler
 sched = lr_scheduler.StepLR(opt, step_size=10)
 for epoch in range(10):
@@ -103,7 +152,19 @@ for epoch in range(10):
         loss_fn(model(x), y).backward()
         opt.step()
 """,
-        """
+            fixed="""
+from torch.optim import lr_scheduler
+sched = lr_scheduler.StepLR(opt, step_size=10)
+for epoch in range(10):
+    for x, y in loader:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    sched.step()  # expect: GL008
+""",
+        ),
+        Invalid(
+            """
 scheduler = get_linear_schedule_with_warmup(optimizer, 100, 1000)
 for batch in loader:
     scheduler.step()  # expect: GL008
@@ -111,7 +172,17 @@ for batch in loader:
     model(batch).backward()
     optimizer.step()
 """,
-        """
+            fixed="""
+scheduler = get_linear_schedule_with_warmup(optimizer, 100, 1000)
+for batch in loader:
+    optimizer.zero_grad()
+    model(batch).backward()
+    optimizer.step()
+    scheduler.step()  # expect: GL008
+""",
+        ),
+        Invalid(
+            """
 def make_sched(opt):
     return torch.optim.lr_scheduler.StepLR(opt, 10)
 sched = make_sched(opt)
@@ -121,5 +192,16 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     opt.step()
 """,
+            fixed="""
+def make_sched(opt):
+    return torch.optim.lr_scheduler.StepLR(opt, 10)
+sched = make_sched(opt)
+for x, y in loader:
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    opt.step()
+    sched.step()  # expect: GL008
+""",
+        ),
     ),
 )

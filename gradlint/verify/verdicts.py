@@ -1,22 +1,12 @@
 """From an event log to verdicts.  Pure Python: runs in the parent, never imports torch.
 
-Each tracked parameter carries the provenance of its current gradient:
-which backward passes wrote it (``sources``), and which steps already used
-it (``consumed``).  The runtime criteria, in rules.md terms:
-
-GL001/GL003  a backward writes into a gradient a step already consumed, and a
-             step then uses it (GL003 when the loop did clear, but not these
-             parameters);
-GL002        a clear throws away fresh gradients that the next step of their
-             optimizer should have used;
-GL004        a clip on gradients whose last use was a step (after the update);
-GL005        a clip followed by another backward into the same gradients
-             before the step consumes them;
-GL006        a clip on gradients written through an enabled GradScaler with no
-             unscale_ since;
-GL007        a step with no backward into its parameters since its last step;
-GL008        a scheduler step (without an explicit epoch) before its optimizer's first step, or while that
-             optimizer has fresh gradients it has not stepped yet.
+A replay of the run: each tracked parameter carries the provenance of its
+current gradient: which backward passes wrote it (``sources``), and which
+steps already used it (``consumed``), and what clips, clears and unscale_
+calls did to it.  At each event, every rule whose run-time criterion watches
+that kind of event (its RULE's `criterion`, in its own module under
+gradlint/rules/) is asked whether the run shows its bug there; this module
+knows no rule by its code.
 
 A detection remembers every line of the user's stack at the events that
 prove it, so a static finding reported on a helper's line or on its call
@@ -244,6 +234,8 @@ class Analysis:
         # fresh gradients away is a deliberate skip (a bad batch), not a lost accumulation.
         self.regular_clears: set = set()
         self.clear_runs: dict[tuple, int] = {}  # a clear's site -> index of its last run
+        self.stepping: tuple = (0, "")  # the step being replayed: its number, its optimizer's name
+        self._stale_at: Optional[tuple] = None  # (step index, stale_use's answer) for the last step asked
 
     # --- helpers ---------------------------------------------------------------
 
@@ -281,12 +273,15 @@ class Analysis:
             found.calls |= calls
         return self.detections[key]
 
-    def _stepped_oids(self):
+    def stepped_oids(self):
         return {oid for oid, steps in self.steps.items() if steps}
 
     # --- the walk -----------------------------------------------------------------
 
     def analyse(self) -> list[Detection]:
+        """Replay the run: each event updates the gradients' provenance, and every rule whose
+        criterion watches that kind of event is asked whether the run shows its bug there."""
+        criteria = criteria_by_kind()
         for index, event in enumerate(self.events):
             oid = event.raw.get("oid")
             if oid is not None and event.kind in ("S", "O"):  # whoever steps a parameter owns it too
@@ -294,9 +289,14 @@ class Analysis:
                     self.owners.setdefault(pid, set()).add(oid)
             if not event.raw.get("in_step"):
                 self.step_counted = False
-            handler = getattr(self, f"_on_{event.kind}", None)
-            if handler is not None:
-                handler(index, event)
+            before = getattr(self, f"_on_{event.kind}", None)
+            if before is not None:
+                before(index, event)
+            for criterion in criteria.get(event.kind, ()):
+                criterion.detect(self, index, event)
+            after = getattr(self, f"_after_{event.kind}", None)
+            if after is not None:
+                after(index, event)
         return list(self.detections.values())
 
     def _on_B(self, i, event):
@@ -319,7 +319,7 @@ class Analysis:
             for oid in self.owners.get(pid, ()):
                 self.fresh[oid] = True
 
-    def _step_number(self, index) -> int:
+    def step_number(self, index) -> int:
         oid = self.events[index].raw.get("oid")
         return self.steps.get(oid, []).index(index) + 1 if index in self.steps.get(oid, []) else 0
 
@@ -357,79 +357,23 @@ class Analysis:
         for pid in event.params:
             self.grad(pid).scaled = None
 
+
     def _on_C(self, i, event):
-        with_grad = [pid for pid in event.params if event.state(pid) is not None]
         for pid in event.params:
             self.grad(pid).clips.append(i)
-        scaled = [pid for pid in with_grad if self.grad(pid).scaled is not None]
-        if scaled:
-            writer = self.events[self.grad(scaled[0]).scaled]
-            factor = writer.raw.get("scale")
-            norm = event.raw.get("norm")
-            measured = f"measured norm {norm:.4g} on" if isinstance(norm, (int, float)) else "ran on"
-            self.detect(
-                "GL006", event,
-                f"clip {self.call(event)} {measured} gradients scaled by {factor:g} "
-                f"({self.call(writer)} went through scaler.scale): no scaler.unscale_ ran in between"
-                if isinstance(factor, (int, float)) else
-                f"clip {self.call(event)} {measured} scaled gradients from {self.call(writer)}: no scaler.unscale_ ran in between",
-                also=[writer],
-            )
-        # After the update: the clip sees the very gradients a step already used.  (Cleared
-        # gradients after a step are a clip before the next backward: GL005's to judge.)
-        touched = [pid for pid in with_grad if self.grad(pid).sources]
-        limit = event.raw.get("limit")
-        if isinstance(limit, (int, float)) and math.isinf(limit):
-            touched = []  # clip_grad_norm_(params, inf) measures the norm (for a log): it never clips
-        if touched and all(self.grad(pid).consumed and self.grad(pid).consumed[-1] > max(self.grad(pid).sources) for pid in touched):
-            step_index = max(self.grad(pid).consumed[-1] for pid in touched)
-            step = self.events[step_index]
-            norm, limit, after = event.raw.get("norm"), event.raw.get("limit"), event.raw.get("norm_after")
-            if isinstance(norm, (int, float)) and isinstance(limit, (int, float)) and norm > limit and after is not None:
-                what = f"norm {norm:.4g} was clipped to {after:.4g} after the update"
-            elif isinstance(norm, (int, float)):
-                what = f"norm {norm:.4g} was measured after the update"
-            else:
-                what = "after the update"
-            self.detect(
-                "GL004", event,
-                f"clip {self.call(event)} ran after {self.call(step)} (step {self._step_number(step_index)} "
-                f"of {self.run.optimizer(step.raw.get('oid'))}): {what}",
-                also=[step],
-            )
 
     def _on_S(self, i, event):
+        """Count the step (the criteria read `stepping`: its number and its optimizer's name)."""
         oid = event.raw.get("oid")
-        name = self.run.optimizer(oid)
         steps = self.steps.setdefault(oid, [])
-        if event.raw.get("continued"):  # the rest of a manual update spread over several clears
-            number = len(steps)
-        else:
+        if not event.raw.get("continued"):  # (the rest of a manual update spread over several clears)
             steps.append(i)
-            number = len(steps)
-        pids = event.params
-        # Parameters are followed by identity: a backward into them since their last step, by any
-        # optimizer (a SAM-style wrapper steps through its base optimizer), makes the step fresh.
-        # Frozen parameters (requires_grad False) take no part: stepping them is a no-op.
-        frozen = set(event.raw.get("frozen") or ())
-        live = [pid for pid in pids if pid not in frozen]
-        fresh = any(self.grad(pid).last_b > self.grad(pid).last_s for pid in live)
-        # A prevented step never ran its closure, so it cannot show a step before backward; a manual
-        # update is only seen after the fact.
-        quiet = event.raw.get("skipped") or event.raw.get("prevented") or event.raw.get("manual")
-        if live and not fresh and not quiet:
-            previous = self.events[steps[-2]] if len(steps) > 1 else None
-            since = f"since step {number - 1} ({self.where(previous)})" if previous else "before it"
-            self.detect(
-                "GL007", event,
-                f"step {number} of {name} {self.call(event)} ran with no backward into its parameters {since}: "
-                "it used " + ("no gradients at all" if all(event.state(p) is None for p in pids) else "the previous batch's gradients"),
-            )
-        self.fresh[oid] = False
-        self._check_discarded(i, event, number, name)
-        self._check_stale_use(i, event, number, name)
-        self._check_clip_before_backward(i, event)
-        for pid in pids:
+        self.stepping = (len(steps), self.run.optimizer(oid))
+
+    def _after_S(self, i, event):
+        """The step used its parameters' gradients: what a backward writes next piles onto them."""
+        self.fresh[event.raw.get("oid")] = False
+        for pid in event.params:
             g = self.grad(pid)
             if event.state(pid) is not None and g.sources:
                 g.consumed.append(i)
@@ -438,140 +382,40 @@ class Analysis:
             if event.raw.get("via") == "scaler":
                 g.scaled = None
 
-    def _check_discarded(self, i, event, number, name):
-        for pid in event.params:
-            g = self.grad(pid)
-            if g.discarded is None:
-                continue
-            z_index, lost, per_epoch = g.discarded
-            g.discarded = None
-            if g.unusable:  # `if not isfinite(loss): zero_grad(); continue`: nothing was meant to use them
-                continue
-            lost_sites = {tuple(self.events[j].sites) for j in lost}
-            now_sites = {tuple(self.events[j].sites) for j in g.sources}
-            # B; Z; S loses everything; Z between micro-batches of the same backward loses accumulation.
-            if g.sources and not (lost_sites & now_sites):
-                continue
-            z = self.events[z_index]
-            # Across iterations, only the loop's regular clear discards an accumulation, and not
-            # when it runs once per epoch before the accumulating loop (rules.md, GL002).
-            if g.sources and (per_epoch or tuple(z.sites[:1]) not in self.regular_clears):
-                continue
-            first = self.events[lost[0]]
-            iterations = sorted({self.iteration.get(j, 1) for j in lost})
-            used = "found no gradient" if not g.sources else "used only the backward passes after it"
-            self.detect(
-                "GL002", z,
-                f"{self.call(z)} cleared the gradient of {self.run.param(pid)} written by {self.call(first)} "
-                f"(iteration{'s' if len(iterations) > 1 else ''} {_join(iterations)}) before step {number} of {name} "
-                f"({self.where(event)}), which {used}",
-                also=[event, first],
-            )
-            return
-
-    def _check_stale_use(self, i, event, number, name):
-        """A step uses a gradient that also holds backward passes an earlier step already used.
-
-        GL001 when nothing was cleared in between; GL003 when the loop did clear, but not these.
-        Checked when a step consumes, not when the backward writes: piled-up gradients that
-        are cleared before any step uses them did no harm.
-        """
-        stale = []
+    def stale_use(self, i, event):
+        """A step uses a gradient that also holds backward passes an earlier step already used:
+        (the parameter, the index of that earlier step, of the first backward after it, the
+        clears that ran in between, the evidence), or None.  Checked when a step consumes, not
+        when the backward writes: piled-up gradients cleared before any step uses them did no
+        harm.  GL001's criterion when nothing was cleared in between, GL003's when something
+        was; worked out once per step, both ask."""
+        if self._stale_at and self._stale_at[0] == i:
+            return self._stale_at[1]
+        found = None
         for pid in event.params:
             g = self.grad(pid)
             if event.state(pid) is not None and g.consumed and g.sources and max(g.sources) > g.consumed[-1]:
-                stale.append(pid)
-        if not stale:
-            return
-        pid = stale[0]
-        g = self.grad(pid)
-        consumer = g.consumed[-1]
-        writer = self.events[next(j for j in g.sources if j > consumer)]  # the first backward into used gradients
-        lines = sorted({self.where(self.events[j]) for j in g.sources})
-        iterations = sorted({self.iteration.get(j, 1) for j in g.sources})
-        evidence = (
-            f"step {number} of {name} at {self.where(event)} used gradients accumulated over backward passes at "
-            f"{_join(lines)} in iterations {_join(iterations)}"
-        )
-        writer_index = next(j for j in g.sources if j > consumer)
-        clears = [
-            j for j in range(consumer + 1, writer_index)
-            if self.events[j].kind == "Z" and not self.events[j].raw.get("inferred")
-        ]
-        if not clears:
-            self.detect("GL001", writer, evidence + ": nothing cleared them in between", also=[event])
-            return
-        stepped = {p for o in self._stepped_oids() for p, owners in self.owners.items() if o in owners}
-        orphans = [j for j in clears if not (set(self.events[j].params) & stepped)]
-        zs = [self.events[j] for j in clears]
-        blamed = self.events[orphans[0]] if orphans else event
-        cited = self.events[orphans[0]] if orphans else zs[0]
-        found = self.detect(
-            "GL003", blamed,
-            evidence + f": {self.call(cited)} ran in between but does not clear {self.run.param(pid)}",
-            also=zs + [event, self.events[consumer]],
-        )
-        for clear in zs:  # a finding on one of these clears is told about its own call
-            found.by_line.setdefault(
-                clear.site, evidence + f": {self.call(clear)} ran in between but does not clear {self.run.param(pid)}")
-
-    def _check_clip_before_backward(self, i, event):
-        for pid in event.params:
-            g = self.grad(pid)
-            early = [c for c in g.clips if any(b > c for b in g.sources)]
-            if early and event.state(pid) is not None:
-                clip = self.events[early[0]]
-                later = self.events[max(g.sources)]
-                self.detect(
-                    "GL005", clip,
-                    f"clip {self.call(clip)} ran before {self.call(later)}, whose gradient step "
-                    f"{len(self.steps.get(event.raw.get('oid'), []))} of {self.run.optimizer(event.raw.get('oid'))} "
-                    f"({self.where(event)}) used: the clip did not bound it",
-                    also=[event],
+                consumer = g.consumed[-1]
+                writer_index = next(j for j in g.sources if j > consumer)  # the first backward into used gradients
+                clears = [
+                    j for j in range(consumer + 1, writer_index)
+                    if self.events[j].kind == "Z" and not self.events[j].raw.get("inferred")
+                ]
+                number, name = self.stepping
+                lines = sorted({self.where(self.events[j]) for j in g.sources})
+                iterations = sorted({self.iteration.get(j, 1) for j in g.sources})
+                evidence = (
+                    f"step {number} of {name} at {self.where(event)} used gradients accumulated over backward "
+                    f"passes at {_join(lines)} in iterations {_join(iterations)}"
                 )
-                return
+                found = (pid, consumer, writer_index, clears, evidence)
+                break
+        self._stale_at = (i, found)
+        return found
 
-    def _on_L(self, i, event):
-        if event.raw.get("plateau") or event.raw.get("error") or event.raw.get("positioned"):
-            return  # `sched.step(epoch)` sets its position itself: stepping first skips nothing
-        oid = event.raw.get("oid")
-        if oid is None:
-            return
-        later = next((e for e in self.events[i + 1 :] if e.kind == "S" and e.raw.get("oid") == oid), None)
-        if later is None:
-            return
-        name = self.run.optimizer(oid)
-        sched = event.raw.get("scheduler") or "the scheduler"
-        before, after = event.raw.get("lr_before"), event.raw.get("lr_after")
-        if not self.steps.get(oid):
-            found = self.detect(
-                "GL008", event,
-                f"{self.call(event)} ran before the first {name}.step() ({self.where(later)}): "
-                + _learning_rates(f"{name}'s first iterations trained with", before, after, "the schedule's first",
-                                  "the schedule's first learning rate was skipped"),
-                also=[later],
-            )
-            found.message = (f"{sched}.step() runs before {name}.step() ({self.where(later)}): the first learning "
-                             "rate of the schedule is skipped (since PyTorch 1.1 the scheduler steps after the optimizer)")
-        elif self.fresh.get(oid):
-            found = self.detect(
-                "GL008", event,
-                f"{self.call(event)} ran before the step of its iteration ({self.where(later)}): "
-                + _learning_rates(f"{name}'s update used", before, after, "this iteration's",
-                                  "the update used the next iteration's learning rate"),
-                also=[later],
-            )
-            found.message = (f"{sched}.step() runs before {name}.step() ({self.where(later)}) of the same iteration: "
-                             "the update uses the next iteration's learning rate")
-
-
-def _learning_rates(trained, before, after, meant, fallback) -> str:
-    """The learning rates a premature scheduler step gave the optimizer, as numbers."""
-    if not (isinstance(before, (int, float)) and isinstance(after, (int, float))) or before == after:
-        return fallback
-    factor = f", a factor of {after / before:.4g}" if before else ""
-    return f"{trained} lr {after:.4g} instead of {meant} {before:.4g}{factor}"
-
+    @staticmethod
+    def join(numbers) -> str:
+        return _join(numbers)
 
 # --- matching static findings ----------------------------------------------------------
 
@@ -669,25 +513,32 @@ def _spawned(run: Run, home: Optional[str]) -> str:
     return f"{first.get('api')}({first.get('target')}){where}"
 
 
-# A finding's events, by code: the kind of event it is reported on, and the kind that must
-# follow it for the bug to show (GL001: a step then another backward into the same parameters).
-_PATH = {
-    "GL001": ("B", "S"), "GL003": ("B", "S"), "GL002": ("Z", "S"), "GL004": ("C", "B"),
-    "GL005": ("C", "S"), "GL006": ("C", "S"), "GL007": ("S", "S"), "GL008": ("L", "S"),
-}
+def criteria_by_kind() -> dict[str, list]:
+    """The rules' run-time criteria, by the kind of event each watches, in the order they are
+    asked (several look at one step; the first to detect tells a shared call's evidence)."""
+    from gradlint.rules.registry import all_rules
+
+    by_kind: dict[str, list] = {}
+    for rule in all_rules():
+        if rule.criterion is not None:
+            by_kind.setdefault(rule.criterion.on, []).append(rule.criterion)
+    for criteria in by_kind.values():
+        criteria.sort(key=lambda criterion: criterion.order)
+    return by_kind
 
 
-def _disabled_scaler(run: Run, home: str) -> str:
-    """GL006 cannot show on this device: the GradScaler scaled nothing."""
-    first = run.scalers_disabled[0]
-    sites = first.get("sites") or []
-    where = ""
-    if sites:
-        where = f" at line {sites[0][1]}" if sites[0][0] == home else f" at {display_path(sites[0][0])}:{sites[0][1]}"
-    why = first.get("why") or "it was disabled"
-    return (f"could not be reproduced on this device: the GradScaler used{where} was disabled ({why}), so the "
-            "gradients it clipped were never scaled; the clip still needs scaler.unscale_ before it where the "
-            "scaler is enabled")
+def _criterion(code: str):
+    from gradlint.rules.registry import rules_by_code
+
+    rule = rules_by_code().get(code)
+    return rule.criterion if rule is not None else None
+
+
+def _path(code: str) -> tuple:
+    """A finding's events: the kind of event it is reported on, and the kind that must follow
+    it for the bug to show (GL001: a step then another backward into the same parameters)."""
+    criterion = _criterion(code)
+    return (criterion.reported_on, criterion.followed_by) if criterion is not None else (None, "S")
 
 
 def _path_ran(finding, run: Run, home: str) -> Optional[str]:
@@ -703,7 +554,7 @@ def _path_ran(finding, run: Run, home: str) -> Optional[str]:
     if not seen:
         return (f"line {line} ran {len(at_line)} times, but the probes saw no parameter there "
                 "(its parameters belong to no optimizer verify could see)")
-    kind, follow = _PATH.get(finding.code, (None, "S"))
+    kind, follow = _path(finding.code)
     first = seen[0][0]
     pids = {pid for _, e in seen for pid in e.params}
     oid = seen[0][1].raw.get("oid")
@@ -737,7 +588,7 @@ def _same_call(finding, detection: Detection, home: str) -> bool:
 def _nothing_to_act_on(finding, findings, run: Run, home: str) -> Optional[str]:
     """Why a clip (or clear) at the finding's line could not show its bug: every time it ran, there
     was no gradient for it to act on, because something before it had emptied them."""
-    kind = _PATH.get(finding.code, (None, None))[0]
+    kind = _path(finding.code)[0]
     if kind not in ("C", "Z"):
         return None
     runs = [(i, e) for i, e in _runs_at(run, home, finding.span.line) if e.kind == kind and e.params]
@@ -793,8 +644,10 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
             times = _ran(run, home, line)
             if missing is None:
                 missing = _nothing_to_act_on(finding, findings, run, home)
-            if missing is None and finding.code == "GL006" and run.scalers_disabled:
-                verdict, evidence = NOT_REACHED, _disabled_scaler(run, home)
+            criterion = _criterion(finding.code)
+            masked = criterion.masked(run, home) if missing is None and criterion and criterion.masked else None
+            if masked is not None:
+                verdict, evidence = NOT_REACHED, masked
             elif missing is None:
                 verdict = NOT_REPRODUCED
                 evidence = f"line {line} ran {times} times over {run.steps} optimizer steps and the gradients behaved correctly"
