@@ -46,7 +46,7 @@ def fixes(raw, file):
     backward = next((e for e in raw.loop.events if e.kind == B), None)
     if backward is None:
         return []
-    return [move(file.lines, raw.event, backward, after=False, description=f"Move {raw.event.text} before {backward.text}")]
+    return [move(file.context, raw.event, backward, after=False, description=f"Move {raw.event.text} before {backward.text}")]
 
 
 def runtime(replay, index, event):
