@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from gradlint import engine
-from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.core.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
+from gradlint.options.settings import Settings
 
 BUGGY = """\
 import torch
@@ -117,7 +117,7 @@ def test_deeply_nested_code_does_not_crash():
 
 
 def test_internal_error_names_the_file_and_the_run_goes_on(tmp_path, monkeypatch):
-    from gradlint.rules import registry
+    from gradlint.core import registry
 
     rules = registry.all_rules()
     boom = registry.Rule(**{**rules[0].__dict__, "check": lambda model: 1 / 0})

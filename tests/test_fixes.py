@@ -2,10 +2,10 @@
 
 import pytest
 
-from gradlint.engine import check_source
+from gradlint.check.engine import check_source
 from gradlint.fix import apply
-from gradlint.rules.registry import all_rules
-from gradlint.settings import Settings
+from gradlint.core.registry import all_rules
+from gradlint.options.settings import Settings
 
 FIXABLE = {
     "GL002": "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
@@ -70,7 +70,7 @@ def test_cli_fix_rewrites_the_file_and_exits_clean(tmp_path):
 
 # --- issue 14: every rule's repair, whole statements, safe and unsafe -----------------
 
-from gradlint.cli import main  # noqa: E402
+from gradlint.commands.cli import main  # noqa: E402
 from gradlint.fix.session import fix_source  # noqa: E402
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from gradlint import source_lines
-from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
+from gradlint.core import source_lines
+from gradlint.core.findings import SAFE, UNSAFE, Edit, Fix, Span
 from gradlint.fix.statements import Statement, Statements
 from gradlint.model.event import Event
 

@@ -16,10 +16,10 @@ import re
 from dataclasses import replace
 from typing import Callable, Optional
 
-from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
+from gradlint.core.findings import SAFE, UNSAFE, Edit, Fix, Span
 from gradlint.fix import _statement, insert, move, statements_of
 from gradlint.model.event import Event
-from gradlint.model.events import B, C, S, U
+from gradlint.core.events import B, C, S, U
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 _SCALE_CALL = re.compile(r"^(?P<scaler>[A-Za-z_][\w.]*)\.scale\(")

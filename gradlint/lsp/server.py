@@ -1,6 +1,6 @@
 """The pygls server: document events in, diagnostics, code actions and hovers out.
 
-All analysis is ``gradlint.engine.check_source`` (through
+All analysis is ``gradlint.check.engine.check_source`` (through
 ``documents.check_document``); this module only schedules checks and
 speaks the protocol.
 
@@ -129,7 +129,7 @@ class GradlintServer(LanguageServer):
         self._internal_logged: dict[str, set[str]] = {}
         # The workspace's project index (gradlint/project), built in the background: a check
         # reads it as it is, never waits for it; once ready, the open buffers are checked again.
-        from gradlint.project.workspace import WorkspaceIndex
+        from gradlint.lsp.workspace import WorkspaceIndex
 
         self.workspace_index = WorkspaceIndex(on_ready=self._index_ready)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -260,7 +260,7 @@ class GradlintServer(LanguageServer):
         text = doc.source
 
         def run() -> list:
-            from gradlint.engine import check_source
+            from gradlint.check.engine import check_source
 
             def check(version: str):
                 return check_source(version, path, settings)

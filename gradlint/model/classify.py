@@ -13,7 +13,7 @@ import libcst as cst
 
 from gradlint.model.bindings import params_argument
 from gradlint.model.event import Event
-from gradlint.model.events import (
+from gradlint.core.events import (
     ACCUMULATE_CONTEXTS,
     GRAD_DISABLING,
     GRAD_ENABLING,

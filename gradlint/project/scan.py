@@ -24,7 +24,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from gradlint.model.events import (
+from gradlint.core.events import (
     BACKWARD_NAMES,
     CLIP_FUNCTIONS,
     PER_BATCH_METHODS,

@@ -1,12 +1,12 @@
 """GL003: the loop clears, but not the parameters an optimizer steps."""
 
-from gradlint.model.events import B, S, Z
+from gradlint.core.events import B, S, Z
 from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.gl001_missing_zero_grad import restepped_findings
 from gradlint.rules.gl007_step_before_backward import steps_before_backward
-from gradlint.rules.registry import Rule
+from gradlint.core.registry import Rule
 
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"

@@ -1,10 +1,10 @@
 """GL005: a clip before the backward whose gradients the next step uses."""
 
 from gradlint.fix import move
-from gradlint.model.events import S
+from gradlint.core.events import S
 from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_before_backward, next_of
-from gradlint.rules.registry import Rule
+from gradlint.core.registry import Rule
 
 
 def check(file):

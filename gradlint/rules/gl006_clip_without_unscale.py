@@ -1,10 +1,10 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
-from gradlint.model.events import B, C, S, U
+from gradlint.core.events import B, C, S, U
 from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
-from gradlint.rules.registry import Rule
+from gradlint.core.registry import Rule
 
 
 def check(file):

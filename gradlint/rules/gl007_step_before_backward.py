@@ -1,12 +1,12 @@
 """GL007: a step before the backward of its own iteration."""
 
 from gradlint.fix import move
-from gradlint.model.events import B, S, Z
+from gradlint.core.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.gl002_zero_grad_discards import discarding_clears
-from gradlint.rules.registry import Rule
+from gradlint.core.registry import Rule
 
 
 def check(file):

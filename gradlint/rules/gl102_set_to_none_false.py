@@ -1,8 +1,8 @@
 """GL102 (advice): `zero_grad(set_to_none=False)` where nothing reads `.grad`."""
 
-from gradlint.model.events import Z
+from gradlint.core.events import Z
 from gradlint.rules.base import RawFinding
-from gradlint.rules.registry import Rule
+from gradlint.core.registry import Rule
 
 
 def check(file):

@@ -230,8 +230,8 @@ def exit_code(report: dict, strict: bool = False) -> int:
 
 
 def static_findings(path: str):
-    from gradlint.engine import check_file
-    from gradlint.settings import Settings
+    from gradlint.check.engine import check_file
+    from gradlint.options.settings import Settings
 
     result = check_file(path, Settings.default())
     return result.findings, [e.message for e in result.errors]
@@ -305,7 +305,7 @@ def build_report(target: str, run, early=None) -> dict:
 
 
 def render_text(report: dict, run, trace: bool) -> str:
-    from gradlint.rules.registry import rules_by_code
+    from gradlint.core.registry import rules_by_code
     from gradlint.verify.trace import format_trace
 
     rules = rules_by_code()
