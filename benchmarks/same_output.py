@@ -44,7 +44,7 @@ def run_gradlint(checkout: Path, paths: list[str], jobs: str) -> subprocess.Comp
 
 def write_samples(directory: Path) -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     paths = []
     for rule in all_rules():

@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 from bench import python_files  # noqa: E402
 
 from gradlint.check import engine  # noqa: E402
-from gradlint.core.registry import all_rules  # noqa: E402
+from gradlint.rules.registry import all_rules  # noqa: E402
 from gradlint.options.settings import Settings  # noqa: E402
 
 STUDY_NOTEBOOKS = "/work/study/src"

@@ -26,7 +26,7 @@ RULES_DIR = ROOT / "docs" / "rules"
 sys.path.insert(0, str(ROOT))
 
 from gradlint.commands.explain import explainable_codes  # noqa: E402
-from gradlint.core.registry import RULE_MODULES, all_rules  # noqa: E402
+from gradlint.rules.registry import RULE_MODULES, all_rules  # noqa: E402
 from gradlint.check.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY  # noqa: E402
 
 REGENERATE = "python scripts/gen_rule_docs.py"

@@ -117,7 +117,7 @@ def test_deeply_nested_code_does_not_crash():
 
 
 def test_internal_error_names_the_file_and_the_run_goes_on(tmp_path, monkeypatch):
-    from gradlint.core import registry
+    from gradlint.rules import registry
 
     rules = registry.all_rules()
     boom = registry.Rule(**{**rules[0].__dict__, "check": lambda model: 1 / 0})

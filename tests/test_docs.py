@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gradlint.core.registry import all_rules, rules_by_code
+from gradlint.rules.registry import all_rules, rules_by_code
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

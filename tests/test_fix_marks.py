@@ -14,7 +14,7 @@ from gradlint.check.engine import check_source
 from gradlint.core.findings import FileResult
 from gradlint.fix import apply
 from gradlint.fix import session
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 from gradlint.options.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

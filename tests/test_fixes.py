@@ -4,7 +4,7 @@ import pytest
 
 from gradlint.check.engine import check_source
 from gradlint.fix import apply
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 from gradlint.options.settings import Settings
 
 FIXABLE = {

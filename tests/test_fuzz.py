@@ -37,7 +37,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from gradlint.check import engine  # noqa: E402
 from gradlint.core.findings import INTERNAL_ERROR  # noqa: E402
-from gradlint.core.registry import all_rules  # noqa: E402
+from gradlint.rules.registry import all_rules  # noqa: E402
 from gradlint.options.settings import Settings  # noqa: E402
 
 LONG = os.environ.get("GRADLINT_FUZZ", "").lower() == "long"

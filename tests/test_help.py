@@ -12,7 +12,7 @@ import pytest
 from ci_snippets import run_cli
 from gradlint.commands.cli import check_parser
 from gradlint.core.findings import FILE_ERROR_KINDS
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 from gradlint.check.suppress import UNUSED_CODE
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -34,6 +34,10 @@ STAGES = (
     "edit",  # --fix and --add-noqa on the user's files, the one writer
     "commands",  # the command line
 )
+# A module whose job is a lower stage's than its folder's: the rule catalogue (codes, names,
+# defaults, selection) lives beside the rule modules, which it finds by their file names and
+# imports only by name when the rules themselves are asked for; every stage asks it for codes.
+PLACED = {"gradlint.rules.registry": "core"}
 # Packages that only group a stage's modules: importing one must import nothing (the quick
 # pre-commit path imports core/, parse/, check/ and commands/).
 GROUPING_ONLY = ("core", "options", "parse", "run", "check", "edit", "commands")
@@ -77,16 +81,20 @@ def _resolve(name: str, graph: dict) -> str | None:
     return name or None
 
 
-def _level(module: str, stages=STAGES) -> int:
+def _stage(module: str, placed=PLACED) -> str:
+    return placed.get(module) or module.split(".")[1]
+
+
+def _level(module: str, stages=STAGES, placed=PLACED) -> int:
     if module == "gradlint":
         return -1  # the package root: the version and the project's addresses
     if module == "gradlint.__main__":
         return len(stages)
-    stage = module.split(".")[1]
+    stage = _stage(module, placed)
     return stages.index(stage) if stage in stages else len(stages) + 1
 
 
-def upward_imports(package: Path = PACKAGE, stages=STAGES) -> list[str]:
+def upward_imports(package: Path = PACKAGE, stages=STAGES, placed=PLACED) -> list[str]:
     graph = _graph(package)
     wrong = []
     for module, imported in sorted(graph.items()):
@@ -94,8 +102,8 @@ def upward_imports(package: Path = PACKAGE, stages=STAGES) -> list[str]:
         # `from gradlint.check import engine` names the package and the module: report the module
         targets = {t for t in targets if not any(other.startswith(t + ".") for other in targets)}
         for target in sorted(targets):
-            if _level(target, stages) > _level(module, stages):
-                wrong.append(f"{module} imports {target}: stage {target.split('.')[1]} is above {module.split('.')[1]}")
+            if _level(target, stages, placed) > _level(module, stages, placed):
+                wrong.append(f"{module} imports {target}: stage {_stage(target, placed)} is above {_stage(module, placed)}")
     return sorted(set(wrong))
 
 
@@ -169,7 +177,22 @@ def test_an_import_up_a_stage_is_caught(tmp_path):
     _write(package, "mid/b.py", "from gradlint.low import a\nfrom gradlint.low.c import x\nimport gradlint.mid.d\n")
     _write(package, "mid/d.py", "import gradlint.top.cli as cli\n")
     _write(package, "top/cli.py", "from gradlint.mid.b import y\n")
-    assert upward_imports(package, ("low", "mid", "top")) == [
+    _write(package, "top/catalogue.py", "from gradlint.low import a\n")  # placed in low: may import low only
+    _write(package, "low/e.py", "from gradlint.top import catalogue\n")
+    _write(package, "mid/f.py", "from gradlint.top.catalogue import x\nfrom gradlint.top import cli\n")
+    assert upward_imports(package, ("low", "mid", "top"), {"gradlint.top.catalogue": "low"}) == [
+        "gradlint.low.a imports gradlint.mid.b: stage mid is above low",
+        "gradlint.low.c imports gradlint.top.cli: stage top is above low",
+        "gradlint.mid.d imports gradlint.top.cli: stage top is above mid",
+        "gradlint.mid.f imports gradlint.top.cli: stage top is above mid",
+    ]
+    _write(package, "top/catalogue.py", "from gradlint.mid import b\n")
+    assert "gradlint.top.catalogue imports gradlint.mid.b: stage mid is above low" in upward_imports(
+        package, ("low", "mid", "top"), {"gradlint.top.catalogue": "low"})
+    _write(package, "top/catalogue.py", "")
+    _write(package, "low/e.py", "")
+    _write(package, "mid/f.py", "")
+    assert upward_imports(package, ("low", "mid", "top"), {}) == [
         "gradlint.low.a imports gradlint.mid.b: stage mid is above low",
         "gradlint.low.c imports gradlint.top.cli: stage top is above low",
         "gradlint.mid.d imports gradlint.top.cli: stage top is above mid",

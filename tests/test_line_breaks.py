@@ -18,7 +18,7 @@ import pytest
 from gradlint.core import source_lines
 from gradlint.check.engine import check_source
 from gradlint.fix import apply
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 from gradlint.options.settings import Settings
 
 EVERYTHING = Settings(select=frozenset(rule.code for rule in all_rules() if rule.default))

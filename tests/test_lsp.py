@@ -15,7 +15,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from gradlint.core.registry import rule_page_url
+from gradlint.rules.registry import rule_page_url
 from gradlint.check.suppress import line_suppressions
 from lsp_snippets import BUGGY
 
@@ -90,7 +90,7 @@ FAULTY_SERVER = [
     sys.executable,
     "-c",
     "import dataclasses, sys\n"
-    "import gradlint.core.registry as registry\n"
+    "import gradlint.rules.registry as registry\n"
     "rules = registry.all_rules()\n"
     "def boom(model):\n"
     "    raise RuntimeError('rule exploded')\n"
@@ -276,7 +276,7 @@ async def test_hover_explains_the_rule(client: LanguageClient, tmp_path: Path):
     assert hover is not None
     assert hover.range == ZERO_GRAD_RANGE
     assert hover.contents.kind == types.MarkupKind.Markdown
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
 
     rule = rules_by_code()["GL002"]
     assert hover.contents.value.startswith(f"**GL002 {rule.name}**")

@@ -100,7 +100,7 @@ def test_no_fix_action_without_a_fix():
 
 
 def test_hover_names_the_rule_and_links_its_docs():
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
 
     rule = rules_by_code()["GL004"]
     text = actions.hover_markdown(fake_finding(None))

@@ -189,7 +189,7 @@ def test_a_buffer_over_the_size_limit_is_not_analysed(tmp_path, monkeypatch):
 # A server whose GL002 rule never returns: `shutdown` and `exit` must still end it at once.
 STUCK_SERVER = (
     "import dataclasses, sys\n"
-    "import gradlint.core.registry as registry\n"
+    "import gradlint.rules.registry as registry\n"
     "rules = registry.all_rules()\n"
     "def forever(model):\n"
     "    open('check-started', 'w').close()\n"

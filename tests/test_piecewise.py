@@ -17,7 +17,7 @@ from gradlint.parse import python_ast
 from gradlint.model import piecewise
 from gradlint.model.bindings import Bindings
 from gradlint.model.positions import AstTable
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 from gradlint.options.settings import Settings, Wrappers
 from pieces import pieces_of
 

@@ -10,7 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from gradlint.model import positions as positions_module
 from gradlint.model.bindings import collect
 from gradlint.model.positions import KINDS, Positions
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = [p for p in sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True)) if not p.endswith("__init__.py")]

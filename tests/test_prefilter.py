@@ -14,7 +14,7 @@ import pytest
 
 from gradlint.check import engine
 from gradlint.check.prefilter import for_wrappers, may_hold_events
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 from gradlint.check.screen import screen
 from gradlint.options.settings import Settings, Wrappers
 

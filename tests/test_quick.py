@@ -132,7 +132,7 @@ def test_a_clean_run_imports_neither_the_cli_nor_the_analysis(tmp_path):
         "print(rc, sorted(heavy & set(sys.modules)))\n"
     )
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(cli.__file__))})
+                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
     assert proc.stdout.splitlines() == ["All checks passed! (1 file checked)", "0 []"], proc.stderr
 
 

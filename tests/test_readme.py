@@ -18,7 +18,7 @@ import gradlint
 from ci_snippets import gradlint_argv, readme_blocks, run_cli, validate_gradlint_argv
 from gradlint.commands.cli import UsageError, check_parser
 from gradlint.report.meta import all_infos
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 
 try:
     import tomllib

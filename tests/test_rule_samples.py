@@ -3,7 +3,7 @@
 import pytest
 
 from gradlint.check.engine import check_source
-from gradlint.core.registry import all_rules
+from gradlint.rules.registry import all_rules
 from gradlint.options.settings import Settings
 from marks import expected_marks, found_marks
 

@@ -16,7 +16,7 @@ import gradlint
 from gradlint.run import cache as cache_module
 from gradlint.check import engine
 from gradlint.run.cache import Cache, content_digest, default_cache_dir
-from gradlint.core.registry import all_codes, all_rules, default_codes
+from gradlint.rules.registry import all_codes, all_rules, default_codes
 from gradlint.options.settings import Settings, Wrappers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -247,7 +247,7 @@ def test_outside_any_project_the_cache_goes_to_the_users_cache_directory(tmp_pat
 def test_registry_codes_without_the_rules():
     assert all_codes() == [rule.code for rule in all_rules()]
     assert default_codes() == [rule.code for rule in all_rules() if rule.default]
-    from gradlint.core.registry import NAMES
+    from gradlint.rules.registry import NAMES
 
     assert NAMES == {rule.code: rule.name for rule in all_rules()}
 

@@ -274,7 +274,7 @@ def _analyse_parsed(source: str, path: str, settings: Settings, memo=None, proje
     refused = oversized_statement(text, path)  # in what libcst would parse: its memory grows with it
     if refused is not None:
         raise _ParseFailure(refused)
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     if memo is not None:
         model = _model_of_statements(text, source, path, settings, memo, project)
@@ -756,7 +756,7 @@ def load_analysis() -> None:
 
     from gradlint.fix import plan  # noqa: F401
     from gradlint.model import loops  # noqa: F401
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     all_rules()
 

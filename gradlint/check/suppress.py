@@ -114,7 +114,7 @@ def unused_directives(
     (`E501` belongs to another tool).  A bare `# noqa` is never reported: it
     may be meant for any linter.
     """
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
 
     used = {(f.span.line, f.code) for f in suppressed}
     known = rules_by_code()

@@ -382,7 +382,7 @@ def _clean_without_analysis(args: list[str]) -> bool:
 
 def _overrides(args):
     from gradlint.options.config import Layer, Overrides
-    from gradlint.core.registry import UnknownCode, expand
+    from gradlint.rules.registry import UnknownCode, expand
 
     for option in ("select", "extend_select", "ignore"):
         try:
@@ -851,7 +851,7 @@ def _write(text: str, output_file: Optional[str]) -> None:
 
 
 def run_rules(argv: list[str]) -> int:
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     _parser(
         "gradlint rules",

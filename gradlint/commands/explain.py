@@ -118,7 +118,7 @@ class _RuleText:
 
 def explainable_codes() -> dict:
     """Upper-cased code -> an object with .explanation()."""
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     codes = {rule.code: _RuleText(rule) for rule in all_rules()}
     codes.update({code.upper(): _Text(text) for code, text in _NOT_RULES.items()})
@@ -128,7 +128,7 @@ def explainable_codes() -> dict:
 def lookup(word: str):
     """The explanation of a code (`GL002`, `syntax-error`) or a rule's name
     (`missing-zero-grad`), any case; None when there is none."""
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     key = word.strip().upper()
     codes = explainable_codes()
@@ -142,7 +142,7 @@ def near(word: str) -> list[str]:
     """Codes and rule names close to a word that is neither (for the error message)."""
     import difflib
 
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     names = {rule.name: rule.code for rule in all_rules()}
     candidates = [*names, *(code.lower() for code in _NOT_RULES)]

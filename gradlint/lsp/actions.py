@@ -110,7 +110,7 @@ def fix_action(finding: Finding, uri: str, diagnostic: dict | None) -> dict | No
 
 
 def hover_markdown(finding: Finding) -> str:
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
 
     rule = rules_by_code().get(finding.code)
     if rule is None:

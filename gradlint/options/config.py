@@ -111,7 +111,7 @@ def _string_list(value: Any, where: str, what: str) -> tuple[str, ...]:
 
 
 def _codes(value: Any, where: str) -> tuple[str, ...]:
-    from gradlint.core.registry import UnknownCode, expand
+    from gradlint.rules.registry import UnknownCode, expand
 
     codes = _string_list(value, where, 'rule codes or prefixes (e.g. ["GL001", "GL1"])')
     try:
@@ -123,7 +123,7 @@ def _codes(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _unknown(code: str) -> bool:
-    from gradlint.core.registry import UnknownCode, expand
+    from gradlint.rules.registry import UnknownCode, expand
 
     try:
         expand([code])
@@ -374,7 +374,7 @@ class Resolver:
         return False
 
     def settings_for(self, path: str) -> Settings:
-        from gradlint.core.registry import expand
+        from gradlint.rules.registry import expand
 
         config = self.config_for(path)
         rel = _relative(path, config.root)
@@ -391,7 +391,7 @@ class Resolver:
 
 def _apply_layer(base: Optional[set[str]], layer: Layer) -> set[str]:
     """ruff's layering: a layer with `select` starts afresh; extend-select adds; ignore removes."""
-    from gradlint.core.registry import default_codes, expand
+    from gradlint.rules.registry import default_codes, expand
 
     if layer.select is not None:
         chosen = expand(layer.select)

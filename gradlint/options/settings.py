@@ -49,7 +49,7 @@ class Settings:
 
     @staticmethod
     def default() -> "Settings":
-        from gradlint.core.registry import default_codes
+        from gradlint.rules.registry import default_codes
 
         return Settings(select=frozenset(default_codes()))
 

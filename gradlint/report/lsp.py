@@ -30,14 +30,14 @@ def path_uri(path: str) -> str:
 
 def severity(code: str) -> int:
     """Bugs are warnings (the code runs, it trains badly); advice rules are hints."""
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
 
     rule = rules_by_code().get(code)
     return SEVERITY_WARNING if rule is None or rule.default else SEVERITY_INFORMATION
 
 
 def to_diagnostic(finding: Finding, uri: str | None = None) -> dict:
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
 
     uri = uri or path_uri(finding.path)
     rule = rules_by_code().get(finding.code)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gradlint import DOCS_URL
-from gradlint.core.registry import rule_page_url
+from gradlint.rules.registry import rule_page_url
 from gradlint.check.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
 
 
@@ -42,7 +42,7 @@ _UNUSED = CodeInfo(
 
 
 def info(code: str) -> CodeInfo:
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
 
     rule = rules_by_code().get(code)
     if rule is None:
@@ -64,7 +64,7 @@ class Brief:
 @lru_cache(maxsize=None)
 def brief(code: str) -> Brief:
     """info(code)'s name, severity and docs_url from the registry's tables (no libcst)."""
-    from gradlint.core.registry import NAMES, OFF_BY_DEFAULT
+    from gradlint.rules.registry import NAMES, OFF_BY_DEFAULT
 
     if code in NAMES:
         return Brief(NAMES[code], "info" if code in OFF_BY_DEFAULT else "warning", rule_page_url(code))
@@ -73,7 +73,7 @@ def brief(code: str) -> Brief:
 
 
 def all_infos() -> list[CodeInfo]:
-    from gradlint.core.registry import all_rules
+    from gradlint.rules.registry import all_rules
 
     return [info(rule.code) for rule in all_rules()] + [_UNUSED]
 

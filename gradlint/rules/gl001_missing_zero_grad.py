@@ -5,7 +5,7 @@ from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
 from gradlint.rules.gl002_zero_grad_discards import discarding_clears
 from gradlint.rules.gl007_step_before_backward import steps_before_backward
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 

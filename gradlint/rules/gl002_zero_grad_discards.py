@@ -5,7 +5,7 @@ from gradlint.core.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, at_earlier
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 
 def check(file):

@@ -6,7 +6,7 @@ from gradlint.model.params import clears_module, coverage, stepped_optimizers, s
 from gradlint.rules.base import RawFinding, at, at_earlier
 from gradlint.rules.gl001_missing_zero_grad import restepped_findings
 from gradlint.rules.gl007_step_before_backward import steps_before_backward
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 
 CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"

@@ -3,7 +3,7 @@
 from gradlint.fix import move
 from gradlint.rules.base import RawFinding, at
 from gradlint.rules.clip_placement import clips_after_step
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 
 def check(file):

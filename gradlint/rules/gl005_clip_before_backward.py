@@ -4,7 +4,7 @@ from gradlint.fix import move
 from gradlint.core.events import S
 from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_before_backward, next_of
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 
 def check(file):

@@ -4,7 +4,7 @@ from gradlint.fix import move
 from gradlint.core.events import B, L, S
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 
 def check(file):

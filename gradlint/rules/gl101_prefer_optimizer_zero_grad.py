@@ -4,7 +4,7 @@ from gradlint.model.bindings import is_part
 from gradlint.core.events import Z
 from gradlint.model.params import stepped_optimizers
 from gradlint.rules.base import RawFinding
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 
 def check(file):

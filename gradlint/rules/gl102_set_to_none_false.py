@@ -2,7 +2,7 @@
 
 from gradlint.core.events import Z
 from gradlint.rules.base import RawFinding
-from gradlint.core.registry import Rule
+from gradlint.rules.registry import Rule
 
 
 def check(file):

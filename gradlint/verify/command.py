@@ -305,7 +305,7 @@ def build_report(target: str, run, early=None) -> dict:
 
 
 def render_text(report: dict, run, trace: bool) -> str:
-    from gradlint.core.registry import rules_by_code
+    from gradlint.rules.registry import rules_by_code
     from gradlint.verify.trace import format_trace
 
     rules = rules_by_code()
