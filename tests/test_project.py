@@ -568,3 +568,73 @@ for b in []:
     })
     result = run(tmp_path)
     assert result.errors() == [] and found(result) == []
+
+
+# --- a call through a module reaches only a function that module holds or re-exports -------
+
+OPS = """\
+import torch
+
+
+def update(model, optimizer):
+    optimizer.step()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+"""
+CALLER = """\
+import torch
+{imports}
+
+model = torch.nn.Linear(2, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in [torch.randn(4, 2)] * 3:
+    optimizer.zero_grad()
+    model(x).sum().backward()
+    {call}(model, optimizer)
+"""
+
+
+@pytest.mark.parametrize(
+    "init, imports, call, reaches",
+    [
+        # the package never imports ops' function: `pkg.update` is not it (it is no call at all)
+        ("", "import pkg", "pkg.update", False),
+        ("from torch import nn\n", "import pkg", "pkg.update", False),
+        # ...but re-exported by name, or by a parenthesized import, it is
+        ("from .ops import update\n", "import pkg", "pkg.update", True),
+        ("from pkg.ops import (\n    update,\n)\n", "import pkg", "pkg.update", True),
+        # `import *` is let through the text gate, but the analysis resolves no star import:
+        # what it cannot resolve stays silent
+        ("from .ops import *\n", "import pkg", "pkg.update", False),
+        # through the module itself, named or aliased
+        ("", "from pkg import ops", "ops.update", True),
+        ("", "import pkg.ops as O", "O.update", True),
+    ],
+)
+def test_a_call_through_a_module_reaches_a_function_only_where_the_module_holds_it(tmp_path, init, imports, call, reaches):
+    """The text gate of the index: `module.f(...)` is a call of the project's `f` only when the
+    module is one that holds `f` or a package whose __init__.py imports it.  In a large package
+    (torch's own sources) `torch.sum(x)` would otherwise be a call of every `def sum` of it,
+    and every module that imports torch a caller to parse."""
+    from gradlint.project.run import index_files
+
+    texts = {"pkg/__init__.py": init, "pkg/ops.py": OPS, "train.py": CALLER.format(imports=imports, call=call)}
+    write(tmp_path, texts)
+    files = [(str(tmp_path / name), (tmp_path / name).read_text(), "d", None) for name in texts]
+    _, views = index_files(files, [str(tmp_path)])
+    assert (str(tmp_path / "train.py") in views) is reaches
+    expected = [("train.py", 9, "GL004")] if reaches else []
+    assert found(run(tmp_path)) == expected
+
+
+def test_a_module_that_cannot_hold_the_function_makes_no_caller_to_parse(tmp_path):
+    """The cost side of the same gate: a file calling `pkg.update(...)` where pkg/__init__.py
+    never imports ops' `update` is not parsed for the index at all."""
+    from gradlint.project.run import index_files
+
+    texts = {"pkg/__init__.py": "from torch import nn\n", "pkg/ops.py": OPS,
+             "train.py": CALLER.format(imports="import pkg", call="pkg.update")}
+    write(tmp_path, texts)
+    files = [(str(tmp_path / name), (tmp_path / name).read_text(), "d", None) for name in texts]
+    index, _ = index_files(files, [str(tmp_path)])
+    assert str(tmp_path / "train.py") not in index.modules
+    assert str(tmp_path / "pkg" / "__init__.py") not in index.holders

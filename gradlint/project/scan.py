@@ -96,6 +96,20 @@ def import_words(text: str) -> set[str]:
     return words
 
 
+def star_words(text: str) -> set[str]:
+    """The words of the modules the text imports everything from (`from .trainer import *`):
+    a package's __init__.py re-exports whatever a def of those modules is."""
+    words: set[str] = set()
+    at = text.find("*")
+    while at >= 0:  # each line holding a `*` is tried once, from its start
+        match = IMPORT_LINE.match(text, text.rfind("\n", 0, at) + 1)
+        if match is not None and match.group(1) and match.group(2).strip() == "*":
+            words.update(_WORD.findall(match.group(1)))
+        end = text.find("\n", at)
+        at = text.find("*", end) if end >= 0 else -1
+    return words
+
+
 _TRIPLE = re.compile(r"\"\"\"|\'\'\'")
 
 
@@ -304,13 +318,14 @@ def _local_wrappers(text: str, heads: "_Heads", inside, found: Scan) -> None:
             return
 
 
-def calls_of(text: str, functions: set, methods: dict, imports: set) -> tuple[bool, set, dict]:
+def calls_of(text: str, functions: set, methods: dict, imports: set, through=None) -> tuple[bool, set, dict]:
     """Where the file calls one of `functions` (bare, or through a module it imports) or of
     `methods` (after a dot, when the file imports one of the method's classes: `unet.train()`
     is not a call of a trainer's `train` in a file that never imports the trainer): (one of
     them inside a `for` or `while` block, the functions and the methods of the file around
     them).  Only a loop can make a call a training step; a def around a call wraps it, and a
-    loop elsewhere may call that def."""
+    loop elsewhere may call that def.  `through(name, receiver)`: can that module receiver
+    reach the function (None: any module the file imports can)."""
     inside, heads = _layout(text)
 
     def imported(name: str, receiver) -> bool:
@@ -318,7 +333,9 @@ def calls_of(text: str, functions: set, methods: dict, imports: set) -> tuple[bo
         alias, or a method of an imported class."""
         if receiver is None:
             return name in functions and name in imports
-        return (name in methods and not imports.isdisjoint(methods[name])) or (name in functions and receiver in imports)
+        if name in methods and not imports.isdisjoint(methods[name]):
+            return True
+        return name in functions and receiver in imports and (through is None or through(name, receiver))
 
     in_loop, wrapping_functions, wrapping_methods = _placed(text, heads, inside, functions | set(methods), imported)
     # a def of this file around such a call, called in one of its own loops (bare, or on self)

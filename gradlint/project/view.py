@@ -115,6 +115,14 @@ def _relevant_words_now(index: Index, found, sink: set) -> set[str]:
                 sink |= f.calls
         for cls in module.classes.values():
             out |= _relevant_words(index, ("class", key, module, cls), sink)
+        # what a package's __init__.py imports is its too (`import pkg; pkg.update(...)` with
+        # `from .ops import update` there), when its name can reach such a function at all
+        for local, qualified in sorted(module.aliases.items()):
+            if local in out or local not in index.reachable_words:
+                continue
+            again = index.lookup(qualified, key)
+            if again is not None and again[0] in ("function", "class") and _relevant_words(index, again, sink):
+                out.add(local)
         return out
     return set()
 

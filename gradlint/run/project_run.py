@@ -8,7 +8,7 @@ from typing import Optional
 
 from gradlint.core.events import LOOP_EVENT_NAMES, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
-from gradlint.project.scan import called_names, calls_of, merge, scan
+from gradlint.project.scan import called_names, calls_of, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
 from gradlint.project.view import View, view_of
 
@@ -70,6 +70,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     # what the build scanned, for the construction sites of a class (construction.py)
     known_texts = {key: texts[key] if key in texts else index.pending[key][1] for key in scans if key in texts or key in index.pending}
     deliveries = Deliveries(index, known_texts, {key: found.imports for key, found in scans.items()})
+    stars = _stars(texts, index)
 
     # Callers are found round by round: a def around a call of one of them wraps it (Trainer.
     # train_step calling self.stepper.run(loss)) and joins them, and a file that calls one of
@@ -79,7 +80,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     targets: dict = {}
     looked: dict = {}
     for _ in range(MAX_IMPORT_DEPTH + 1):
-        holders = _holders(scans, functions | set(methods))
+        holders, receivers = _holders(scans, functions | set(methods), stars)
         more_functions, more_methods = set(functions), {k: set(v) for k, v in methods.items()}
         size = (len(functions), sum(map(len, methods.values())))
         names = functions | set(methods)
@@ -111,7 +112,9 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             if not delivered and not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
             looked[key] = size
-            in_loop, wrapping_functions, wrapping_methods = calls_of(texts[key], functions, methods, imports)
+            in_loop, wrapping_functions, wrapping_methods = calls_of(
+                texts[key], functions, methods, imports, _through(receivers, texts[key])
+            )
             found.functions |= wrapping_functions
             merge(found.methods, wrapping_methods)
             more_functions |= wrapping_functions
@@ -127,7 +130,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         functions, methods = more_functions, more_methods
     names = functions | set(methods)
     index.reachable_words = frozenset(_words(scans, names))
-    index.holders = None if every_module else frozenset(_holders(scans, names))
+    index.holders = None if every_module else frozenset(_holders(scans, names, stars)[0])
     for _, key in callers:
         # its own defs matter, or an earlier caller's walk parsed it already (a base class
         # looked up there): the summary; else only its imports, read from its text
@@ -167,19 +170,70 @@ def _seeds(index: Index, scans: dict, functions: set, methods: dict) -> tuple:
     return frozenset(plain - _NOT_HELPERS), bound
 
 
-def _holders(scans: dict, names: set) -> set[str]:
-    """Modules holding a def of `names`, and the folders above them (an __init__.py there may
-    re-export it)."""
+def _holders(scans: dict, names: set, stars) -> tuple[set[str], dict]:
+    """Modules holding a def of `names`, and the package __init__.py files above them (three
+    folders up) that may re-export one: its import lines name the def or its class, or it
+    imports everything (`*`) from a module or package on the way down to it; an __init__.py
+    the build never read may re-export anything.  With them, for each function of `names`,
+    the words a module must have for `module.name(...)` to call it: its module's, and each
+    re-exporting package's (`torch.sum(x)` is no call of a `def sum` that torch/__init__.py
+    never imports).  `stars`: key -> the words its `import *` lines name."""
     out: set[str] = set()
+    receivers: dict = {}
     for key, found in scans.items():
-        if (found.functions | set(found.methods)).isdisjoint(names):
+        functions = found.functions & names
+        classes = {cls for name, owners in found.methods.items() if name in names for cls in owners}
+        if not functions and not classes:
             continue
         out.add(key)
+        word = _module_word(key)
+        for name in functions:
+            receivers.setdefault(name, set()).add(word)
+        way = {word}  # the module and the packages between it and the __init__.py
         folder = os.path.dirname(key)
         for _ in range(3):
-            out.add(os.path.join(folder, "__init__.py"))
+            init = os.path.join(folder, "__init__.py")
+            above = scans.get(init)
+            if init != key and (
+                above is None or not above.imports.isdisjoint(functions | classes) or not stars(init).isdisjoint(way)
+            ):
+                out.add(init)
+                for name in functions:
+                    receivers[name].add(os.path.basename(folder))
+            way.add(os.path.basename(folder))
             folder = os.path.dirname(folder)
-    return out
+    return out, receivers
+
+
+def _stars(texts: dict, index: Index):
+    """key -> the words of its `import *` lines (only a package's __init__.py is asked)."""
+    known: dict = {}
+
+    def stars(key: str) -> set:
+        if key not in known:
+            text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else None
+            known[key] = star_words(text) if text is not None else set()
+        return known[key]
+
+    return stars
+
+
+def _through(receivers: dict, text: str):
+    """Can `receiver.name(...)` in this text call the project's function `name`?  The
+    receiver, or the module it aliases (`import trainer as tr`), must be one of the words
+    that reach a module holding it (`_holders`)."""
+    aliases: list = []
+
+    def through(name: str, receiver: str) -> bool:
+        words = receivers.get(name)
+        if words is None or receiver in words:
+            return True
+        if not aliases:
+            aliases.append(text_aliases(text))
+        qualified = aliases[0].get(receiver)
+        return qualified is not None and not words.isdisjoint(qualified.split("."))
+
+    return through
 
 
 def _imports_a_holder(index: Index, key: str, text: str, holders: set, targets: dict) -> bool:
