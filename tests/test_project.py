@@ -615,7 +615,7 @@ def test_a_call_through_a_module_reaches_a_function_only_where_the_module_holds_
     module is one that holds `f` or a package whose __init__.py imports it.  In a large package
     (torch's own sources) `torch.sum(x)` would otherwise be a call of every `def sum` of it,
     and every module that imports torch a caller to parse."""
-    from gradlint.project.run import index_files
+    from gradlint.run.project_run import index_files
 
     texts = {"pkg/__init__.py": init, "pkg/ops.py": OPS, "train.py": CALLER.format(imports=imports, call=call)}
     write(tmp_path, texts)
@@ -629,7 +629,7 @@ def test_a_call_through_a_module_reaches_a_function_only_where_the_module_holds_
 def test_a_module_that_cannot_hold_the_function_makes_no_caller_to_parse(tmp_path):
     """The cost side of the same gate: a file calling `pkg.update(...)` where pkg/__init__.py
     never imports ops' `update` is not parsed for the index at all."""
-    from gradlint.project.run import index_files
+    from gradlint.run.project_run import index_files
 
     texts = {"pkg/__init__.py": "from torch import nn\n", "pkg/ops.py": OPS,
              "train.py": CALLER.format(imports="import pkg", call="pkg.update")}
