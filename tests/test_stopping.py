@@ -429,3 +429,25 @@ def test_a_stopped_pool_leaves_the_exit_hook_no_closed_pipe_to_write_to(tmp_path
     done = subprocess.run([sys.executable, "-c", STOPPED_POOL_AT_EXIT], capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr == b"", done.stderr.decode()
+
+
+@pytest.mark.parametrize("stop, status", [("Terminated", 143), ("KeyboardInterrupt", 130)])
+def test_a_stop_that_python_wraps_in_another_exception_is_still_a_stop(monkeypatch, stop, status):
+    """SIGTERM (or Ctrl-C) arriving while a module's classes are made (libcst's, as it is
+    imported) comes out as `RuntimeError: Error calling __set_name__`, caused by the stop: the
+    run was stopped (143, 130), not an internal error (2)."""
+    from gradlint.commands import cli
+
+    signal_raised = cli.Terminated() if stop == "Terminated" else KeyboardInterrupt()
+
+    def command(args):
+        try:
+            raise signal_raised
+        except BaseException as inner:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from inner
+
+    monkeypatch.setitem(cli._COMMANDS, "check", command)
+    monkeypatch.setattr(cli, "_clean_without_analysis", lambda args: False)
+    assert cli.main(["check", "train.py"]) == status
+    monkeypatch.setitem(cli._COMMANDS, "check", lambda args: 1 // 0)
+    assert cli.main(["check", "train.py"]) == 2  # a bug of gradlint's own stays one

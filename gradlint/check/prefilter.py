@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gradlint.core.events import BACKWARD_NAMES, STEP_NAMES, TRAINING_STEP
+from gradlint.core.api_names import BACKWARD, BACKWARD_NAMES, DATA, GRAD, STEP, STEP_NAMES, TRAINING_STEP
 
 TYPE_CHECKING = False  # gradlint/check/quick.py imports this module first: no typing, no settings
 if TYPE_CHECKING:
@@ -91,14 +91,14 @@ def _grad_write(text: str, i: int) -> bool:
 
 
 _AS = re.compile(r"as\b")
-_DOT_DATA = re.compile(r"\.\s*data\b")
+_DOT_DATA = re.compile(r"\.\s*%s\b" % DATA)
 _AUGMENTED = re.compile(r"//|\*\*|<<|>>|[-+*/%@&|^]")
 
-# The names events.py gives B and S events (`backward`, `manual_backward`; `step`,
+# The names api_names.py gives B and S events (`backward`, `manual_backward`; `step`,
 # `optimizer_step`, Lightning's `training_step`): each is found by its base word
 # (a fast literal search), then what follows it is read by the scan above; the
 # longer names ending with the word are checked after.
-_WORD = {word: re.compile(word + r"\b") for word in ("backward", "step", "grad")}
+_WORD = {word: re.compile(word + r"\b") for word in (BACKWARD, STEP, GRAD)}
 
 
 def _prefixes(names, word: str) -> tuple:
@@ -107,9 +107,9 @@ def _prefixes(names, word: str) -> tuple:
 
 
 _SPELLINGS = (
-    ("backward", _backward_use, _prefixes(BACKWARD_NAMES, "backward")),
-    ("step", _step_call, _prefixes(STEP_NAMES, "step")),
-    ("grad", _grad_write, ()),
+    (BACKWARD, _backward_use, _prefixes(BACKWARD_NAMES, BACKWARD)),
+    (STEP, _step_call, _prefixes(STEP_NAMES, STEP)),
+    (GRAD, _grad_write, ()),
 )
 
 
@@ -154,7 +154,7 @@ def _after_dot(text: str, start: int) -> bool:
 
 
 def _counts(text: str, literal: str, name_start: int) -> bool:
-    if literal == "grad":
+    if literal == GRAD:
         return _after_dot(text, name_start)
     return text.startswith(TRAINING_STEP, name_start) or not _is_definition(text, name_start)
 
@@ -178,7 +178,7 @@ class Prefilter:
                         continue
                     start = _name_start(text, match.start(), prefixes)
                     if start >= 0 and _counts(text, literal, start):
-                        yield match.start(), literal == "step" and start == match.start()
+                        yield match.start(), literal == STEP and start == match.start()
         for word in self.wrapper_words:
             start = text.find(word)
             while start >= 0:

@@ -4,7 +4,8 @@ A pre-commit hook hands gradlint a few file names on every commit, and most
 of them hold no training loop.  For such a run the full CLI would import
 argparse, the configuration loader, the engine and the reporters (tens of
 milliseconds) only to print `All checks passed!` and exit 0.  This module gives that same
-answer with nothing but os, sys, re, gradlint/check/prefilter.py and CPython's
+answer with nothing but os, sys, re, gradlint/check/prefilter.py (and the API-name table
+gradlint/core/api_names.py it reads) and CPython's
 parser (gradlint/parse/syntax.py), when it is
 sure:
 

@@ -40,27 +40,27 @@ from itertools import accumulate
 from typing import Optional
 
 from gradlint.parse import python_ast
-from gradlint.parse.ast_nodes import ast_nodes
-from gradlint.core.events import (
+from gradlint.core.api_names import (
+    BACKWARD,
     CLIP_FUNCTIONS,
     DOCUMENTED_RUNNERS,
     EVENT_WORDS,
-    FRAMEWORK_TRAINERS,
     GLOBAL_STEP_HOOK_FUNCTIONS,
+    GRAD,
     GRAD_SCALERS,
     HANDLER_REGISTRATION_METHODS,
     ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
     OPTIMIZER_CLASSES,
     OPTIMIZER_FACTORIES,
+    STEP,
     STEP_FUNCTIONS,
     STEP_HOOK_METHODS,
     TRAINING_STEP,
     WRAPPER_METHODS,
-    arguments_read_pattern,
-    named_like_optimizer,
-    named_like_scaler,
 )
+from gradlint.parse.ast_nodes import ast_nodes
+from gradlint.core.events import FRAMEWORK_TRAINERS, arguments_read_pattern, named_like_optimizer, named_like_scaler
 from gradlint.check.prefilter import for_wrappers
 from gradlint.options.settings import Wrappers
 
@@ -263,7 +263,7 @@ def _clips_and_steps(node: ast.stmt) -> bool:
             func = sub.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
             clips = clips or name in CLIP_FUNCTIONS
-            if name == "step" and sub.args and isinstance(func, ast.Attribute):
+            if name == STEP and sub.args and isinstance(func, ast.Attribute):
                 receiver = func.value.attr if isinstance(func.value, ast.Attribute) else getattr(func.value, "id", "")
                 steps = steps or named_like_scaler(receiver)
             if clips and steps:
@@ -555,7 +555,7 @@ def _block_header(node: ast.stmt, field: str, lines: list[str]) -> Optional[dict
 # step, whatever x is (gradlint/model/classify.py, _step_event): bindings.py gives a name the
 # kind optimizer or scaler only from a value built by one of these classes or factories, or
 # from torch.optim, and a manual update (`p -= lr * p.grad`) reads a `.grad`.
-_STEP_VOCABULARY = frozenset(OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | GRAD_SCALERS | {"optim", "grad"})
+_STEP_VOCABULARY = frozenset(OPTIMIZER_CLASSES | OPTIMIZER_FACTORIES | GRAD_SCALERS | {"optim", GRAD})
 # The words of the vocabulary that hold no other one: every word of it holds one of these.
 _VOCABULARY_CORES = tuple(sorted(w for w in _STEP_VOCABULARY if not any(o != w and o in w for o in _STEP_VOCABULARY)))
 
@@ -693,7 +693,7 @@ def _engine_call_lines(statements, memo=None) -> list[int]:
             statement, "receiver calls", lambda statement=statement: _receiver_calls(statement)
         )
         for receiver, kind, line in calls:
-            (backward if kind == "backward" else step).setdefault(receiver, []).append(line)
+            (backward if kind == BACKWARD else step).setdefault(receiver, []).append(line)
     lines = [n for r in backward.keys() & step.keys() for n in backward[r] + step[r]]
     return sorted(lines)
 
@@ -706,12 +706,12 @@ def _receiver_calls(statement: ast.stmt) -> list[tuple[str, str, int]]:
             parts = _dotted_parts(node.func.value)
             if parts is None:
                 continue
-            if node.func.attr == "backward" and node.args:
-                out.append((".".join(parts), "backward", node.lineno))
-            elif node.func.attr == "step" and not node.args:
-                out.append((".".join(parts), "step", node.lineno))
+            if node.func.attr == BACKWARD and node.args:
+                out.append((".".join(parts), BACKWARD, node.lineno))
+            elif node.func.attr == STEP and not node.args:
+                out.append((".".join(parts), STEP, node.lineno))
             elif node.func.attr in STEP_FUNCTIONS and node.args:
-                out.append((".".join(parts), "step", node.lineno))
+                out.append((".".join(parts), STEP, node.lineno))
     return out
 
 
@@ -764,7 +764,7 @@ def _lines_of(pattern: re.Pattern, text: str) -> set[int]:
     return found
 
 
-# A call whose name holds one of these may be a gradient event (events.py's tables
+# A call whose name holds one of these may be a gradient event (api_names.py's groups
 # all do): its receiver and arguments are names the analysis resolves.
 FUNCTION, METHOD = "function", "method"  # how a def can be inlined: `f()`, `self.m()`
 
@@ -994,7 +994,7 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
             out |= _names_in(node.test)  # a flag may be an accumulation test (bindings.accumulation_flag)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any("grad" in _names_in(t) for t in targets):
+            if any(GRAD in _names_in(t) for t in targets):
                 out |= _names_in(node)
     return bare, self_calls, closures, out
 

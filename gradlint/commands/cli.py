@@ -312,6 +312,9 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except BrokenPipeError:
         return EXIT_CLEAN
     except Exception as exc:  # gradlint's own bug: one line, no traceback, exit 2
+        stop = _stop_within(exc)
+        if stop is not None:
+            raise stop from None  # main() gives its exit status (130, 143)
         import traceback
 
         where = traceback.extract_tb(exc.__traceback__)[-1]
@@ -320,6 +323,20 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _stop_within(exc: BaseException) -> Optional[BaseException]:
+    """A Ctrl-C or SIGTERM that Python wrapped in another exception: the signal raised inside
+    a class being made while a module is imported comes out as `RuntimeError: Error calling
+    __set_name__`, with the KeyboardInterrupt or Terminated as its cause.  The run was stopped,
+    not broken."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (KeyboardInterrupt, Terminated)):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def installed_version() -> str:

@@ -15,6 +15,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from gradlint.core import api_names
 from gradlint.core import events as api
 from gradlint.model.attribute_kinds import several_kinds
 from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, keyword_argument, last, root, target_names
@@ -250,7 +251,7 @@ class Bindings(Numbering):
             self._assigned(node.asname.name)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "grad" and self._open_loops:
+        if node.attr.value == api_names.GRAD and self._open_loops:
             self._open_loops[-1][1] = True  # `p.grad = g` writes a gradient by hand
 
     def loop_facts(self, loop: cst.CSTNode) -> Optional[tuple[bool, frozenset, frozenset]]:
@@ -294,7 +295,7 @@ class Bindings(Numbering):
             top = self._open_functions[-1]
             if called in api.CLIP_FUNCTIONS:
                 top[2] = True
-            elif called == "step" and node.args:
+            elif called == api_names.STEP and node.args:
                 top[3] = True
         if self._open_loops:
             func = node.func
@@ -321,18 +322,18 @@ class Bindings(Numbering):
                     self._scopes[-1] if self._scopes else None, self._enclosing_class(), receiver,
                     node.args[0].value, node.args[1].value, tuple(a.value for a in node.args[2:] if a.keyword is None),
                 ))
-            if node.func.attr.value == "backward" and node.args:
+            if node.func.attr.value == api_names.BACKWARD and node.args:
                 self._backward_receivers.add(receiver)
-            elif node.func.attr.value == "step" and not node.args:
+            elif node.func.attr.value == api_names.STEP and not node.args:
                 self._step_receivers.add(receiver)
-            elif node.func.attr.value == "step" and node.args:
+            elif node.func.attr.value == api_names.STEP and node.args:
                 stepped = dotted(node.args[0].value)  # `scaler.step(optimizer)`
                 if stepped is not None:
                     self._stepped_arguments.add(stepped)
             elif node.func.attr.value in api.STEP_FUNCTIONS and node.args:
                 # `strategy.optimizer_step(optimizer, model)`: the receiver runs the optimizer
                 self._step_receivers.add(receiver)
-            elif node.func.attr.value in ("append", "extend") and len(node.args) == 1 and not node.args[0].star:
+            elif node.func.attr.value in api_names.LIST_FILLERS and len(node.args) == 1 and not node.args[0].star:
                 self._fill(receiver, node.args[0].value)
 
     def _built_by_runner(self, value: cst.BaseExpression) -> bool:
@@ -513,7 +514,7 @@ class Bindings(Numbering):
             callee = self.imports.qualify(dotted(func))
             if callee and last(callee) in api.WRAPPER_CALLS:
                 for arg in value.args:
-                    if arg.keyword is None or arg.keyword.value in ("module", "model", "optimizer"):
+                    if arg.keyword is None or arg.keyword.value in api_names.WRAPPED_KEYWORDS:
                         return dotted(arg.value)
         return None
 
@@ -639,7 +640,7 @@ class Bindings(Numbering):
             return self.kind(source, depth + 1)
         if callee.startswith("self.") and callee.count(".") == 1 and name in api.LIGHTNING_SCHEDULER_ACCESSORS:
             return SCHEDULER  # Lightning hands the schedulers configure_optimizers built
-        if callee.startswith("torch.") and name[:1].islower():
+        if callee.startswith(api_names.TORCH_PREFIX) and name[:1].islower():
             return VALUE  # `w_opt = torch.tensor(...)`: a tensor, whatever its name says
         if name[:1].isupper() and self._built_from_a_stepped_optimizer(value, depth):
             return SCHEDULER
@@ -655,7 +656,7 @@ class Bindings(Numbering):
         for value in values:
             if not isinstance(value, cst.Call) or last(dotted(value.func) or "") in self.classes:
                 return False
-            params = next((a for a in value.args if a.keyword is not None and a.keyword.value == "params"), None)
+            params = next((a for a in value.args if a.keyword is not None and a.keyword.value == api_names.PARAMS_KEYWORD), None)
             params = params or next((a for a in value.args if a.keyword is None and not a.star), None)
             if params is None or not self._parameters_expression(params.value, depth + 1):
                 return False
@@ -668,19 +669,19 @@ class Bindings(Numbering):
         if depth > _MAX_DEPTH:
             return False
         if isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("parameters", "named_parameters"):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in api_names.PARAMETER_METHODS:
                 return True
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
             callee = last(self.imports.qualify(dotted(node.func)) or "")
-            if callee in ("list", "tuple", "iter", "set", "sorted", "filter", "chain") and positional:
-                return all(self._parameters_expression(p, depth + 1) for p in (positional if callee == "chain" else positional[-1:]))
+            if callee in api_names.PARAMETER_PASSES and positional:
+                return all(self._parameters_expression(p, depth + 1) for p in (positional if callee in api_names.PARAMETER_CHAINS else positional[-1:]))
             return False
         if isinstance(node, (cst.List, cst.Tuple)):
             items = [el.value for el in node.elements]
             return bool(items) and all(self._parameters_expression(item, depth + 1) for item in items)
         if isinstance(node, cst.Dict):
             return any(
-                isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) and el.key.evaluated_value == "params"
+                isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString) and el.key.evaluated_value == api_names.PARAMS_KEYWORD
                 and self._parameters_expression(el.value, depth + 1)
                 for el in node.elements
             )
@@ -698,7 +699,7 @@ class Bindings(Numbering):
         that steps for the optimizer it wraps (`LARC(optimizer)`, `PCGrad(optimizer)`) leaves
         that optimizer's own `step()` unwritten: it stays what it was.  Stepped by itself:
         `optimizer.step()`, or handed to a step (`scaler.step(optimizer)`)."""
-        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == api_names.SCHEDULER_OPTIMIZER), None)
         if arg is None:
             arg = next((a for a in call.args if a.keyword is None and not a.star), None)
         name = dotted(arg.value) if arg is not None else None
@@ -748,7 +749,7 @@ class Bindings(Numbering):
 
     def optimizer_callee(self, callee: str) -> bool:
         name = last(callee)
-        if callee.startswith("torch.optim.") and not callee.startswith("torch.optim.lr_scheduler"):
+        if callee.startswith(api_names.TORCH_OPTIM_PREFIX) and not callee.startswith(api_names.TORCH_SCHEDULER_MODULE):
             return name[:1].isupper()
         return name in api.OPTIMIZER_CLASSES or name in api.OPTIMIZER_FACTORIES
 
@@ -811,7 +812,7 @@ class Bindings(Numbering):
         return bool(values) and all(
             isinstance(v, cst.Call)
             and last(self.imports.qualify(dotted(v.func)) or "") in api.GRAD_SCALERS
-            and self._only_false(keyword_argument(v, "enabled"), 0)
+            and self._only_false(keyword_argument(v, api_names.SCALER_ENABLED_KEYWORD), 0)
             for v in values
         )
 
@@ -967,7 +968,7 @@ class Bindings(Numbering):
             return None
         if isinstance(node, cst.Call):
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+            if isinstance(func, cst.Attribute) and func.attr.value in api_names.PARAMETER_METHODS:
                 module = dotted(func.value)
                 if module is None and isinstance(func.value, cst.Subscript):
                     # `critics[i].parameters()`: some of the container of modules `critics`
@@ -976,12 +977,12 @@ class Bindings(Numbering):
                 return {module} if module else None
             callee = last(self.imports.qualify(dotted(func)) or "")
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
-            if callee in ("list", "tuple", "iter", "set", "sorted", "filter") and positional:
+            if callee in api_names.PARAMETER_SEQUENCES and positional:
                 return self.resolve_params(positional[-1], depth + 1, parts)
-            if callee == "chain" and positional:
+            if callee in api_names.PARAMETER_CHAINS and positional:
                 return self._union_of(positional, depth, parts)
             if callee == "dict" and isinstance(func, cst.Name):  # `dict(params=model.parameters(), lr=...)`
-                groups = keyword_argument(node, "params")
+                groups = keyword_argument(node, api_names.PARAMS_KEYWORD)
                 return self.resolve_params(groups, depth + 1, parts) if groups is not None else None
             if isinstance(func, cst.Attribute) and parts:
                 return self._method_params(node, func)
@@ -996,7 +997,7 @@ class Bindings(Numbering):
         if isinstance(node, cst.Dict):
             for el in node.elements:
                 if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                    if el.key.evaluated_value == "params":
+                    if el.key.evaluated_value == api_names.PARAMS_KEYWORD:
                         return self.resolve_params(el.value, depth + 1, parts)
             return None
         if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
@@ -1097,7 +1098,7 @@ class Bindings(Numbering):
         if not isinstance(value, cst.Call) or self._alias_source(value) is not None:
             return False
         callee = self.imports.qualify(dotted(value.func)) or ""
-        if callee.startswith("torch.nn.") and last(callee) not in _MODULE_CONTAINERS and last(callee)[:1].isupper():
+        if callee.startswith(api_names.TORCH_NN_PREFIX) and last(callee) not in _MODULE_CONTAINERS and last(callee)[:1].isupper():
             return True  # a layer: its arguments are sizes, not modules
         words = _Words()
         walk(value, words)
@@ -1206,7 +1207,7 @@ _MADE_BY_FACTORIES = frozenset({SCHEDULER, OPTIMIZER, SCALER})
 # that is no optimizer, scheduler or scaler) or a class of the file
 _BUILT_MODULES = frozenset({MODULE, CUSTOM})
 # torch.nn classes that hold the modules they are given, not parameters of their own.
-_MODULE_CONTAINERS = frozenset("Sequential ModuleList ModuleDict DataParallel".split())
+_MODULE_CONTAINERS = api_names.MODULE_CONTAINERS
 
 
 class _Returns(cst.CSTVisitor):
@@ -1254,7 +1255,7 @@ class _Members(cst.CSTVisitor):
 
 
 # Calls that make a def part of a training step (a loop may inline it): its locals stay.
-_GRADIENT_CALLS = api.ZERO_GRAD_METHODS | api.CLIP_FUNCTIONS | frozenset({"parameters", "named_parameters"})
+_GRADIENT_CALLS = api.ZERO_GRAD_METHODS | api.CLIP_FUNCTIONS | frozenset(api_names.PARAMETER_METHODS)
 
 
 class _HandedOn(cst.CSTVisitor):
@@ -1389,7 +1390,7 @@ def _clears(node: Optional[cst.CSTNode]) -> bool:
 
 def params_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in ("params", "model_parameters"):
+        if arg.keyword is not None and arg.keyword.value in api_names.PARAMETERS_KEYWORDS:
             return arg.value
     for arg in call.args:
         if arg.keyword is None and not arg.star:

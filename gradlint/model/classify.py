@@ -1,6 +1,6 @@
 """Calls -> gradient events, with libcst.
 
-What a call *means* is decided here, from the names in events.py (the only
+What a call *means* is decided here, from the names in api_names.py (the only
 module that spells an API); loops.py calls these functions while it walks
 a loop body.
 """
@@ -11,34 +11,44 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint.model.bindings import params_argument
-from gradlint.model.event import Event
-from gradlint.core.events import (
+from gradlint.core.api_names import (
     ACCUMULATE_CONTEXTS,
+    BACKWARD,
+    BACKWARD_FUNCTIONS,
+    CLIP_FUNCTIONS,
+    CLIP_GRAD_NORM,
+    CLIP_VALUE_KEYWORD,
+    DATA,
+    GRAD,
+    GRAD_CLIP_METHODS,
     GRAD_DISABLING,
     GRAD_ENABLING,
     GRAD_SETTERS,
-    SCALE_READERS,
-    B,
-    BACKWARD_FUNCTIONS,
-    CLEAR_LIKE_NAMES,
+    GRAD_ZERO,
+    INFERENCE_MODE,
+    INFINITY,
     INSPECTING_BUILTINS,
-    NOT_CLEARING_HELPERS,
-    C,
-    CLIP_FUNCTIONS,
-    GRAD_CLIP_METHODS,
-    L,
     MANUAL_BACKWARD_METHODS,
     MANUAL_UPDATE_METHODS,
+    MAX_NORM_KEYWORD,
     NOT_BACKWARD,
-    S,
+    PRIVATE_GRAD,
+    SAME_VALUE_METHODS,
+    SCALER_SCALE,
+    SCALER_UNSCALE,
+    SCALE_READERS,
     SELF_UNSCALING_CLIPS,
-    SELF_UNSCALING_RECEIVERS,
+    SET_TO_NONE_KEYWORD,
+    STEP,
     STEP_FUNCTIONS,
-    U,
-    Z,
+    TENSOR_TO,
+    TORCH_PREFIX,
+    TORCH_PREFIXES,
     ZERO_GRAD_METHODS,
 )
+from gradlint.model.bindings import params_argument
+from gradlint.model.event import Event
+from gradlint.core.events import B, C, CLEAR_LIKE_NAMES, L, NOT_CLEARING_HELPERS, S, SELF_UNSCALING_RECEIVERS, U, Z
 from gradlint.model.names import dotted, keyword_argument
 from gradlint.model.walk import walk
 
@@ -116,7 +126,7 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
         return ctx.event(B, call)
 
     if method in ZERO_GRAD_METHODS:
-        flag = _is_false(keyword_argument(call, "set_to_none")) or (
+        flag = _is_false(keyword_argument(call, SET_TO_NONE_KEYWORD)) or (
             bool(_positional(call)) and _is_false(_positional(call)[0])
         )
         if receiver is None:
@@ -125,17 +135,17 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
             return ctx.event(Z, call, optimizer=receiver, set_to_none_false=flag, sync_only=ctx.accumulate is not None)
         return ctx.event(Z, call, module=receiver, set_to_none_false=flag)
 
-    if method == "backward":
+    if method == BACKWARD:
         if isinstance(receiver_node, cst.Call) and isinstance(receiver_node.func, cst.Attribute):
             scaler = ctx.name(receiver_node.func.value)
-            if receiver_node.func.attr.value == "scale" and bindings.is_scaler(scaler):
+            if receiver_node.func.attr.value == SCALER_SCALE and bindings.is_scaler(scaler):
                 # `GradScaler(enabled=False)` scales nothing
                 return ctx.event(B, call, scaled=not bindings.scaler_disabled(scaler))
         return ctx.event(B, call)
     if method in MANUAL_BACKWARD_METHODS:
         return ctx.event(B, call)
 
-    if method == "zero_" and _is_grad(receiver_node):
+    if method == GRAD_ZERO and _is_grad(receiver_node):
         return _grad_clear(call, receiver_node, ctx)
 
     if method in GRAD_CLIP_METHODS and _is_grad(receiver_node):
@@ -146,7 +156,7 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
     if method in CLIP_FUNCTIONS or method in SELF_UNSCALING_CLIPS:
         return _clip_event(call, method, receiver, qualified, ctx)
 
-    if method == "unscale_" and bindings.is_scaler(receiver):
+    if method == SCALER_UNSCALE and bindings.is_scaler(receiver):
         return ctx.event(U, call, optimizer=_first_name(call, ctx))
 
     if method in MANUAL_UPDATE_METHODS:
@@ -159,7 +169,7 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
         engine = receiver is not None and bindings.is_engine(receiver)
         return ctx.event(S, call, optimizer=_first_name(call, ctx) or receiver, clears=engine)
 
-    if method == "step" and receiver is not None:
+    if method == STEP and receiver is not None:
         return _step_event(call, receiver, ctx)
     return None
 
@@ -203,14 +213,14 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
 def _measures_only(call: cst.Call) -> bool:
     """`clip_grad_norm_(params, float('inf'))` only computes the norm (for logging): not a clip."""
     args = _positional(call)
-    limit = keyword_argument(call, "max_norm") or keyword_argument(call, "clip_value") or (args[1] if len(args) > 1 else None)
+    limit = keyword_argument(call, MAX_NORM_KEYWORD) or keyword_argument(call, CLIP_VALUE_KEYWORD) or (args[1] if len(args) > 1 else None)
     if limit is None and len(args) == 1 and isinstance(call.func, cst.Attribute):
         limit = args[0]  # model.clip_grad_norm_(max_norm)
     if limit is None:
         return False
     names = _NameCollector()
     walk(limit, names)
-    return "inf" in names.words or any(w.endswith("inf") for w in names.strings)
+    return INFINITY in names.words or any(w.endswith(INFINITY) for w in names.strings)
 
 
 class _NameCollector(cst.CSTVisitor):
@@ -277,13 +287,13 @@ def _clip_event(call, method, receiver, qualified, ctx) -> Optional[Event]:
         # Fabric's method, so nothing says it unscales AMP gradients first
         return ctx.event(C, call, unknown_target=True)
     unscales = method in SELF_UNSCALING_CLIPS or bool(receiver and SELF_UNSCALING_RECEIVERS.search(receiver))
-    is_torch_utility = bool(qualified and qualified.startswith(("torch.", "nn.")))
+    is_torch_utility = bool(qualified and qualified.startswith(TORCH_PREFIXES))
     if method in SELF_UNSCALING_CLIPS or (receiver and not is_torch_utility and unscales):
         # accelerator.clip_grad_norm_(params, ...), fabric.clip_gradients(model, opt, ...)
         args = _positional(call)
         module = _params_module(args[0], ctx) if args and method not in SELF_UNSCALING_CLIPS else None
         return ctx.event(C, call, module=module, unknown_target=module is None, unscales=True)
-    if receiver and not is_torch_utility and method == "clip_grad_norm_" and not ctx.bindings.imports.is_imported(receiver):
+    if receiver and not is_torch_utility and method == CLIP_GRAD_NORM and not ctx.bindings.imports.is_imported(receiver):
         # FSDP: model.clip_grad_norm_(max_norm) clips the module's own parameters.
         return ctx.event(C, call, module=receiver)
     args = _positional(call)
@@ -324,20 +334,20 @@ def _function_event(call, qualified, ctx) -> Optional[Event]:
     if qualified in BACKWARD_FUNCTIONS:
         return ctx.event(B, call)
     tail = qualified.rsplit(".", 1)[-1]
-    if tail in CLIP_FUNCTIONS and (qualified.startswith("torch.") or qualified != tail):
+    if tail in CLIP_FUNCTIONS and (qualified.startswith(TORCH_PREFIX) or qualified != tail):
         return _clip_event(call, tail, None, qualified, ctx)
     return None
 
 
 def _is_grad(node: cst.BaseExpression) -> bool:
     """`p.grad` or `p.grad.data`."""
-    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+    if isinstance(node, cst.Attribute) and node.attr.value == DATA:
         node = node.value
-    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+    return isinstance(node, cst.Attribute) and node.attr.value == GRAD
 
 
 def _grad_owner(node: cst.BaseExpression) -> cst.BaseExpression:
-    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+    if isinstance(node, cst.Attribute) and node.attr.value == DATA:
         node = node.value
     return node.value  # the parameter, `p` of `p.grad`
 
@@ -357,7 +367,7 @@ def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Opti
 
 def _is_grad_target(node: cst.BaseExpression) -> bool:
     """`p.grad` or `p._grad` (the attribute behind it, written by hand to share a tensor)."""
-    return _is_grad(node) or (isinstance(node, cst.Attribute) and node.attr.value == "_grad")
+    return _is_grad(node) or (isinstance(node, cst.Attribute) and node.attr.value == PRIVATE_GRAD)
 
 
 def gradient_handoff(node: cst.BaseSmallStatement, ctx) -> list[Event]:
@@ -385,10 +395,10 @@ def gradient_handoff(node: cst.BaseSmallStatement, ctx) -> list[Event]:
 def _grad_source(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """`p` of `p.grad`, `p.grad.data`, `p.grad.clone()`, `p.grad.detach().clone()`."""
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args:
-        if value.func.attr.value not in ("clone", "detach", "cpu", "cuda", "to", "contiguous", "float"):
+        if value.func.attr.value not in SAME_VALUE_METHODS:
             return None
         value = value.func.value
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to":
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == TENSOR_TO:
         value = value.func.value  # `p.grad.to(device)`
     return _grad_owner(value) if _is_grad(value) else None
 
@@ -433,7 +443,7 @@ def fresh_optimizer(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
 def _manual_update(anchor: cst.CSTNode, target: cst.BaseExpression, reads, ctx) -> Optional[Event]:
     """`p -= lr * p.grad`, `p.data = p.data - lr * p.grad`, `p.data.add_(p.grad, alpha=-lr)`:
     a parameter updated from its own gradient is a step by hand, of what `p` belongs to."""
-    if isinstance(target, cst.Attribute) and target.attr.value == "data":
+    if isinstance(target, cst.Attribute) and target.attr.value == DATA:
         target = target.value
     param = ctx.name(target)
     if param is None or "." in param:
@@ -455,9 +465,9 @@ class _GradReaders(cst.CSTVisitor):
         self.owners: set[str] = set()
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "grad":
+        if node.attr.value == GRAD:
             owner = node.value
-            if isinstance(owner, cst.Attribute) and owner.attr.value == "data":
+            if isinstance(owner, cst.Attribute) and owner.attr.value == DATA:
                 owner = owner.value
             if isinstance(owner, cst.Name):
                 self.owners.add(owner.value)
@@ -493,7 +503,7 @@ def grad_mode(node: cst.BaseExpression, ctx) -> Optional[bool]:
     if qualified is None:
         return None
     if qualified in GRAD_DISABLING:
-        if call is not None and call.args and qualified.endswith("inference_mode"):
+        if call is not None and call.args and qualified.endswith(INFERENCE_MODE):
             mode = call.args[0].value  # inference_mode(False) leaves gradients on
             return None if not (isinstance(mode, cst.Name) and mode.value == "True") else False
         return False

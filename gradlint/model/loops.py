@@ -14,7 +14,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from gradlint.core import source_lines
+from gradlint.core import api_names, source_lines
 from gradlint.core.findings import Span
 from gradlint.model import arguments, classify, conditions
 from gradlint.core import events as api
@@ -697,7 +697,7 @@ class Builder:
             if owner is not None and owner[0] == "group":
                 return ("optimizer", owner[1])
             return None
-        if isinstance(iterable, cst.Attribute) and iterable.attr.value == "param_groups":
+        if isinstance(iterable, cst.Attribute) and iterable.attr.value == api_names.PARAM_GROUPS:
             name = ctx.name(iterable.value)
             return ("group", name) if name else None
         resolved = self.bindings.resolve_params(iterable, 0)
@@ -773,7 +773,7 @@ class Builder:
         value = stmt.value
         if (
             len(names) == 1 and names[0] and isinstance(targets[0], cst.Name)
-            and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "scale"
+            and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == api_names.SCALER_SCALE
         ):
             scaler = ctx.name(value.func.value)
             if self.bindings.is_scaler(scaler) and not self.bindings.scaler_disabled(scaler):
@@ -969,7 +969,7 @@ class Builder:
         return self._finish(LoopModel(self._header_span(node), keyword, body))
 
     def step_function_model(
-        self, node: cst.FunctionDef, class_name: Optional[str], kind: str = "training_step"
+        self, node: cst.FunctionDef, class_name: Optional[str], kind: str = api.TRAINING_STEP
     ) -> Optional[LoopModel]:
         """A function a framework calls once per batch (Lightning's manual-optimization
         training_step, ignite's update function): a loop body."""
@@ -1046,7 +1046,7 @@ class Builder:
         label = f"{method.name.value}()"
         body: list[Node] = [Helper(self.suite(method.body, ctx))]
         body += [self.documented(kind, target, method, ctx, f"the trainer after {label}") for kind, target in after]
-        return self._finish(LoopModel(self._header_span(method), "training_step", body))
+        return self._finish(LoopModel(self._header_span(method), api.TRAINING_STEP, body))
 
     def documented(self, kind: str, target: Optional[str], node: cst.CSTNode, ctx: Context, where: str) -> Event:
         """An event a framework documents running (not written in the file), placed at `node`."""
@@ -1340,7 +1340,7 @@ def _super_method(call: cst.Call) -> Optional[str]:
 def _guessed_step(call: cst.Call, ctx: Context) -> bool:
     """`x.step()` on a name the file's bindings do not resolve (only its name may say what it is)."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+    if not (isinstance(func, cst.Attribute) and func.attr.value == api_names.STEP):
         return False
     name = ctx.name(func.value)
     return name is not None and ctx.bindings.kind(name) is None
@@ -1516,9 +1516,9 @@ class LoopFinder:
     def lightning(self, info) -> Optional[LoopModel]:
         if not api.lightning_module(info.bases):
             return self.framework_override(info)
-        if "training_step" not in info.methods:
+        if api.TRAINING_STEP not in info.methods:
             return None
-        method = info.methods["training_step"]
+        method = info.methods[api.TRAINING_STEP]
         if info.manual_optimization:
             return self.builder.step_function_model(method, info.name)
         ctx = Context(self.builder, info.name, frozenset())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from gradlint.core.digest import hex_digest
-from gradlint.core.events import OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS
+from gradlint.core.events import MODULE_FORWARD, OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.scan import IMPORT_LINE, continued_names
 
 # How far a name is followed through re-exports (`from .trainer import Trainer` in a
@@ -27,7 +27,7 @@ MAX_IMPORT_DEPTH = 4
 _MAX_BYTES = 8 * 1024 * 1024
 # Names a loop's call of which is never a project helper to inline: every class has them,
 # or the API's event of that name wins (`x.step()` is a step before it is a helper).
-_NEVER_HELPERS = frozenset({"__init__", "__call__", "forward", "main", "backward", "step", "zero_grad", "optimizer_step"})
+_NEVER_HELPERS = frozenset({"__init__", "__call__", MODULE_FORWARD, "main"}) | OWN_PROTOCOL_METHODS | ZERO_GRAD_METHODS
 # (except the API's names on a class that defines its own protocol: events.OWN_PROTOCOL_METHODS)
 _WORD = re.compile(r"\w+")
 

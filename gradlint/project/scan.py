@@ -24,6 +24,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from gradlint.core.api_names import DATA, GRAD, GRAD_ZERO, SCALER_UNSCALE, STEP
 from gradlint.core.events import (
     BACKWARD_NAMES,
     CLIP_FUNCTIONS,
@@ -44,9 +45,9 @@ _SPELLINGS = tuple(
     (literal, re.compile(pattern))
     for literal, pattern in [
         *((name, re.escape(name) + r"[ \t]*\(")
-          for name in sorted(BACKWARD_NAMES | ZERO_GRAD_METHODS | CLIP_FUNCTIONS | SELF_UNSCALING_CLIPS | {"unscale_"})),
-        (".grad", r"\.grad\b(?:\.data)?[ \t]*(?:=[^=]|[-+*/]=|\.zero_\()"),
-        (".step", r"\.step[ \t]*\("),
+          for name in sorted(BACKWARD_NAMES | ZERO_GRAD_METHODS | CLIP_FUNCTIONS | SELF_UNSCALING_CLIPS | {SCALER_UNSCALE})),
+        ("." + GRAD, r"\.%s\b(?:\.%s)?[ \t]*(?:=[^=]|[-+*/]=|\.%s\()" % (GRAD, DATA, GRAD_ZERO)),
+        ("." + STEP, r"\.%s[ \t]*\(" % STEP),
     ]
 )
 
@@ -505,7 +506,7 @@ def has_spelling(text: str, wrappers=None) -> bool:
 
 
 def _counts(text: str, match: "re.Match") -> bool:
-    if not match.group().startswith(".step"):
+    if not match.group().startswith("." + STEP):
         return True
     if text[match.end() : match.end() + 8].lstrip(" \t").startswith(")"):
         return True  # `x.step()`

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from gradlint.core.events import LOOP_EVENT_NAMES, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
+from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
 from gradlint.project.scan import called_names, calls_of, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
@@ -262,7 +262,7 @@ def _words(scans: dict, names: set) -> set[str]:
 
 # Names every class has, and the API's own event names (a call of `x.step()` is a step
 # before it is a helper): that one of them touches gradients says nothing about a call of it.
-_NOT_HELPERS = frozenset({"__init__", "__call__", "forward", "main"}) | LOOP_EVENT_NAMES | ZERO_GRAD_METHODS
+_NOT_HELPERS = frozenset({"__init__", "__call__", MODULE_FORWARD, "main"}) | LOOP_EVENT_NAMES | ZERO_GRAD_METHODS
 # ...but a method of these names on a class of the project's own protocol (scan.py keeps only those).
 _NOT_HELPER_METHODS = _NOT_HELPERS - OWN_PROTOCOL_METHODS
 

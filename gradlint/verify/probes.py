@@ -31,6 +31,26 @@ from torch.optim.optimizer import (
 )
 
 import gradlint
+from gradlint.core.api_names import (
+    BACKWARD,
+    BACKWARD_FUNCTION,
+    CLIP_GRAD_VALUE,
+    CLIP_VALUE_KEYWORD,
+    CLOSURE_KEYWORD,
+    CUDA_DEVICE,
+    GRAPH_LEAF_ATTRIBUTE,
+    LEARNING_RATE_KEY,
+    MAX_NORM_KEYWORD,
+    PARAM_GROUPS,
+    PARAMS_KEYWORD,
+    SCALER_DEVICE_ATTRIBUTE,
+    SCHEDULER_OPTIMIZER,
+    SPAWN_FUNCTION,
+    SPAWN_MODULE,
+    STEP,
+    TORCH_CLIP_FUNCTIONS,
+    TORCH_PROCESS_PACKAGES,
+)
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _GRADLINT_DIR = os.path.dirname(gradlint.__file__) + os.sep
@@ -310,9 +330,9 @@ class Recorder:
     def opt_pids(self, opt) -> list[int]:
         """The followed parameters an optimizer holds, cached while its groups keep the same lists
         and no parameter was newly followed."""
-        groups = getattr(opt, "param_groups", ())
+        groups = getattr(opt, PARAM_GROUPS, ())
         try:
-            key = (len(self.params), tuple((id(g.get("params")), len(g.get("params", ()))) for g in groups))
+            key = (len(self.params), tuple((id(g.get(PARAMS_KEYWORD)), len(g.get(PARAMS_KEYWORD, ()))) for g in groups))
         except Exception:
             key = None
         known = self.pid_cache.get(id(opt))
@@ -320,7 +340,7 @@ class Recorder:
             return list(known[2])
         pids = []
         for group in groups:
-            for p in group.get("params", ()):
+            for p in group.get(PARAMS_KEYWORD, ()):
                 info = self.params.get(id(p))
                 if info is not None:
                     pids.append(info["pid"])
@@ -400,7 +420,7 @@ class Recorder:
             if node is None or node in seen:
                 continue
             seen.add(node)
-            leaf = getattr(node, "variable", None)
+            leaf = getattr(node, GRAPH_LEAF_ATTRIBUTE, None)
             if leaf is not None and id(leaf) not in self.params:
                 found.append(leaf)
             stack.extend(next_node for next_node, _ in node.next_functions)
@@ -712,7 +732,7 @@ class Recorder:
         frames = user_frames(skip + 1)
         self.optimizer(opt, frames)
         self.before(frames)
-        self._finish(self._event("S", frames, api="step", oid=info["oid"], params=self.opt_pids(opt), prevented=True))
+        self._finish(self._event("S", frames, api=STEP, oid=info["oid"], params=self.opt_pids(opt), prevented=True))
         self.stopped, self.stop_reason = True, "steps"
         raise BudgetReached("steps")
 
@@ -743,10 +763,10 @@ class Recorder:
         info = self.optimizer(opt, frames)
         self.flush_pending()
         # torch passes the step's own arguments with the optimizer first: (opt, closure?)
-        closure = (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
+        closure = (len(args) > 1 and args[1] is not None) or kwargs.get(CLOSURE_KEYWORD) is not None
         pids = self.opt_pids(opt)
         event = self._event(
-            "S", frames, api="step", oid=info["oid"], params=pids, closure=closure,
+            "S", frames, api=STEP, oid=info["oid"], params=pids, closure=closure,
             via="scaler" if self.scaler_step else None, frozen=self.frozen(pids),
         )
         self.count_step(info["oid"], pids)
@@ -803,7 +823,7 @@ def _patch_subprocesses():
     original_start_processes = torch_mp.start_processes
 
     def start_processes(fn, *args, **kwargs):
-        record("torch.multiprocessing.spawn", fn)
+        record(SPAWN_FUNCTION, fn)
         rec = RECORDER
         if rec is not None:
             rec.inside += 1  # its Process.start calls are this one spawn
@@ -816,7 +836,7 @@ def _patch_subprocesses():
     original_spawn = torch_mp.spawn
 
     def spawn(fn, *args, **kwargs):
-        record("torch.multiprocessing.spawn", fn)
+        record(SPAWN_FUNCTION, fn)
         rec = RECORDER
         if rec is not None:
             rec.inside += 1
@@ -828,7 +848,7 @@ def _patch_subprocesses():
 
     torch_mp.start_processes = start_processes
     torch_mp.spawn = spawn
-    spawn_module = sys.modules.get("torch.multiprocessing.spawn")
+    spawn_module = sys.modules.get(SPAWN_MODULE)
     if spawn_module is not None:
         spawn_module.spawn = spawn
         spawn_module.start_processes = start_processes
@@ -838,7 +858,7 @@ def _patch_subprocesses():
     def start(self):
         target = getattr(self, "_target", None)
         module = getattr(target, "__module__", "") or ""
-        if _active() is not None and not module.startswith(("torch.utils.data", "torch.multiprocessing")):
+        if _active() is not None and not module.startswith(TORCH_PROCESS_PACKAGES):
             record("multiprocessing.Process.start", target)
         return original_start(self)
 
@@ -907,14 +927,14 @@ def _patch_backward():
         rec = _active()
         if rec is None:
             return tensor_backward(self, *args, **kwargs)
-        return rec.run_backward(lambda: tensor_backward(self, *args, **kwargs), [self], "backward")
+        return rec.run_backward(lambda: tensor_backward(self, *args, **kwargs), [self], BACKWARD)
 
     def autograd(tensors, *args, **kwargs):
         rec = _active()
         if rec is None:
             return autograd_backward(tensors, *args, **kwargs)
         listed = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
-        return rec.run_backward(lambda: autograd_backward(listed, *args, **kwargs), listed, "torch.autograd.backward")
+        return rec.run_backward(lambda: autograd_backward(listed, *args, **kwargs), listed, BACKWARD_FUNCTION)
 
     torch.Tensor.backward = backward
     torch.autograd.backward = autograd
@@ -947,7 +967,7 @@ def _patch_grad_attribute():
     torch.Tensor.grad = property(_GRAD.__get__, set_, delete, _GRAD.__doc__)
 
 
-_CLIP_NAMES = ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_")
+_CLIP_NAMES = TORCH_CLIP_FUNCTIONS  # the checker's clips too (api_names.CLIP_FUNCTIONS)
 
 
 def _patch_clips():
@@ -979,10 +999,10 @@ def _clip_wrapper(name, original):
             return original(parameters, *args, **kwargs)
         listed = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
         frames = user_frames(2)
-        limit = args[0] if args else kwargs.get("max_norm", kwargs.get("clip_value"))
+        limit = args[0] if args else kwargs.get(MAX_NORM_KEYWORD, kwargs.get(CLIP_VALUE_KEYWORD))
 
         def measure(result, event):
-            if name != "clip_grad_value_":
+            if name != CLIP_GRAD_VALUE:
                 event["norm"] = _number(result)
             grads = [_GRAD.__get__(p) for p in listed if isinstance(p, torch.Tensor)]
             grads = [g for g in grads if g is not None]
@@ -1018,8 +1038,8 @@ def _patch_scalers():
         result = original_scale(self, outputs)
         if RECORDER is not None and not self.is_enabled() and not getattr(self, "_gradlint_told", False):
             self._gradlint_told = True  # once per scaler: GL006 cannot show through it
-            device = getattr(self, "_device", "cuda")
-            no_cuda = device == "cuda" and not torch.cuda.is_available()
+            device = getattr(self, SCALER_DEVICE_ATTRIBUTE, CUDA_DEVICE)
+            no_cuda = device == CUDA_DEVICE and not torch.cuda.is_available()
             why = ("torch turns a GradScaler off when CUDA is not available, as on this machine" if no_cuda
                    else "its enabled argument was false at run time")
             RECORDER.write({"type": "scaler-disabled", "why": why, "sites": _sites(user_frames(2)[:1])})
@@ -1084,15 +1104,15 @@ def _patch_schedulers():
             rec.inside -= 1
 
     base.__init__ = __init__
-    classes = [base] + [c for c in vars(_sched_module).values() if isinstance(c, type) and issubclass(c, base) and "step" in vars(c)]
+    classes = [base] + [c for c in vars(_sched_module).values() if isinstance(c, type) and issubclass(c, base) and STEP in vars(c)]
     for cls in classes:
-        if "step" in vars(cls):
+        if STEP in vars(cls):
             cls.step = _scheduler_step(cls.step)
 
 
 def _first_lr(optimizer):
     try:
-        value = optimizer.param_groups[0]["lr"]
+        value = optimizer.param_groups[0][LEARNING_RATE_KEY]
         return float(value.item() if isinstance(value, torch.Tensor) else value)
     except (AttributeError, IndexError, KeyError, TypeError, ValueError, RuntimeError):
         return None
@@ -1104,7 +1124,7 @@ def _scheduler_step(original):
         if rec is None:
             return original(self, *args, **kwargs)
         frames = user_frames(2)
-        opt = getattr(self, "optimizer", None)
+        opt = getattr(self, SCHEDULER_OPTIMIZER, None)
         oid = rec.optimizer(opt, frames)["oid"] if isinstance(opt, Optimizer) else None
         label = rec.name_of(self, frames, type(self).__name__)
         def learning_rate(result, event):  # the factor a premature step gives the next update

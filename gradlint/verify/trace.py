@@ -6,7 +6,8 @@ import os
 
 from gradlint.verify.verdicts import Run, display_path
 
-KINDS = {"O": "optimizer", "B": "backward", "Z": "clear", "S": "step", "C": "clip", "U": "unscale", "L": "schedule"}
+# The words the trace shows for each event kind.
+KINDS = {"O": "optimizer", "B": "backward", "Z": "clear", "S": "step", "C": "clip", "U": "unscale", "L": "schedule"}  # a label, not an API name
 MAX_PARAMS = 16  # a big model's trace shows the first ones and says how many it left out
 
 
