@@ -268,3 +268,195 @@ def test_a_clip_of_a_methods_value_keeps_an_unknown_target():
     )
     (clip,) = [e for e in m.loops[0].events if e.kind == "C"]
     assert clip.unknown_target and clip.module is None
+
+
+# --- recall27: how a binding is read when the spelling varies --------------------------------
+
+CHOSEN = (
+    GAN + "if bf16:\n"
+    "    from .low_precision import AnyPrecisionAdamW\n"
+    "    optimizer = {first}\n"
+    "else:\n"
+    "    optimizer = torch.optim.AdamW\n"
+    "opt_g = optimizer(generator.parameters(), 1e-3)\n"
+)
+
+
+def test_a_class_of_another_module_chosen_in_place_of_an_optimizer_class_builds_an_optimizer():
+    b = bindings(CHOSEN.format(first="AnyPrecisionAdamW"))
+    assert b.kind("opt_g") == "optimizer"
+    assert b.optimizer_params("opt_g") == {"generator"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        CHOSEN.format(first="AnyPrecisionAdamW").replace("    optimizer = torch.optim.AdamW\n", "    optimizer = AnyPrecisionAdamW\n"),
+        CHOSEN.format(first="low_precision_adamw").replace("AnyPrecisionAdamW\n", "low_precision_adamw\n"),  # no class
+        CHOSEN.format(first="Local") + "class Local:\n    pass\n",  # a class of the file, readable: no optimizer
+        CHOSEN.format(first="Undefined"),  # not imported: unknown
+    ],
+)
+def test_only_an_unreadable_class_beside_an_optimizer_class_counts(source):
+    assert bindings(source).optimizer_params("opt_g") is None
+
+
+HANDED = (
+    "import torch, torch.nn as nn\n"
+    "def train_epoch(epoch, nets, optims):\n"
+    "    net_g, net_d = nets\n"
+    "    optim_g, optim_d = optims\n"
+    "def run():\n"
+    "    net_g = nn.Linear(4, 8)\n"
+    "    net_d = nn.Linear(8, 1)\n"
+    "    optim_g = torch.optim.AdamW(net_g.parameters())\n"
+    "    optim_d = torch.optim.AdamW(net_d.parameters())\n"
+    "{calls}"
+)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "    train_epoch(0, [net_g, net_d], [optim_g, optim_d])\n",
+        "    train_epoch(0, optims=(optim_g, optim_d), nets=(net_g, net_d))\n",
+        "    train_epoch(0, [net_g, net_d], [optim_g, optim_d])\n    train_epoch(1, [net_g, net_d], [optim_g, optim_d])\n",
+    ],
+)
+def test_names_unpacked_from_a_parameter_every_call_fills_with_them_are_those_objects(calls):
+    b = bindings(HANDED.format(calls=calls))
+    assert b.definitely_distinct("net_g", "net_d")
+    assert b.optimizer_params("optim_d") == {"net_d"}
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        "    train_epoch(0, [net_d, net_g], [optim_g, optim_d])\n",  # the other way round
+        "    train_epoch(0, [net_g, net_d], [optim_g, optim_d])\n    train_epoch(1, pair, [optim_g, optim_d])\n",
+        "    train_epoch(0, [*both], [optim_g, optim_d])\n",
+        "    train_epoch(0, *args)\n",
+        "",  # never called here
+    ],
+)
+def test_names_unpacked_from_a_parameter_filled_otherwise_stay_unknown(calls):
+    b = bindings(HANDED.format(calls=calls))
+    assert not b.definitely_distinct("net_g", "net_d")
+
+
+COPIED = (
+    "import copy, torch, torch.nn as nn\n"
+    "base_model = nn.Sequential(nn.Linear(4, 4))\n"
+    "copied = {value}\n"
+)
+
+
+@pytest.mark.parametrize("value", ["copy.deepcopy(base_model)", "copy.deepcopy(base_model).to(device)"])
+def test_a_deep_copy_holds_parameters_of_its_own(value):
+    assert bindings(COPIED.format(value=value)).definitely_distinct("copied", "base_model")
+
+
+@pytest.mark.parametrize("value", ["Wrapper(base_model)", "copy.copy(base_model)", "base_model.to(device)"])
+def test_a_module_built_from_another_may_hold_it(value):
+    assert not bindings(COPIED.format(value=value)).definitely_distinct("copied", "base_model")
+
+
+AGENT = (
+    "import torch, math\n"
+    "class Agent:\n"
+    "    def __init__(self, model):\n"
+    "        self.model = model\n"
+    "        self.log_alpha = {alpha}\n"
+)
+
+
+def test_a_tensor_the_file_makes_is_no_part_of_any_module():
+    b = bindings(AGENT.format(alpha="torch.tensor(math.log(0.2)).float().to(device)"))
+    assert b.definitely_distinct("self.log_alpha", "self.model.critic")
+    assert b.definitely_distinct("self.model", "self.log_alpha")
+
+
+def test_a_tensor_is_part_of_itself_and_of_what_holds_it():
+    b = bindings(AGENT.format(alpha="torch.tensor(0.0)"))
+    assert not b.definitely_distinct("self.log_alpha", "self.log_alpha")
+    assert not b.definitely_distinct("self", "self.log_alpha")
+    held = bindings(AGENT.format(alpha="nn.Parameter(torch.zeros(1))"))  # a module's own parameter
+    assert not held.definitely_distinct("self.log_alpha", "self.model.critic")
+
+
+NARROWED = (
+    "import torch, torch.nn as nn\n"
+    "source_model = Net()\n"
+    "clf = source_model\n"
+    "source_model = source_model.features\n"
+    "target_model = Net()\n"
+    "target_model = target_model.features\n"
+    "discriminator = nn.Linear(8, 1)\n"
+)
+
+
+def test_a_name_narrowed_to_its_own_part_is_still_the_object_built_there():
+    b = bindings(NARROWED)
+    assert b.canonical("target_model") == "target_model"  # no alias of target_model.features
+    assert b.definitely_distinct("target_model", "discriminator")
+
+
+def test_a_name_that_only_receives_a_built_object_is_that_object():
+    b = bindings(NARROWED + "clf.features = target_model\n")
+    assert b.canonical("target_model") == "clf.features"
+    assert b.definitely_distinct("clf.features", "discriminator")
+
+
+def test_a_name_receiving_two_built_objects_stays_unknown():
+    b = bindings(NARROWED + "clf.features = target_model\nclf.features = discriminator\n")
+    assert not b.definitely_distinct("clf.features", "discriminator")
+    aliased = bindings(NARROWED + "target_model = discriminator\n")  # bound to another object too
+    assert not aliased.definitely_distinct("target_model", "discriminator")
+
+
+def test_names_set_to_none_are_not_one_object():
+    b = bindings(GAN + "opt_g = None\nopt_d = None\nflag = True\nother = True\n"
+                 "opt_g = torch.optim.Adam(generator.parameters())\n"
+                 "opt_d = torch.optim.Adam(discriminator.parameters())\n")
+    assert not b.same("opt_g", "opt_d")
+    assert not b.same("flag", "other")
+    assert b.optimizer_params("opt_g") == {"generator"}  # None until built: holds nothing more
+
+
+def test_a_conditional_expression_binds_each_of_its_sides():
+    b = bindings(GAN + "opt_d = torch.optim.Adam(discriminator.parameters()) if train_d else None\n"
+                 "model = DDP(generator) if distributed else generator\n")
+    assert b.kind("opt_d") == "optimizer"
+    assert b.optimizer_params("opt_d") == {"discriminator"}
+    assert b.same("model", "generator")
+
+
+def test_a_conditional_expression_with_an_unknown_side_stays_unknown():
+    b = bindings(GAN + "opt_d = torch.optim.Adam(discriminator.parameters()) if train_d else make_opt()\n")
+    assert b.optimizer_params("opt_d") is None
+
+
+RESUMED = (
+    GAN + "checkpoint = None\n"
+    "if checkpoint is None:\n"
+    "    opt_d = torch.optim.Adam(discriminator.parameters())\n"
+    "    encoder = nn.Linear(8, 4)\n"
+    "else:\n"
+    "    checkpoint = {loader}(checkpoint)\n"
+    "    opt_d = checkpoint['opt_d']\n"
+    "    encoder = checkpoint['encoder']\n"
+)
+
+
+def test_an_object_read_back_from_a_checkpoint_is_what_the_other_path_builds():
+    b = bindings(RESUMED.format(loader="torch.load"))
+    assert b.optimizer_params("opt_d") == {"discriminator"}
+    assert b.definitely_distinct("encoder", "generator")
+
+
+def test_an_object_read_from_anything_else_stays_unknown():
+    b = bindings(RESUMED.format(loader="load_state"))
+    assert b.optimizer_params("opt_d") is None
+    assert not b.definitely_distinct("encoder", "generator")
+    alone = bindings(GAN + "state = torch.load(path)\nopt_d = state['opt_d']\n")  # no construction beside it
+    assert alone.optimizer_params("opt_d") is None

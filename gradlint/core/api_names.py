@@ -162,6 +162,10 @@ WRAPPER_CALLS = frozenset(
     setup setup_module setup_optimizers wrap optimize initialize""".split()
 )
 WRAPPER_METHODS = frozenset("to cuda cpu half float double bfloat16 train module".split())
+# Calls that build a new object with copies of the parameters of what they are handed.
+DEEP_COPIES = frozenset({"copy.deepcopy"})
+# Calls that read back saved objects (`checkpoint = torch.load(path)`).
+CHECKPOINT_LOADERS = frozenset({"torch.load"})
 # The keywords a wrapper call takes what it wraps by: `DDP(module=m)`, `prepare(model=m, optimizer=o)`.
 WRAPPED_KEYWORDS = ("module", "model", "optimizer")
 # Engines that take the loss themselves and clear their own gradients in step().

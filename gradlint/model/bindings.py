@@ -131,6 +131,11 @@ class Bindings(Numbering):
         self.reads_scale = False  # the file calls `x.get_scale()` somewhere (classify.reads_the_scale)
         self._placed: dict[str, list[tuple[int, bool]]] = {}
         self._blocks: list[int] = []
+        # `net_g, net_d = nets` where `nets` is a parameter of the def: (name, id of the value) ->
+        # (that def, the parameter, the position); and bare-name calls by callee, to read the
+        # arguments every call of that def hands it (`_rebinds_itself`)
+        self._unpacked_params: dict[tuple[str, int], tuple[cst.FunctionDef, str, int]] = {}
+        self._bare_calls: dict[str, list[cst.Call]] = {}
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._blocks.append(id(node))
@@ -307,6 +312,8 @@ class Bindings(Numbering):
                 else:
                     top[2].add(name)
         self._step_hook(node)
+        if isinstance(node.func, cst.Name):
+            self._bare_calls.setdefault(node.func.value, []).append(node)
         if node.args and api.iteration_runner(self.imports.qualify(dotted(node.func))):
             function = dotted(node.args[0].value)
             if function is not None and function not in self._run_functions:
@@ -378,7 +385,8 @@ class Bindings(Numbering):
     def finish(self) -> None:
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
-        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values", "_handed_on"):
+        for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values", "_handed_on",
+                     "_alias_members"):
             self.__dict__.pop(name, None)
         # handlers of an object built by an iteration runner (`trainer = Engine(step)`)
         handlers = [
@@ -461,13 +469,22 @@ class Bindings(Numbering):
         if self._class_stack and root(name) == "self":
             if last(name) == api.AUTOMATIC_OPTIMIZATION and isinstance(value, cst.Name) and value.value == "False":
                 self._class_stack[-1].manual_optimization = True
+        is_none = isinstance(value, cst.Name) and value.value == "None"
+        self._placed.setdefault(name, []).append((self._blocks[-1] if self._blocks else 0, is_none))
+        self._bind_value(name, value)
+
+    def _bind_value(self, name: str, value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.IfExp):
+            # `opt = Adam(...) if fine_tune else None`: bound to one side or the other
+            for side in (value.body, value.orelse):
+                self._bind_value(name, side)
+            return
         self.assigns.setdefault(name, []).append(value)
         if self._scopes and "." not in name:
             self._bound_in[id(value)] = (self._scopes[-1], name)
-        is_none = isinstance(value, cst.Name) and value.value == "None"
-        self._placed.setdefault(name, []).append((self._blocks[-1] if self._blocks else 0, is_none))
         source = self._alias_source(value)
-        if source is not None:
+        if source is not None and not (source != name and is_under(source, name)):
+            # (`x = x.feature_extractor` narrows x to a part of itself: no alias of that part)
             self._union(name, source)
 
     def _bind_unpacked(self, target: cst.Tuple | cst.List, value: cst.BaseExpression) -> None:
@@ -496,12 +513,70 @@ class Bindings(Numbering):
                         if source is not None:
                             self._union(name, source)
                 return
-        for name in names:
+        parameter = self._parameter_of_def(value)
+        for index, name in enumerate(names):
             if name is not None:
                 self.assigns.setdefault(name, []).append(value)
+                if parameter is not None:
+                    self._unpacked_params[(name, id(value))] = (self._scopes[-1], parameter, index)
+
+    def _parameter_of_def(self, value: cst.BaseExpression) -> Optional[str]:
+        """`nets` when `value` is the bare name of a parameter of the def being visited."""
+        if not isinstance(value, cst.Name) or not self._scopes:
+            return None
+        params = self._scopes[-1].params
+        names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+        return value.value if value.value in names else None
+
+    def _rebinds_itself(self, name: str, value: cst.BaseExpression) -> bool:
+        """Does binding `value` to `name` hand back the object `name` already denotes?  `a = a.to(dev)`,
+        `model, opt = accelerator.prepare(model, opt)`, and `net_g, net_d = nets` in `def
+        train(nets)` when every call of train in the file hands `nets` a literal list whose element
+        there is `net_g` itself (`train([net_g, net_d])`): the same object under the same name."""
+        source = self._alias_source(value)
+        if source is not None and is_under(source, name):
+            return True  # (or a part of it: `x = x.feature_extractor`, still the object x was built as)
+        unpacked = self._unpacked_params.get((name, id(value)))
+        if unpacked is None:
+            return False
+        function, parameter, index = unpacked
+        calls = self._bare_calls.get(function.name.value, ())
+        if not calls or len(self.plain_functions.get(function.name.value, ())) != 1:
+            return False  # never called here, a method, or two defs of that name: unknown
+        positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        for call in calls:
+            if any(a.star for a in call.args):
+                return False
+            argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == parameter), None)
+            if argument is None and parameter in positions:
+                positional = [a.value for a in call.args if a.keyword is None]
+                at = positions.index(parameter)
+                argument = positional[at] if at < len(positional) else None
+            if not isinstance(argument, (cst.List, cst.Tuple)) or len(argument.elements) <= index:
+                return False
+            if any(isinstance(e, cst.StarredElement) for e in argument.elements):
+                return False
+            if dotted(argument.elements[index].value) != name:
+                return False
+        return True
+
+    def _restored(self, value: cst.BaseExpression) -> bool:
+        """`checkpoint['decoder_optimizer']` where `checkpoint = torch.load(path)`: an object read back
+        from a checkpoint, saved from what the same name is built as on the other path (resuming a
+        run).  Skipped beside that construction; alone, it leaves the name unknown."""
+        if not isinstance(value, cst.Subscript):
+            return False
+        # (the same name may also hold the checkpoint's path, or None, before it is loaded)
+        bound = [v for v in self.assigns.get(dotted(value.value) or "", ()) if not _constant(v)]
+        return bool(bound) and all(
+            isinstance(v, cst.Call) and self.imports.qualify(dotted(v.func)) in api.CHECKPOINT_LOADERS for v in bound
+        )
 
     def _alias_source(self, value: cst.BaseExpression) -> Optional[str]:
-        """`b` for `a = b`, `a = DDP(b)`, `a = b.to(dev)`, `a = b.module`."""
+        """`b` for `a = b`, `a = DDP(b)`, `a = b.to(dev)`, `a = b.module`.  (`a = None` names no
+        object: every name set to None would otherwise be one alias class.)"""
+        if isinstance(value, cst.Name) and value.value in _CONSTANTS:
+            return None
         if isinstance(value, (cst.Name, cst.Attribute)):
             name = dotted(value)
             if name is not None and last(name) in api.WRAPPER_METHODS and "." in name:
@@ -760,10 +835,17 @@ class Bindings(Numbering):
         if self.optimizer_callee(callee):
             return True
         values = self.assigns.get(callee, ())
-        return bool(values) and all(
-            isinstance(v, (cst.Name, cst.Attribute)) and self.optimizer_callee(self.imports.qualify(dotted(v)) or "")
-            for v in values
-        )
+        if not values or not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
+            return False
+        known = [self.optimizer_callee(self.imports.qualify(dotted(v)) or "") for v in values]
+        # A class picked in place of an optimizer class (`optimizer = AnyPrecisionAdamW` in one
+        # branch, `torch.optim.AdamW` in the other) is called the same way: it is one too, when
+        # the checker cannot read it (imported from elsewhere).
+        return any(known) and all(k or self._unreadable_class(dotted(v) or "") for k, v in zip(known, values))
+
+    def _unreadable_class(self, name: str) -> bool:
+        """An imported name that reads as a class (capitalised), not one of this file's."""
+        return last(name)[:1].isupper() and self.imports.is_imported(name) and name not in self.classes
 
     def is_plateau_scheduler(self, name: str) -> bool:
         return any(self._builds_plateau(value, 0) for value in self.assigns.get(name, ()))
@@ -953,7 +1035,9 @@ class Bindings(Numbering):
     def _values_following_aliases(self, name: str, depth: int = 0) -> Iterable[cst.BaseExpression]:
         for value in self.assigns.get(name, ()):
             source = self._alias_source(value)
-            if source == name:
+            if _constant(value):
+                continue  # `opt = None` until it is built: holds nothing
+            if source == name or self._rebinds_itself(name, value) or self._restored(value):
                 continue  # `model, opt = accelerator.prepare(model, opt)` rebinds the same object
             if source is not None and depth < _MAX_DEPTH:
                 yield from self._values_following_aliases(source, depth + 1)
@@ -1138,7 +1222,10 @@ class Bindings(Numbering):
         a def that hands it to nothing (`discriminator = models[1]` in a checkpoint hook):
         neither can be the module a loop elsewhere clears or steps."""
         # `g, opt_g = fabric.setup(g, opt_g)` hands the same object back: not a new binding
-        values = [v for v in self.assigns.get(name, ()) if self._alias_source(v) != name and not self._dead_end(v)]
+        values = [
+            v for v in self.assigns.get(name, ())
+            if not self._rebinds_itself(name, v) and not self._dead_end(v) and not self._restored(v)
+        ]
         modules = [v for v in values if not self._surely_data(v)]
         values = modules or values  # a name only ever bound to tensors (`log_alpha`) is one built here
         if not values:
@@ -1176,18 +1263,48 @@ class Bindings(Numbering):
             return False
         if "." in ca and "." in cb and ca.rsplit(".", 1)[0] == cb.rsplit(".", 1)[0]:
             return True  # siblings: model.backbone and model.head are different submodules
+        if self.kind(ca) == VALUE or self.kind(cb) == VALUE:
+            return True  # a tensor the file makes (`torch.tensor(...)`) is a leaf of its own, in no module
         if self.fresh_member(ca) or self.fresh_member(cb):
             return True  # `distiller.proj`, a layer Distiller builds itself, is no part of `student`
         # Objects built separately, or parts of such objects (`agent` and `rnd_model.predictor`),
         # unless one was built from the other (`model = Wrapper(backbone)` holds backbone).
-        ra, rb = (ca, cb) if self.constructed_here(a) and self.constructed_here(b) else (root(ca), root(cb))
-        if ra == rb or not (self.constructed_here(ra) and self.constructed_here(rb)):
+        a, b = self._built_member(a), self._built_member(b)
+        if self.constructed_here(a) and self.constructed_here(b):
+            # each a new object wherever it is bound; their alias representatives may be names
+            # that only receive them (`clf.feature_extractor = target_model`)
+            ra, rb, built = ca, cb, True
+        else:
+            ra, rb = root(ca), root(cb)
+            built = self.constructed_here(ra) and self.constructed_here(rb)
+        if ra == rb or not built:
             return False
-        return not (self._built_from(ra, rb) or self._built_from(rb, ra))
+        return not any(self._built_from(x, y) for x, y in {(ra, rb), (rb, ra), (a, b), (b, a)})
+
+    def _deep_copy(self, value: cst.BaseExpression) -> bool:
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in api.WRAPPER_METHODS:
+            value = value.func.value  # `.to(device)` of the copy
+        return isinstance(value, cst.Call) and self.imports.qualify(dotted(value.func)) in api.DEEP_COPIES
+
+    def _built_member(self, name: str) -> str:
+        """`name`, or when it only receives objects (`clf.feature_extractor = target_model`) the one
+        name of its alias class that is built here (`target_model = Net().to(device)`), if one is."""
+        if self.constructed_here(name):
+            return name
+        members = self.__dict__.get("_alias_members")
+        if members is None:
+            members = self.__dict__["_alias_members"] = {}
+            for member in self._parent:
+                members.setdefault(self._find(member), []).append(member)
+        built = [m for m in members.get(self.canonical(name), ()) if m != name and self.constructed_here(m)]
+        return built[0] if len(built) == 1 else name
 
     def _built_from(self, name: str, other: str) -> bool:
-        """Is `other` named in the construction of `name` (`name = Wrapper(other.encoder)`)?"""
+        """Is `other` named in the construction of `name` (`name = Wrapper(other.encoder)`)?  A deep
+        copy (`copy.deepcopy(other).to(device)`) holds new parameters: built from none."""
         for value in self.assigns.get(name, ()):
+            if self._deep_copy(value):
+                continue
             words = _Words()
             walk(value, words)
             if root(other) == "self" and "." in other:
@@ -1198,6 +1315,13 @@ class Bindings(Numbering):
             elif root(other) in words.names:
                 return True
         return False
+
+
+_CONSTANTS = frozenset({"None", "True", "False"})
+
+
+def _constant(value: cst.BaseExpression) -> bool:
+    return isinstance(value, (cst.BaseNumber, cst.BaseString)) or (isinstance(value, cst.Name) and value.value in _CONSTANTS)
 
 
 # Kinds a function of the file can hand back that make its call that object (item: a
