@@ -126,8 +126,8 @@ def gradlint_run(files: list[str], extra: list[str], list_file: str) -> tuple[fl
 
 def prefiltered(files: list[str]) -> list[str]:
     sys.path.insert(0, ROOT)
-    from gradlint.engine import decode
-    from gradlint.prefilter import may_hold_events
+    from gradlint.check.engine import decode
+    from gradlint.check.prefilter import may_hold_events
 
     out = []
     for path in files:

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from gradlint.engine import check_source  # noqa: E402
+from gradlint.check.engine import check_source  # noqa: E402
 from gradlint.fix.session import fix_source  # noqa: E402
-from gradlint.settings import Settings  # noqa: E402
+from gradlint.options.settings import Settings  # noqa: E402
 
 HEADER = """import torch
 from torch import nn

@@ -1,4 +1,4 @@
-"""What pausing the cyclic collector per file buys (gradlint/pool.py's collector_paused).
+"""What pausing the cyclic collector per file buys (gradlint/run/pool.py's collector_paused).
 
     python benchmarks/gc_pause.py                                  # the trees below, 3 rounds
     python benchmarks/gc_pause.py --src /work/study/src --only pytorch/torchtune --rounds 5
@@ -31,9 +31,9 @@ TREES = ("huggingface/accelerate", "pytorch/torchtune", "huggingface/pytorch-ima
 
 
 def _run(tree: str) -> tuple[float, list]:
-    from gradlint.discover import discover
-    from gradlint.engine import RunOptions, check_files
-    from gradlint.settings import Settings
+    from gradlint.run.discover import discover
+    from gradlint.check.engine import RunOptions, check_files
+    from gradlint.options.settings import Settings
 
     files = discover([tree]).files
     start = time.process_time()
@@ -47,8 +47,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", default=[], help="owner/name (repeatable)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
-    from gradlint import pool
-    from gradlint.engine import load_analysis
+    from gradlint.run import pool
+    from gradlint.check.engine import load_analysis
 
     load_analysis()
     trees = [str(Path(args.src) / name.replace("/", "+")) for name in (args.only or TREES)]

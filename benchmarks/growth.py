@@ -55,7 +55,7 @@ def huge_line(chars: int) -> str:
 TIMED = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from gradlint.engine import check_source
+from gradlint.check.engine import check_source
 check_source(open(sys.argv[2]).read(), "warm.py")  # imports and first calls: not timed
 out = []
 for path in sys.argv[3:]:
@@ -98,10 +98,10 @@ def cli(path: str) -> tuple[float, int, int, str]:
 
 def corpus(roots: list[str]) -> int:
     """The largest steps and walk events per model node over every loop of the trees."""
-    from gradlint.discover import discover
-    from gradlint.engine import check_files
+    from gradlint.run.discover import discover
+    from gradlint.check.engine import check_files
     from gradlint.model import flow
-    from gradlint.settings import Settings
+    from gradlint.options.settings import Settings
 
     worst = {"steps": (0.0, ""), "walk events": (0.0, "")}
     current = {"path": ""}
@@ -134,7 +134,7 @@ def corpus(roots: list[str]) -> int:
         return found
 
     flow.iteration_paths = paths
-    import gradlint.engine as engine
+    import gradlint.check.engine as engine
 
     real_check = engine.check_source
 

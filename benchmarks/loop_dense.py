@@ -20,7 +20,7 @@ memory is the child's peak RSS; each figure is the fastest of --repeat runs.
   and 1.86 GB before); its one GL001 finding must still be reported.
 
 Compared: a bare `libcst.parse_module` of the file, CPython's `ast.parse`
-of the data-literal file, and `gradlint.engine.check_source` (the whole
+of the data-literal file, and `gradlint.check.engine.check_source` (the whole
 analysis, one process, no cache).  Ratios, not absolute times, are the
 point.  It ends with the targets of issues 13 and 23 and exits 1 if one
 is missed:
@@ -76,9 +76,9 @@ elif sys.argv[1] == "ast":
     start = time.process_time()
     ast.parse(source)
 else:
-    from gradlint import engine
+    from gradlint.check import engine
     from gradlint.model import piecewise
-    from gradlint.settings import Settings
+    from gradlint.options.settings import Settings
     import libcst  # imported before the clock starts, as for the bare parse
     builds = []
     run = piecewise._Build.run

@@ -330,7 +330,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from gradlint.lsp.documents import check_document
-    from gradlint.settings import Settings
+    from gradlint.options.settings import Settings
 
     settings = Settings.default()
     check_document("x = 1\n", "warm.py", "file:///warm.py", settings)  # imports, outside the timing

@@ -25,9 +25,9 @@ TARGET = 1.10
 
 
 def _run(tree: str) -> tuple[float, int]:
-    from gradlint.discover import discover
-    from gradlint.engine import RunOptions, check_files
-    from gradlint.settings import Settings
+    from gradlint.run.discover import discover
+    from gradlint.check.engine import RunOptions, check_files
+    from gradlint.options.settings import Settings
 
     start = time.process_time()
     files = discover([tree]).files
@@ -36,7 +36,7 @@ def _run(tree: str) -> tuple[float, int]:
 
 
 def _without_project(tree: str) -> tuple[float, int]:
-    from gradlint.project import run as project_run
+    from gradlint.run import project_run
     from gradlint.project.index import Index
 
     real = project_run.index_files
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args(argv)
-    from gradlint.engine import load_analysis
+    from gradlint.check.engine import load_analysis
 
     load_analysis()  # the imports, before the first timing
     rows = []

@@ -94,7 +94,7 @@ def checkout(entries, mirror: Path, src: Path) -> None:
 def python_files(tree: Path) -> list[str]:
     """The .py files gradlint's discovery would check (its default excludes apply)."""
     sys.path.insert(0, str(ROOT))
-    from gradlint.discover import discover
+    from gradlint.run.discover import discover
 
     return [path for path in discover([str(tree)]).files if path.endswith(".py")]
 

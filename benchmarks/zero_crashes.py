@@ -27,9 +27,9 @@ sys.path.insert(0, HERE)
 
 from bench import python_files  # noqa: E402
 
-from gradlint import engine  # noqa: E402
+from gradlint.check import engine  # noqa: E402
 from gradlint.rules.registry import all_rules  # noqa: E402
-from gradlint.settings import Settings  # noqa: E402
+from gradlint.options.settings import Settings  # noqa: E402
 
 STUDY_NOTEBOOKS = "/work/study/src"
 
@@ -61,7 +61,7 @@ def main() -> int:
     results = engine.check_files([(p, settings) for p in files], engine.RunOptions(jobs=args.jobs))
     books = notebooks(STUDY_NOTEBOOKS) if os.path.isdir(STUDY_NOTEBOOKS) and not args.root else []
     if books:
-        from gradlint.notebook import check_notebook
+        from gradlint.check.notebook import check_notebook
 
         results += [check_notebook(p, settings)[0] for p in books[:: args.every]]
     elapsed = time.perf_counter() - start

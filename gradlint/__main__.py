@@ -1,5 +1,5 @@
 import sys
 
-from gradlint.cli import main
+from gradlint.commands.cli import main
 
 sys.exit(main())

@@ -26,9 +26,9 @@ RULES_DIR = ROOT / "docs" / "rules"
 # Document this checkout, not whatever gradlint is installed.
 sys.path.insert(0, str(ROOT))
 
-from gradlint.explain import explainable_codes  # noqa: E402
+from gradlint.commands.explain import explainable_codes  # noqa: E402
 from gradlint.rules.registry import all_rules  # noqa: E402
-from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY  # noqa: E402
+from gradlint.check.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY  # noqa: E402
 
 REGENERATE = "python scripts/gen_rule_docs.py"
 
@@ -144,7 +144,7 @@ def unused_noqa_page() -> str:
     body = explanation.split("\n\n", 2)[2]  # after the title line and the summary
     return "\n".join(
         [
-            _banner("gradlint/explain.py and gradlint/suppress.py"),
+            _banner("gradlint/commands/explain.py and gradlint/check/suppress.py"),
             f"# {UNUSED_CODE} {UNUSED_NAME}\n",
             f"{UNUSED_SUMMARY}\n",
             "Not a rule of `gradlint rules`: only `--report-unused-noqa` reports it. "

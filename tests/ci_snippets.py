@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import textwrap
 
-from gradlint.cli import main
+from gradlint.commands.cli import main
 
 HEADER = """\
 import torch
@@ -123,7 +123,7 @@ def validate_gradlint_argv(argv: list[str]) -> None:
     """Raise if `gradlint argv` would be a usage error (unknown flag, format, rule code...).
 
     The same parsers and checks as the CLI, without running anything."""
-    from gradlint.cli import SUBCOMMANDS, UsageError, _overrides, check_parser
+    from gradlint.commands.cli import SUBCOMMANDS, UsageError, _overrides, check_parser
 
     if argv in (["--version"], ["-V"], ["--help"], ["-h"]):
         return
@@ -137,7 +137,7 @@ def validate_gradlint_argv(argv: list[str]) -> None:
             raise UsageError(f"unknown --output-format {parsed.output_format!r}")
         _overrides(parsed)  # rule codes
     elif command == "explain":
-        from gradlint.explain import lookup
+        from gradlint.commands.explain import lookup
 
         if len(args) != 1 or lookup(args[0]) is None:
             raise UsageError(f"explain {args}")

@@ -15,7 +15,7 @@ import sys
 import time
 
 import gradlint
-from gradlint.prefilter import Prefilter
+from gradlint.check.prefilter import Prefilter
 
 # What a pattern may meet right before the filler: the words the patterns look for.
 LEADS = ("", "backward", "step", "grad", "p.grad", "p.grad.data", "# noqa", "# noqa: GL001", "# gradlint: ignore[",

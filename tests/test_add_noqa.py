@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ci_snippets import GL001_LOOP, GL002_LOOP, GL004_LOOP, HEADER, codes_by_file, run_cli, snippet, write
-from gradlint.add_noqa import with_noqa
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.edit.add_noqa import with_noqa
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 
 
 def add_noqa(capsys, *paths):
@@ -92,7 +92,7 @@ def test_a_line_that_cannot_take_a_comment_stays_reported(tmp_path, monkeypatch,
 
 def test_never_inside_a_multi_line_string():
     source = 'torch.nn.utils.clip_grad_norm_(params, float("""1.0\n"""))\n'
-    from gradlint.findings import Finding, Span
+    from gradlint.core.findings import Finding, Span
 
     finding = Finding("a.py", "GL004", "m", Span(1, 1, 2, 6))
     assert with_noqa(source, [finding]) == (source, [])

@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from gradlint.ast_nodes import ast_nodes
+from gradlint.parse.ast_nodes import ast_nodes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SAMPLES = [os.path.join(HERE, "..", "gradlint", "screen.py"), ast.__file__, os.__file__]
+SAMPLES = [os.path.join(HERE, "..", "gradlint", "check", "screen.py"), ast.__file__, os.__file__]
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=os.path.basename)

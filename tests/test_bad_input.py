@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from gradlint import engine
-from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.core.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR
+from gradlint.options.settings import Settings
 
 BUGGY = """\
 import torch

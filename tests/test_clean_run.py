@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gradlint import cli
+from gradlint.commands import cli
 
 CLEAN = "import torch\nfor x, y in data:\n    opt.zero_grad()\n    f(x, y).backward()\n    opt.step()\n"
 BUGGY = "for x, y in data:\n    loss = f(x, y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
@@ -44,7 +44,7 @@ def test_a_clean_run_says_all_checks_passed_with_the_files_checked(tree, capsys)
 
 def test_the_early_answer_says_the_same_as_the_full_run(tree, capsys, monkeypatch):
     argv = ("src/util.py", "./src/util.py", "--exit-zero")
-    from gradlint import quick
+    from gradlint.check import quick
 
     assert quick.clean_run(list(argv))
     early = run(capsys, *argv)

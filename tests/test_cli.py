@@ -61,7 +61,7 @@ def test_usage_errors(tmp_path, monkeypatch, capsys, argv, expected):
 def test_internal_error_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "a.py", snippet(GL002_LOOP))
-    import gradlint.engine as engine
+    import gradlint.check.engine as engine
 
     def boom(tasks, options):
         raise RuntimeError("kaboom")
@@ -77,7 +77,7 @@ def test_pipeline_passes_per_file_settings_to_check_files(tmp_path, monkeypatch,
     write(tmp_path, "pyproject.toml", '[tool.gradlint]\nper-file-ignores = { "tests/*" = ["GL002"] }\n')
     write(tmp_path, "src/a.py", "")
     write(tmp_path, "tests/b.py", "")
-    import gradlint.engine as engine
+    import gradlint.check.engine as engine
 
     seen = {}
     real = engine.check_files

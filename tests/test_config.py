@@ -5,7 +5,7 @@ import os
 import pytest
 
 from ci_snippets import GL001_LOOP, GL002_LOOP, GL004_LOOP, codes_by_file, run_cli, snippet, write
-from gradlint.config import ConfigError, Resolver, glob_matches, settings_for_file
+from gradlint.options.config import ConfigError, Resolver, glob_matches, settings_for_file
 
 
 @pytest.fixture
@@ -248,9 +248,9 @@ def test_file_timeout_on_the_command_line_is_bounded_too(project, capsys, value)
 
 def test_a_time_limit_that_runs_out_at_once_is_still_a_timeout_of_that_file():
     """The clock started before its guard: a limit that ran out in between escaped as _TimeUp."""
-    from gradlint.findings import FileResult
-    from gradlint.pool import guarded
-    from gradlint.settings import Settings
+    from gradlint.core.findings import FileResult
+    from gradlint.run.pool import guarded
+    from gradlint.options.settings import Settings
 
     def work(path, settings):
         return FileResult(path), None
@@ -357,8 +357,8 @@ def test_force_exclude_skips_named_files_in_builtin_skipped_dirs(project, capsys
 
 
 def test_file_timeout_comes_from_the_nearest_table_and_the_command_line_wins(project):
-    from gradlint.config import Overrides, Resolver
-    from gradlint.settings import DEFAULT_FILE_TIMEOUT
+    from gradlint.options.config import Overrides, Resolver
+    from gradlint.options.settings import DEFAULT_FILE_TIMEOUT
 
     pyproject(project, "pyproject.toml", "file-timeout = 90\n")
     write(project, "a.py", snippet(GL002_LOOP))

@@ -8,7 +8,9 @@ import json
 
 import pytest
 
-from gradlint import DOCS_URL, cli, engine
+from gradlint import DOCS_URL
+from gradlint.commands import cli
+from gradlint.check import engine
 
 
 def run(capsys, *argv):
@@ -57,7 +59,7 @@ def test_lsp_help_points_at_a_page_an_installed_package_reaches(capsys):
 
 
 def test_a_file_over_the_size_limit_says_how_to_skip_it(tmp_path, monkeypatch, capsys):
-    from gradlint import quick
+    from gradlint.check import quick
 
     monkeypatch.setattr(engine, "MAX_FILE_BYTES", 1000)
     monkeypatch.setattr(quick, "MAX_FILE_BYTES", 1000)

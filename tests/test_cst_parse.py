@@ -1,4 +1,4 @@
-"""gradlint/cst_parse.py: libcst's parse without the per-node validation, which only a
+"""gradlint/parse/cst_parse.py: libcst's parse without the per-node validation, which only a
 hand-built tree needs; nodes built outside the parse are still validated."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 import libcst as cst
 import pytest
 
-from gradlint.cst_parse import parse_module
+from gradlint.parse.cst_parse import parse_module
 
 SOURCE = """\
 import torch

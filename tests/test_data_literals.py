@@ -1,4 +1,4 @@
-"""gradlint/data_literals.py: big numeric literals are emptied before any parse, and the
+"""gradlint/parse/data_literals.py: big numeric literals are emptied before any parse, and the
 findings (spans, messages, fixes) are exactly those of the whole text."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gradlint import data_literals, engine
-from gradlint.settings import Settings
+from gradlint.parse import data_literals
+from gradlint.check import engine
+from gradlint.options.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
@@ -93,8 +94,8 @@ def test_findings_are_those_of_the_whole_text(small_literals, monkeypatch, path)
 CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from gradlint import engine
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.options.settings import Settings
 import random
 rng = random.Random(23)
 numbers = ", ".join(f"{rng.random():.6f}" for _ in range(770_000))

@@ -196,8 +196,8 @@ def test_user_pages_say_nothing_about_how_gradlint_is_developed(page):
 
 
 def test_configuration_explains_every_wrapper_key_with_an_example_that_silences_one(tmp_path, capsys):
-    from gradlint.cli import main
-    from gradlint.config import WRAPPER_KEYS
+    from gradlint.commands.cli import main
+    from gradlint.options.config import WRAPPER_KEYS
 
     page = (DOCS / "configuration.md").read_text(encoding="utf-8")
     section = page[page.index("## Your own helpers") :]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 from lsp_snippets import BUGGY
 
 ROOT = Path(__file__).resolve().parent.parent

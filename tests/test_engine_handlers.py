@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 
 HEAD = """
 import torch

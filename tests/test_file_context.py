@@ -1,4 +1,4 @@
-"""One FileContext per check (gradlint/file_context.py): what the stages share travels as an
+"""One FileContext per check (gradlint/parse/file_context.py): what the stages share travels as an
 argument, nothing of a check is kept by a module, and the collector is the entry points' business."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from collections import Counter
 
 import pytest
 
-from gradlint import engine
-from gradlint.engine import check_source
-from gradlint.file_context import FileContext
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.check.engine import check_source
+from gradlint.parse.file_context import FileContext
+from gradlint.options.settings import Settings
 
 LOOP = (
     "    for x, y in loader:\n        opt.zero_grad()\n        loss = model(x).sum()\n"
@@ -76,7 +76,7 @@ def test_the_check_leaves_the_collector_alone(monkeypatch):
 def test_a_run_pauses_the_collector_for_each_file():
     """A run's per-file guard (every file of a run, in a worker or not) pauses the collector
     while the file is checked, and lets it run again after, also when the check raised."""
-    from gradlint.pool import guarded
+    from gradlint.run.pool import guarded
 
     assert guarded(lambda path, settings: (gc.isenabled(), None), "f.py", Settings.default()) == (False, None)
     assert gc.isenabled()
@@ -107,7 +107,7 @@ def test_a_fix_primitive_wants_the_checks_context():
 
 def test_the_language_servers_project_lookup_reads_the_checks_tree(monkeypatch):
     """The buffer's imports are read from the tree the check then reads (not parsed twice)."""
-    from gradlint.project.workspace import _buffer_module
+    from gradlint.lsp.workspace import _buffer_module
 
     text = "import torch\nfrom trainer import fit\n"
     context = FileContext("f.py", text)

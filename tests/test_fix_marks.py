@@ -9,13 +9,13 @@ import re
 import shutil
 from pathlib import Path
 
-from gradlint.cli import main
-from gradlint.engine import check_source
-from gradlint.findings import FileResult
+from gradlint.commands.cli import main
+from gradlint.check.engine import check_source
+from gradlint.core.findings import FileResult
 from gradlint.fix import apply
 from gradlint.fix import session
 from gradlint.rules.registry import all_rules
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = Settings(select=frozenset(rule.code for rule in all_rules() if rule.default))
@@ -142,7 +142,7 @@ def test_a_broken_cell_does_not_stop_fix_in_the_other_cells(tmp_path, capsys):
 def test_marking_a_file_of_many_fixes_costs_one_analysis_more(tmp_path, capsys, monkeypatch):
     """Sixty misplaced clears: the marks and --fix agree on all sixty (more than the session's
     budget of analyses), and proving them costs one analysis beyond the check itself."""
-    from gradlint import engine
+    from gradlint.check import engine
     from gradlint.fix import session as fixing
 
     path = tmp_path / "dense.py"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 from marks import expected_marks, found_marks
 
 

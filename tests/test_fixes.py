@@ -2,10 +2,10 @@
 
 import pytest
 
-from gradlint.engine import check_source
+from gradlint.check.engine import check_source
 from gradlint.fix.session import fix_source
 from gradlint.rules.registry import all_rules
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 EVERYTHING = Settings(select=frozenset(rule.code for rule in all_rules() if rule.default))
 # A file for the command-line tests: a clear between the backward and the step (GL002, a safe move).
@@ -81,7 +81,7 @@ def test_cli_fix_rewrites_the_file_and_exits_clean(tmp_path):
 
 # --- issue 14: every rule's repair, whole statements, safe and unsafe -----------------
 
-from gradlint.cli import main  # noqa: E402
+from gradlint.commands.cli import main  # noqa: E402
 
 
 def fixed_by_session(source: str, unsafe: bool = True):

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 from marks import expected_marks, found_marks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +84,7 @@ def project_of(path: Path) -> Path | None:
 
 @lru_cache(maxsize=None)
 def project_run(folder: Path):
-    from gradlint.engine import RunOptions, check_paths
+    from gradlint.check.engine import RunOptions, check_paths
 
     cwd = os.getcwd()
     os.chdir(ROOT)  # the run names files as the command line does from the repository root

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ci_snippets import CLEAN_LOOP, GL002_LOOP, GL004_LOOP, run_cli, snippet, write
-from gradlint.engine import RunResult
-from gradlint.findings import Edit, FileResult, Finding, Fix, Related, Span
+from gradlint.check.engine import RunResult
+from gradlint.core.findings import Edit, FileResult, Finding, Fix, Related, Span
 from gradlint.report import FORMATS, render
 
 REPO = Path(__file__).resolve().parent.parent
@@ -341,8 +341,8 @@ def fixture_run():
     """One check of the fixture corpus (the CLI path is covered above; this is about the formats)."""
     if not FIXTURES.is_dir():
         pytest.skip("no fixtures directory")
-    from gradlint.engine import check_paths
-    from gradlint.settings import Settings
+    from gradlint.check.engine import check_paths
+    from gradlint.options.settings import Settings
 
     cwd = os.getcwd()
     os.chdir(REPO)

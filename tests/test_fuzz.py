@@ -35,10 +35,10 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, assume, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from gradlint import engine  # noqa: E402
-from gradlint.findings import INTERNAL_ERROR  # noqa: E402
+from gradlint.check import engine  # noqa: E402
+from gradlint.core.findings import INTERNAL_ERROR  # noqa: E402
 from gradlint.rules.registry import all_rules  # noqa: E402
-from gradlint.settings import Settings  # noqa: E402
+from gradlint.options.settings import Settings  # noqa: E402
 
 LONG = os.environ.get("GRADLINT_FUZZ", "").lower() == "long"
 EXAMPLES = 400 if LONG else 25
@@ -259,7 +259,7 @@ def files_of_statements(draw) -> str:
          "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n")
 def test_a_file_built_in_pieces_has_the_findings_of_a_whole_parse(source):
     """gradlint/model/piecewise.py, with a piece per top-level statement."""
-    from gradlint import python_ast
+    from gradlint.parse import python_ast
     from gradlint.model import piecewise
     from gradlint.model.positions import AstTable
 
@@ -284,7 +284,7 @@ def _codes(findings) -> collections.Counter:
 @settings(PROFILE)
 @given(training_loops())
 def test_fix_output_parses_and_never_gains_a_finding(tmp_path_factory, source):
-    from gradlint.fix.files import fix_file
+    from gradlint.edit.fix_files import fix_file
 
     result = _check(source)
     assume(any(f.fix for f in result.findings))
@@ -325,7 +325,7 @@ UNMASKED_BY_FIX = HEADER + (
 
 
 def test_fix_of_a_step_before_backward_does_not_unmask_a_clip(tmp_path):
-    from gradlint.fix.files import fix_file
+    from gradlint.edit.fix_files import fix_file
 
     path = tmp_path / "train.py"
     path.write_text(UNMASKED_BY_FIX)

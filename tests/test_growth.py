@@ -9,10 +9,11 @@ import ast
 import libcst
 import pytest
 
-from gradlint import engine, pool
-from gradlint.engine import check_source
+from gradlint.check import engine
+from gradlint.run import pool
+from gradlint.check.engine import check_source
 from gradlint.model import flow
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 HEADER = "import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
 

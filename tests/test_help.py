@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from ci_snippets import run_cli
-from gradlint.cli import check_parser
-from gradlint.findings import FILE_ERROR_KINDS
+from gradlint.commands.cli import check_parser
+from gradlint.core.findings import FILE_ERROR_KINDS
 from gradlint.rules.registry import all_rules
-from gradlint.suppress import UNUSED_CODE
+from gradlint.check.suppress import UNUSED_CODE
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC_TEXTS = [(ROOT / "README.md").read_text()] + [page.read_text() for page in sorted((ROOT / "docs").rglob("*.md"))]
@@ -119,7 +119,7 @@ def test_install_hints_name_the_distribution(capsys, monkeypatch):
 @pytest.mark.parametrize("flag", ["--help", "check --help"])
 def test_help_names_every_way_to_exit_2(capsys, flag):
     """The exit codes in --help follow the error kinds that exit 2 (a new kind must be said)."""
-    from gradlint.findings import EXIT_ERROR_KINDS
+    from gradlint.core.findings import EXIT_ERROR_KINDS
 
     code, out, _ = run_cli(capsys, *flag.split())
     codes = " ".join(out.split("exit codes:", 1)[1].split("\n\n", 1)[0].split())

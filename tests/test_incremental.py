@@ -16,7 +16,7 @@ import warnings
 
 import pytest
 
-from gradlint import engine, screen
+from gradlint.check import engine, screen
 from gradlint.incremental import DocumentMemo
 from gradlint.incremental.ast_chunks import AstChunks
 from test_piecewise import EVERYTHING, SAMPLES
@@ -119,7 +119,7 @@ def test_every_fixture_is_modelled_from_its_statements(monkeypatch):
 
 def whole(text: str) -> ast.Module:
     """What a check without a memo parses (syntax newer than this Python blanked)."""
-    from gradlint import python_ast
+    from gradlint.parse import python_ast
 
     return python_ast.parse(text)
 
@@ -216,7 +216,7 @@ def test_an_inserted_line_reparses_what_moved_but_no_libcst_tree():
 
 def test_the_screen_with_a_memo_is_the_screen_without():
     from gradlint.incremental import ByIdentity
-    from gradlint.settings import Wrappers
+    from gradlint.options.settings import Wrappers
 
     memo = ByIdentity()
     rng = random.Random(3)
@@ -228,7 +228,7 @@ def test_the_screen_with_a_memo_is_the_screen_without():
             continue
         from types import SimpleNamespace
 
-        from gradlint.file_context import FileContext
+        from gradlint.parse.file_context import FileContext
 
         context = FileContext("f.py", text, SimpleNamespace(ast=AstChunks()))  # parsed through chunks
         memo.next_check()
@@ -254,7 +254,7 @@ def test_a_statement_nested_too_deep_for_libcst_is_refused_with_a_memo_as_withou
 @pytest.mark.parametrize("name,source", [(n, s) for n, s in SAMPLES if "newer_syntax" in n], ids=lambda v: str(v)[:40])
 def test_code_for_a_newer_python_edited_at_random(name, source):
     """On a Python older than the code, the whole parse blanks the newer syntax
-    (gradlint/newer_syntax.py) and a region parsed alone does not: the two must still agree."""
+    (gradlint/parse/newer_syntax.py) and a region parsed alone does not: the two must still agree."""
     rng = random.Random(name)
     chunks = AstChunks()
     memo = DocumentMemo()

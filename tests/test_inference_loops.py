@@ -16,9 +16,9 @@ import textwrap
 import libcst
 import pytest
 
-from gradlint import engine
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 
 PIPELINE = '''\
 import inspect
@@ -315,7 +315,7 @@ def test_a_training_file_that_does_not_parse_is_refused_before_libcst(parses):
 def test_the_cache_remembers_which_files_parse(tmp_path, monkeypatch):
     """A warm run does not parse again a file without training code that parsed; one that does
     not parse is reported again."""
-    from gradlint import syntax
+    from gradlint.parse import syntax
 
     calls = []
     real = syntax.parses

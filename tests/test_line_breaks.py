@@ -15,11 +15,11 @@ import json
 
 import pytest
 
-from gradlint import source_lines
-from gradlint.engine import check_source
+from gradlint.core import source_lines
+from gradlint.check.engine import check_source
 from gradlint.fix import apply
 from gradlint.rules.registry import all_rules
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 EVERYTHING = Settings(select=frozenset(rule.code for rule in all_rules() if rule.default))
 
@@ -93,7 +93,7 @@ def test_a_noqa_after_a_break_silences_its_line(brk):
 @pytest.mark.parametrize("brk", BREAKS, ids=IDS)
 def test_the_fallback_scan_of_directives_counts_lines_as_python(brk):
     """Text that tokenize rejects is scanned line by line for directives."""
-    from gradlint.suppress import line_suppressions
+    from gradlint.check.suppress import line_suppressions
 
     text = f"x = 1  # {brk} page\ny = 2  # noqa: GL002\n'''never closed\n"
     assert line_suppressions(text) == {2: {"GL002"}}
@@ -108,7 +108,7 @@ def test_a_noqa_in_a_file_of_carriage_returns_silences_its_line():
 
 @pytest.mark.parametrize("brk", BREAKS, ids=IDS)
 def test_add_noqa_marks_the_finding_line(brk):
-    from gradlint.add_noqa import with_noqa
+    from gradlint.edit.add_noqa import with_noqa
 
     text = with_break(brk)
     edited, marked = with_noqa(text, [gl002(text)])
@@ -191,7 +191,7 @@ def test_a_notebook_cell_with_a_break(brk, tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize("brk", ["\u2028", "\x85"], ids=["U+2028", "U+0085"])
 def test_a_configuration_key_after_a_break(brk):
-    from gradlint.config_position import key_position
+    from gradlint.options.config_position import key_position
 
     text = f"[tool.gradlint]\n# {brk} notes\nselect = 3\n"
     assert key_position(text, "select", top_level=False) == (3, 1)

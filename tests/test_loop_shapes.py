@@ -4,8 +4,8 @@ model builds."""
 
 from __future__ import annotations
 
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 
 
 def findings(source: str):

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from gradlint.rules.registry import rule_page_url
-from gradlint.suppress import line_suppressions
+from gradlint.check.suppress import line_suppressions
 from lsp_snippets import BUGGY
 
 SERVER = [sys.executable, "-m", "gradlint", "lsp"]

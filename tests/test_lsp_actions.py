@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from gradlint.findings import UNSAFE, Edit, Finding, Fix, Span
+from gradlint.core.findings import UNSAFE, Edit, Finding, Fix, Span
 from gradlint.lsp import actions
 from gradlint.lsp.documents import check_document, finding_at, findings_on_lines
-from gradlint.settings import Settings
-from gradlint.suppress import line_suppressions
+from gradlint.options.settings import Settings
+from gradlint.check.suppress import line_suppressions
 from lsp_snippets import BUGGY
 
 
@@ -38,7 +38,7 @@ def apply(line: str, edit: dict | None) -> str:
 def test_suppression_edit_merges_and_suppresses(line, expected):
     edited = apply(line, actions.suppression_edit(line, 0, "GL002"))
     assert edited == expected
-    assert "GL002" in line_suppressions(edited)[1]  # what gradlint.suppress reads back
+    assert "GL002" in line_suppressions(edited)[1]  # what gradlint.check.suppress reads back
 
 
 @pytest.mark.parametrize(
@@ -164,8 +164,8 @@ def test_guarded_handler_logs_and_returns_none():
 
 def test_importing_gradlint_and_the_checker_does_not_import_pygls():
     code = (
-        "import sys, gradlint, gradlint.engine, gradlint.cli, gradlint.report.lsp\n"
-        "gradlint.engine.check_source('x = 1\\n', 'x.py')\n"
+        "import sys, gradlint, gradlint.check.engine, gradlint.commands.cli, gradlint.report.lsp\n"
+        "gradlint.check.engine.check_source('x = 1\\n', 'x.py')\n"
         "assert not [m for m in sys.modules if m.startswith(('pygls', 'lsprotocol'))], sorted(sys.modules)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

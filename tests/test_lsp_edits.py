@@ -24,7 +24,7 @@ from lsprotocol import types
 from gradlint.lsp.documents import check_document
 from gradlint.lsp.protocol import PythonLinesWorkspace
 from gradlint.lsp.server import make_server
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 BASE = """\
 import torch

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("pygls")
 
 from gradlint.lsp.server import make_server
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 
 class Client:
@@ -174,7 +174,7 @@ def test_shutdown_stops_a_running_check(tmp_path, monkeypatch):
 
 
 def test_a_buffer_over_the_size_limit_is_not_analysed(tmp_path, monkeypatch):
-    from gradlint import engine
+    from gradlint.check import engine
     from gradlint.lsp.documents import check_document
 
     monkeypatch.setattr(engine, "MAX_FILE_BYTES", 1024)

@@ -370,7 +370,7 @@ def test_two_models_of_the_same_function_do_not_take_each_others_events():
     factory's registrations, the caller's): the same events, the same header.  Neither is a
     loop nested in the other, so neither may mark the other's events as an inner loop's
     (both stayed silent on pytorch/ignite assets/tldr/teaser.py with its clear removed)."""
-    from gradlint.findings import Span
+    from gradlint.core.findings import Span
     from gradlint.model.event import Event
     from gradlint.model.loops import LoopModel, Nested, _mark_foreign
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gradlint.engine import check_source
+from gradlint.check.engine import check_source
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks" / "mutants"))
@@ -214,8 +214,8 @@ def _project_findings(folder: Path, name: str, source: str, files: dict) -> list
     file does: its other modules are read for the project index, not checked.  (A run that
     checks them too reports a misplaced call inside one of them there, once, and not on the
     loop's call again: tests/test_project.py.)"""
-    from gradlint.engine import RunOptions, check_files
-    from gradlint.settings import Settings
+    from gradlint.check.engine import RunOptions, check_files
+    from gradlint.options.settings import Settings
 
     folder.mkdir(parents=True)
     for other, text in files.items():

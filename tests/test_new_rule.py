@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from gradlint.engine import check_source
+from gradlint.check.engine import check_source
 from gradlint.fix import move
 from gradlint.fix.session import fix_source
-from gradlint.model.events import B, S, Z
+from gradlint.core.events import B, S, Z
 from gradlint.rules import registry
 from gradlint.rules.base import RawFinding
 from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 from gradlint.verify.verdicts import CONFIRMED, Analysis, Run, judge
 from marks import expected_marks, found_marks
 

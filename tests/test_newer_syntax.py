@@ -3,7 +3,7 @@
 gradlint reads a file with the running interpreter's `ast` first (the parse
 guard, the screen, the position table, the fixes); syntax that `ast` cannot
 read yet (PEP 695 generics and `type` aliases: 3.12, PEP 701 f-strings: 3.12,
-`except*`: 3.11) is blanked for it (gradlint/newer_syntax.py), and libcst
+`except*`: 3.11) is blanked for it (gradlint/parse/newer_syntax.py), and libcst
 reads the file as written: the same findings, with their fixes, and no error.
 nox runs this on every supported Python, the oldest included
 (`nox -s tests-3.10`): there every case below is newer than the parser.
@@ -15,9 +15,9 @@ import ast
 
 import pytest
 
-from gradlint.engine import check_source
-from gradlint.newer_syntax import readable
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.parse.newer_syntax import readable
+from gradlint.options.settings import Settings
 
 # GL001 at the backward: gradients never cleared.
 LOOP = """\
@@ -124,8 +124,8 @@ def test_a_real_syntax_error_is_scanned_at_most_once(monkeypatch):
     """A buffer being typed often does not parse: the guard, the screen and the position
     table each ask, but the text is scanned for newer syntax once, and only when the line
     CPython stopped at has a word that starts a newer construct."""
-    from gradlint import newer_syntax
-    from gradlint.file_context import FileContext
+    from gradlint.parse import newer_syntax
+    from gradlint.parse.file_context import FileContext
 
     scanned = []
     real = newer_syntax.readable

@@ -3,7 +3,7 @@
 import json
 
 from ci_snippets import HEADER, run_cli, write
-from gradlint.notebook import notebook_source
+from gradlint.check.notebook import notebook_source
 
 
 def notebook(*cells):
@@ -162,8 +162,8 @@ def test_an_indented_cell_is_its_own_code_not_the_rest_of_a_loop(tmp_path, monke
 
 
 def test_a_fix_never_spans_two_cells():
-    from gradlint.findings import Edit, Fix, Span
-    from gradlint.fix.notebook import _Cells
+    from gradlint.core.findings import Edit, Fix, Span
+    from gradlint.edit.fix_notebook import _Cells
 
     cells = _Cells("a = 1\nb = 2\n", [(1, 1), (2, 1)], ["a = 1", "b = 2"], [0, 1])
     within = Fix("move", (Edit(Span(1, 1, 1, 6), "a = 3"),))

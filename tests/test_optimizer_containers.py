@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-from gradlint.engine import check_source
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
 
 HEAD = """
 import torch

@@ -12,12 +12,13 @@ import os
 
 import pytest
 
-from gradlint import engine, python_ast
+from gradlint.check import engine
+from gradlint.parse import python_ast
 from gradlint.model import piecewise
 from gradlint.model.bindings import Bindings
 from gradlint.model.positions import AstTable
 from gradlint.rules.registry import all_rules
-from gradlint.settings import Settings, Wrappers
+from gradlint.options.settings import Settings, Wrappers
 from pieces import pieces_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,11 +61,11 @@ def test_pieces_give_the_findings_of_a_whole_parse(name, source):
 
 
 def ast_sees_every_call(source: str) -> bool:
-    """False for code newer than this Python whose blanked text (gradlint/newer_syntax.py)
+    """False for code newer than this Python whose blanked text (gradlint/parse/newer_syntax.py)
     lost a parenthesis, so a call: the ast table then cannot agree with libcst's nodes."""
     import ast
 
-    from gradlint.newer_syntax import readable
+    from gradlint.parse.newer_syntax import readable
 
     try:
         ast.parse(source)
@@ -215,9 +216,9 @@ def test_no_piece_tree_outlives_its_piece():
 
 CHILD = r"""
 import sys
-from gradlint import engine
+from gradlint.check import engine
 from gradlint.model import piecewise
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 
 def peak_kb():

@@ -12,11 +12,11 @@ import os
 
 import pytest
 
-from gradlint import engine
-from gradlint.prefilter import for_wrappers, may_hold_events
+from gradlint.check import engine
+from gradlint.check.prefilter import for_wrappers, may_hold_events
 from gradlint.rules.registry import all_rules
-from gradlint.screen import screen
-from gradlint.settings import Settings, Wrappers
+from gradlint.check.screen import screen
+from gradlint.options.settings import Settings, Wrappers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALL = Settings(select=frozenset(rule.code for rule in all_rules()))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gradlint.engine import RunOptions, check_source
-from gradlint.settings import Settings
+from gradlint.check.engine import RunOptions, check_source
+from gradlint.options.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,8 +54,8 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 def run(root: Path, *paths: str, jobs: int = 1, cache_dir=None):
     """A run from inside `root`, over its files named as the command line names them."""
-    from gradlint.discover import discover
-    from gradlint.engine import RunResult, check_files
+    from gradlint.run.discover import discover
+    from gradlint.check.engine import RunResult, check_files
 
     cwd = os.getcwd()
     os.chdir(root)
@@ -260,8 +260,8 @@ def test_the_cache_key_holds_the_modules_a_result_depends_on(tmp_path):
 
 
 def test_a_file_that_reaches_no_other_module_keeps_its_cache_key(tmp_path):
-    from gradlint.cache import Cache, content_digest
-    from gradlint.engine import _with_view
+    from gradlint.run.cache import Cache, content_digest
+    from gradlint.check.engine import _with_view
 
     data = b"import torch\n"
     assert _with_view(content_digest(data), None) == content_digest(data)
@@ -279,7 +279,7 @@ def test_the_pool_gets_the_index(tmp_path):
 
 
 def test_files_without_gradient_words_are_not_parsed_for_the_index(tmp_path):
-    from gradlint.project.run import index_files
+    from gradlint.run.project_run import index_files
 
     texts = {
         "trainer.py": TRAINER,
@@ -419,8 +419,8 @@ def test_a_helper_name_set_once_from_its_constant_or_built_arguments_is_decided(
     from gradlint.model.loops import Branch, Helper
 
     source = EVALUATIONS.format(binding=binding)
-    from gradlint.engine import _parse_screened, _screen
-    from gradlint.file_context import FileContext
+    from gradlint.check.engine import _parse_screened, _screen
+    from gradlint.parse.file_context import FileContext
     from gradlint.model.loops import build
 
     settings = Settings.default()
@@ -616,7 +616,7 @@ def test_a_call_through_a_module_reaches_a_function_only_where_the_module_holds_
     module is one that holds `f` or a package whose __init__.py imports it.  In a large package
     (torch's own sources) `torch.sum(x)` would otherwise be a call of every `def sum` of it,
     and every module that imports torch a caller to parse."""
-    from gradlint.project.run import index_files
+    from gradlint.run.project_run import index_files
 
     texts = {"pkg/__init__.py": init, "pkg/ops.py": OPS, "train.py": CALLER.format(imports=imports, call=call)}
     write(tmp_path, texts)
@@ -630,7 +630,7 @@ def test_a_call_through_a_module_reaches_a_function_only_where_the_module_holds_
 def test_a_module_that_cannot_hold_the_function_makes_no_caller_to_parse(tmp_path):
     """The cost side of the same gate: a file calling `pkg.update(...)` where pkg/__init__.py
     never imports ops' `update` is not parsed for the index at all."""
-    from gradlint.project.run import index_files
+    from gradlint.run.project_run import index_files
 
     texts = {"pkg/__init__.py": "from torch import nn\n", "pkg/ops.py": OPS,
              "train.py": CALLER.format(imports="import pkg", call="pkg.update")}

@@ -1,4 +1,4 @@
-"""What the project index (gradlint/project/run.py) reads of a file: only a file that can
+"""What the project index (gradlint/run/project_run.py) reads of a file: only a file that can
 call one of the gradient-touching functions or methods is read for its calls."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import textwrap
 
-from gradlint.project import run as project_run
+from gradlint.run import project_run
 
 TRAINER = """\
 class Trainer:

@@ -1,4 +1,4 @@
-"""The language server's workspace index (gradlint/project/workspace.py): a buffer whose loop
+"""The language server's workspace index (gradlint/lsp/workspace.py): a buffer whose loop
 calls a method of another module of the workspace gets the finding, once the index is built
 in the background; a check never waits for it."""
 
@@ -49,7 +49,7 @@ async def test_a_buffer_gets_the_finding_of_another_modules_method(workspace_cli
 
 
 def test_a_check_never_waits_for_the_index(tmp_path):
-    from gradlint.project.workspace import WorkspaceIndex
+    from gradlint.lsp.workspace import WorkspaceIndex
 
     index = WorkspaceIndex()
     assert index.project_for(str(tmp_path / "train.py"), TRAIN.format(module="trainer")) is None  # nothing built yet

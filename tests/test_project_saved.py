@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gradlint.project import run as project_run
+from gradlint.run import project_run
 from tests.test_project import TRAIN, TRAINER, found, run, write
 
 FIXED = TRAINER.replace(
@@ -70,9 +70,9 @@ def test_a_module_that_appears_where_an_import_looked_is_read(tmp_path, builds):
 def test_saved_views_with_a_file_to_analyse_build_the_index(tmp_path, builds):
     """Same files, other settings: the views are served, the results are not, and the file
     that calls into the project is analysed through a real index."""
-    from gradlint.discover import discover
-    from gradlint.engine import RunOptions, RunResult, check_files
-    from gradlint.settings import Settings
+    from gradlint.run.discover import discover
+    from gradlint.check.engine import RunOptions, RunResult, check_files
+    from gradlint.options.settings import Settings
 
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     cache = str(tmp_path / ".gradlint_cache")
@@ -92,7 +92,7 @@ def test_saved_views_with_a_file_to_analyse_build_the_index(tmp_path, builds):
 
 
 def test_a_damaged_entry_builds_the_index(tmp_path, builds):
-    from gradlint.cache import Cache
+    from gradlint.run.cache import Cache
 
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     cache = str(tmp_path / ".gradlint_cache")
@@ -102,7 +102,7 @@ def test_a_damaged_entry_builds_the_index(tmp_path, builds):
         head, seal, body = entry.read_bytes().split(b"\n", 2)
         if b"project-views" in body:  # rewritten well formed and sealed, but of the wrong shape
             new = body.replace(b'"views":[', b'"views":[7,', 1)
-            from gradlint.cache import _seal
+            from gradlint.run.cache import _seal
 
             entry.write_bytes(head + b"\n" + _seal(head.decode(), new).encode() + b"\n" + new)
             damaged += 1
@@ -115,7 +115,7 @@ def test_a_damaged_entry_builds_the_index(tmp_path, builds):
 def test_an_installed_library_beside_a_checked_one_is_not_read(tmp_path):
     """Checking a package inside site-packages: a sibling the run does not check is another
     installed library, not the project, and is never read; a module under the checked root is."""
-    from gradlint.project.run import index_files
+    from gradlint.run.project_run import index_files
 
     lib = tmp_path / "lib" / "site-packages"
     write(lib, {"pkg/__init__.py": "", "pkg/train.py": TRAIN.format(module="trainer"), "trainer.py": TRAINER,

@@ -1,4 +1,4 @@
-"""gradlint/quick.py answers a clean run early: only where the full CLI would print
+"""gradlint/check/quick.py answers a clean run early: only where the full CLI would print
 `All checks passed!` and exit 0 (and it prints the same), without importing the full CLI."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from gradlint import cli, engine, quick
+from gradlint.commands import cli
+from gradlint.check import engine, quick
 
 PLAIN = "import os\n\n\ndef main():\n    for name in os.listdir('.'):\n        print(name)\n"
 TRAINING = "for x in data:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
@@ -124,14 +125,14 @@ def test_a_clean_run_imports_neither_the_cli_nor_the_analysis(tmp_path):
     names = files(tmp_path)
     code = (
         "import sys\n"
-        "from gradlint.cli import main\n"
+        "from gradlint.commands.cli import main\n"
         f"rc = main([{names['plain']!r}, '--no-cache'])\n"
         "heavy = {'argparse', 'dataclasses', 'typing', 'tomllib', 'hashlib', 'libcst',\n"
-        "         'gradlint.config', 'gradlint.engine', 'gradlint.settings', 'gradlint.report'}\n"
+        "         'gradlint.options.config', 'gradlint.check.engine', 'gradlint.options.settings', 'gradlint.report'}\n"
         "print(rc, sorted(heavy & set(sys.modules)))\n"
     )
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(cli.__file__))})
+                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
     assert proc.stdout.splitlines() == ["All checks passed! (1 file checked)", "0 []"], proc.stderr
 
 

@@ -16,7 +16,7 @@ import yaml
 
 import gradlint
 from ci_snippets import gradlint_argv, readme_blocks, run_cli, validate_gradlint_argv
-from gradlint.cli import UsageError, check_parser
+from gradlint.commands.cli import UsageError, check_parser
 from gradlint.report.meta import all_infos
 from gradlint.rules.registry import all_rules
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from gradlint.prefilter import Prefilter
+from gradlint.check.prefilter import Prefilter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # A linear pattern takes well under 2 ms per KB here even on a loaded machine; a
@@ -36,7 +36,7 @@ def probe() -> dict[str, float]:
 
 
 def test_the_probe_sees_the_patterns(probe):
-    assert {"gradlint.prefilter._BLANKS", "gradlint.suppress._NOQA", "gradlint.notebook._ASSIGNED_MAGIC",
+    assert {"gradlint.check.prefilter._BLANKS", "gradlint.check.suppress._NOQA", "gradlint.check.notebook._ASSIGNED_MAGIC",
             "Prefilter.event_lines"} <= set(probe)
 
 

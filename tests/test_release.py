@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import gradlint
-from gradlint.cli import installed_version, main
+from gradlint.commands.cli import installed_version, main
 from pythons import SUPPORTED, find_python
 
 try:
@@ -33,7 +33,7 @@ def test_distribution_name_and_version_have_one_source():
     assert project["name"] == DISTRIBUTION == gradlint.DISTRIBUTION
     assert project["dynamic"] == ["version"]  # read from gradlint.__version__
     assert re.fullmatch(r"\d+\.\d+\.\d+", gradlint.__version__)
-    assert project["scripts"] == {"gradlint": "gradlint.cli:main"}
+    assert project["scripts"] == {"gradlint": "gradlint.commands.cli:main"}
 
 
 def test_changelog_has_the_current_version():
@@ -74,8 +74,8 @@ def test_version_falls_back_to_the_source_tree(tmp_path, monkeypatch):
 def test_version_is_answered_without_the_checker(tmp_path):
     """`gradlint --version` imports neither argparse nor the configuration loader."""
     code = (
-        "import sys; from gradlint.cli import main; main(['--version']);"
-        "print(sorted(m for m in ('argparse', 'gradlint.config', 'gradlint.engine', 'libcst', 'importlib.metadata')"
+        "import sys; from gradlint.commands.cli import main; main(['--version']);"
+        "print(sorted(m for m in ('argparse', 'gradlint.options.config', 'gradlint.check.engine', 'libcst', 'importlib.metadata')"
         " if m in sys.modules))"
     )
     result = _run(sys.executable, "-c", code, cwd=tmp_path)

@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from gradlint import engine, parse_guard
-from gradlint.findings import SYNTAX_ERROR
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.parse import parse_guard
+from gradlint.core.findings import SYNTAX_ERROR
+from gradlint.options.settings import Settings
 
 BUGGY = """\
 import torch
@@ -102,7 +103,7 @@ def segfaulting(path, settings):
 
 
 def test_a_worker_that_dies_is_an_internal_error_for_its_file_only(tmp_path):
-    from gradlint.pool import run_parallel
+    from gradlint.run.pool import run_parallel
 
     files = []
     for i in range(9):
@@ -182,7 +183,7 @@ def test_a_bad_file_on_standard_input_is_one_error(tmp_path, name):
 
 
 def test_standard_input_has_the_size_limit_of_a_file(tmp_path):
-    from gradlint.engine import MAX_FILE_BYTES
+    from gradlint.check.engine import MAX_FILE_BYTES
 
     big = (BUGGY * (MAX_FILE_BYTES // len(BUGGY) + 2)).encode()  # a module over the limit (it took 289 s and 9.7 GB)
     proc = subprocess.run(
@@ -199,7 +200,7 @@ def test_standard_input_has_the_size_limit_of_a_file(tmp_path):
 
 
 def test_standard_input_has_the_time_limit_of_a_file(tmp_path):
-    from gradlint.engine import SLOW_FOR_TESTS
+    from gradlint.check.engine import SLOW_FOR_TESTS
 
     proc = subprocess.run(
         [sys.executable, "-m", "gradlint", "--file-timeout", "2", "-", "--stdin-filename", "slow.py"], cwd=tmp_path,
@@ -210,7 +211,7 @@ def test_standard_input_has_the_time_limit_of_a_file(tmp_path):
 
 
 def test_the_engine_knows_the_notebook_suffix_without_importing_notebook():
-    from gradlint import notebook
+    from gradlint.check import notebook
 
     assert engine.NOTEBOOK_SUFFIX == notebook.SUFFIX
 
@@ -219,7 +220,7 @@ def test_a_notebook_cell_is_kept_from_libcst_as_a_py_file_is(monkeypatch):
     """The root cause of the segfault: a cell CPython rejected for its nesting went to libcst."""
     import libcst
 
-    from gradlint import notebook
+    from gradlint.check import notebook
 
     seen = []
     monkeypatch.setattr(libcst, "parse_module", seen.append)  # the real one dies of SIGSEGV here
@@ -231,7 +232,7 @@ def test_a_notebook_cell_is_kept_from_libcst_as_a_py_file_is(monkeypatch):
 
 @pytest.mark.parametrize("codec", ["punycode", "idna", "uu_codec", "rot13", "utf-7", "utf-16", "nonexistent"])
 def test_a_codec_that_fails_while_decoding_is_a_read_error(codec):
-    from gradlint.findings import READ_ERROR
+    from gradlint.core.findings import READ_ERROR
 
     for body in (BUGGY.encode(), b"\xff\xfe+-&\x80", "caf\u00e9".encode("utf-8")):
         text, error = engine.decode(b"# coding: " + codec.encode() + b"\n" + body, "x.py")
@@ -272,7 +273,7 @@ def test_a_fifo_or_device_named_explicitly_is_a_one_line_error(tmp_path, extra):
 
 @needs_fifo
 def test_the_quick_path_steps_aside_for_a_fifo_without_reading_it(tmp_path):
-    from gradlint import quick
+    from gradlint.check import quick
 
     os.mkfifo(tmp_path / "pipe.py")
     assert not quick.clean_run([str(tmp_path / "pipe.py")])  # would block forever on a read
@@ -341,7 +342,7 @@ def test_fix_keeps_the_mode_bits(tmp_path):
 
 
 def test_fix_does_not_overwrite_a_file_that_changed_after_it_was_read(tmp_path, monkeypatch):
-    from gradlint.fix import files
+    from gradlint.edit import fix_files as files
 
     path = tmp_path / "train.py"
     path.write_text(GL002_LOOP)
@@ -373,7 +374,7 @@ class Missing:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 sys.meta_path.insert(0, Missing())
-from gradlint.cli import main
+from gradlint.commands.cli import main
 sys.exit(main(["lsp"]))
 """
 
@@ -426,7 +427,7 @@ def test_a_tcp_client_that_disconnects_ends_the_server_without_a_traceback(how):
 
 def test_verify_without_torch_gives_an_install_hint(tmp_path):
     (tmp_path / "train.py").write_text(BUGGY)
-    code = "import sys; sys.modules['torch'] = None\nfrom gradlint.cli import main\nsys.exit(main(['verify', 'train.py']))"
+    code = "import sys; sys.modules['torch'] = None\nfrom gradlint.commands.cli import main\nsys.exit(main(['verify', 'train.py']))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "pip install 'torch-gradlint[verify]'" in proc.stderr

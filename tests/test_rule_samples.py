@@ -2,9 +2,9 @@
 
 import pytest
 
-from gradlint.engine import check_source
+from gradlint.check.engine import check_source
 from gradlint.rules.registry import all_rules
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 from marks import expected_marks, found_marks
 
 CASES = [

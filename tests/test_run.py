@@ -13,10 +13,11 @@ import sys
 import pytest
 
 import gradlint
-from gradlint import cache as cache_module, engine
-from gradlint.cache import Cache, content_digest, default_cache_dir
+from gradlint.run import cache as cache_module
+from gradlint.check import engine
+from gradlint.run.cache import Cache, content_digest, default_cache_dir
 from gradlint.rules.registry import all_codes, all_rules, default_codes
-from gradlint.settings import Settings, Wrappers
+from gradlint.options.settings import Settings, Wrappers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "**", "*.py"), recursive=True))
@@ -144,7 +145,7 @@ def crashing(path, settings):
 
 def test_results_in_input_order_and_worker_crash_is_contained(tmp_path, monkeypatch):
     files = [write(tmp_path, BUGGY, f"f{i}.py") for i in range(10)]
-    from gradlint.pool import run_parallel
+    from gradlint.run.pool import run_parallel
 
     outcomes = run_parallel(crashing, [(p, SETTINGS) for p in files], 2)
     assert [r.path for r, _ in outcomes] == files
@@ -238,7 +239,7 @@ def test_outside_any_project_the_cache_goes_to_the_users_cache_directory(tmp_pat
     assert glob.glob(str(tmp_path / "xdg" / "gradlint" / "v*" / "*" / "*.json"))
     env["XDG_CACHE_HOME"] = "relative"  # not absolute: ignored, as the XDG specification says
     env["HOME"] = str(tmp_path / "home")
-    proc = subprocess.run([sys.executable, "-c", "from gradlint.cache import user_cache_dir; print(user_cache_dir())"],
+    proc = subprocess.run([sys.executable, "-c", "from gradlint.run.cache import user_cache_dir; print(user_cache_dir())"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == str(tmp_path / "home" / ".cache" / "gradlint")
 
@@ -260,7 +261,7 @@ def test_startup_no_libcst_when_prefiltered_or_cached(tmp_path):
     buggy = write(tmp_path, BUGGY, "buggy.py")
     cache_dir = str(tmp_path / "c")
     probe = (
-        "import sys\nfrom gradlint.cli import main\ncode = main({argv!r})\n"
+        "import sys\nfrom gradlint.commands.cli import main\ncode = main({argv!r})\n"
         "print(code, sorted(m for m in ('libcst', 'torch', 'pygls', 'multiprocessing') if m in sys.modules))"
     )
     out = child(probe.format(argv=["--no-cache", clean]), tmp_path)
@@ -287,7 +288,7 @@ def test_a_warm_json_run_analyses_nothing(tmp_path, fmt):
     files = [write(tmp_path, BUGGY.replace("x", f"x{i}"), f"f{i}.py") for i in range(10)]
     cache_dir = str(tmp_path / "c")
     probe = (
-        "import sys\nfrom gradlint import engine\nfrom gradlint.cli import main\n"
+        "import sys\nfrom gradlint.check import engine\nfrom gradlint.commands.cli import main\n"
         "if {warm!r}: engine.check_source = lambda *a, **k: sys.exit('analysed on a warm run')\n"
         "code = main({argv!r})\n"
         "print(code, sorted(m for m in ('libcst', 'gradlint.model.loops') if m in sys.modules))"
@@ -338,15 +339,15 @@ def test_the_same_findings_under_every_hash_seed(tmp_path):
 def test_a_small_default_run_starts_no_worker_and_a_large_one_does(tmp_path, monkeypatch):
     """Default jobs: the pool only when there is enough to analyse to pay for it (issue 22:
     30 small files were 1.4x slower with the pool; benchmarks/pool_threshold.py)."""
-    import gradlint.pool
+    import gradlint.run.pool
 
     started = []
 
     def parallel(work, tasks, jobs, prepare=None):
         started.append(jobs)
-        return [gradlint.pool.guarded(work, *task) for task in tasks]
+        return [gradlint.run.pool.guarded(work, *task) for task in tasks]
 
-    monkeypatch.setattr(gradlint.pool, "run_parallel", parallel)
+    monkeypatch.setattr(gradlint.run.pool, "run_parallel", parallel)
     monkeypatch.setattr(engine.os, "cpu_count", lambda: 4)
     small = [(write(tmp_path, BUGGY, f"s{i}.py"), SETTINGS) for i in range(30)]
     assert all(r.findings for r in engine.check_files(small, engine.RunOptions()))

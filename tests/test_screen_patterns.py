@@ -2,7 +2,7 @@
 
 A leading `\\b` stops `re` from searching fast for the literal name after it (2 ms
 instead of 0.05 on a 3,000-line file, on every keystroke in the language
-server); gradlint/screen.py's _at_words keeps only the matches that begin a word.
+server); gradlint/check/screen.py's _at_words keeps only the matches that begin a word.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from gradlint.screen import _RUNNER_ARGUMENT, _STEP_HOOK_CALL, _at_words
+from gradlint.check.screen import _RUNNER_ARGUMENT, _STEP_HOOK_CALL, _at_words
 
 ATOMS = ["Engine", "xEngine", "(", " ", "self.", "update", "_", "register_step_post_hook",
          "register_optimizer_step_post_hook", "\n", "é", "1", "h", "elper", "per"]

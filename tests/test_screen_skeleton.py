@@ -5,9 +5,9 @@ import textwrap
 
 import pytest
 
-from gradlint.engine import check_source
-from gradlint.screen import screen
-from gradlint.settings import Settings
+from gradlint.check.engine import check_source
+from gradlint.check.screen import screen
+from gradlint.options.settings import Settings
 
 SOURCE = '''\
 import torch
@@ -160,7 +160,7 @@ def _module(shape: str) -> str:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_block_around_the_assignment_keeps_it_in_place(shape, monkeypatch):
-    from gradlint import engine
+    from gradlint.check import engine
 
     source = _module(shape)
     text = screen(source)
@@ -185,7 +185,7 @@ def test_a_block_around_the_assignment_keeps_it_in_place(shape, monkeypatch):
 
 
 def test_findings_are_the_same_with_and_without_the_screen(monkeypatch):
-    from gradlint import engine
+    from gradlint.check import engine
 
     screened = check_source(SOURCE, "s.py", Settings.default()).findings
     monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from gradlint.engine import SLOW_FOR_TESTS
+from gradlint.check.engine import SLOW_FOR_TESTS
 
 BUGGY = """\
 import torch
@@ -296,7 +296,7 @@ def test_workers_of_a_parent_that_died_before_asking_exit_at_once(tmp_path):
     """The race PR_SET_PDEATHSIG leaves: the parent died before the worker asked; getppid says so."""
     code = (
         "import os, sys\n"
-        "from gradlint.pool import die_with_parent\n"
+        "from gradlint.run.pool import die_with_parent\n"
         "die_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)\n"
         "print('still here')\n"
     )
@@ -306,7 +306,7 @@ def test_workers_of_a_parent_that_died_before_asking_exit_at_once(tmp_path):
 
 
 def test_exit_code_143_is_documented():
-    from gradlint import cli
+    from gradlint.commands import cli
 
     readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
     assert "| 143 |" in readme
@@ -400,7 +400,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import process
-from gradlint import pool as gradlint_pool
+from gradlint.run import pool as gradlint_pool
 
 executor = ProcessPoolExecutor(max_workers=1, mp_context=gradlint_pool._context())
 executor.submit(time.sleep, 60)
@@ -436,7 +436,7 @@ def test_a_stop_that_python_wraps_in_another_exception_is_still_a_stop(monkeypat
     """SIGTERM (or Ctrl-C) arriving while a module's classes are made (libcst's, as it is
     imported) comes out as `RuntimeError: Error calling __set_name__`, caused by the stop: the
     run was stopped (143, 130), not an internal error (2)."""
-    from gradlint import cli
+    from gradlint.commands import cli
 
     signal_raised = cli.Terminated() if stop == "Terminated" else KeyboardInterrupt()
 

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from ci_snippets import GL002_LOOP, GL004_LOOP, CLEAN_LOOP, codes_by_file, run_cli, snippet, write
-from gradlint.engine import check_source
-from gradlint.settings import Settings
-from gradlint.suppress import directives, line_suppressions
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
+from gradlint.check.suppress import directives, line_suppressions
 
 
 def check(text, select=None):

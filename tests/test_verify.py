@@ -230,7 +230,7 @@ def test_without_torch_says_how_to_install_and_never_imports_it():
         "import importlib.util, sys\n"
         "real = importlib.util.find_spec\n"
         "importlib.util.find_spec = lambda name, *a: None if name == 'torch' else real(name, *a)\n"
-        "from gradlint.cli import main\n"
+        "from gradlint.commands.cli import main\n"
         "rc = main(['verify', 'fixtures/verify/seed_trace.py'])\n"
         "print('rc', rc, 'torch' in sys.modules)\n"
     )
@@ -242,7 +242,7 @@ def test_without_torch_says_how_to_install_and_never_imports_it():
 def test_the_gradlint_process_never_imports_torch():
     code = (
         "import sys\n"
-        "from gradlint.cli import main\n"
+        "from gradlint.commands.cli import main\n"
         "rc = main(['verify', '--format', 'json', 'fixtures/gl001/wrong_no_zero_grad.py'])\n"
         "print('RESULT', rc, 'torch' in sys.modules)\n"
     )

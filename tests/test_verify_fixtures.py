@@ -80,8 +80,8 @@ def _in_a_project(path: str) -> bool:
 def _found_alone(path: str) -> bool:
     """Does a check of the script alone (as verify reads it) find its marked bugs?  Then the bug
     is the script's own, not in the other module it calls."""
-    from gradlint.engine import check_source
-    from gradlint.settings import Settings
+    from gradlint.check.engine import check_source
+    from gradlint.options.settings import Settings
     from marks import found_marks
 
     with open(path, encoding="utf-8") as handle:

@@ -18,8 +18,8 @@ import sys
 import pytest
 
 from ci_snippets import GL002_LOOP, GL004_LOOP, run_cli, snippet, write
-from gradlint import engine
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.options.settings import Settings
 from unprivileged import gradlint_unprivileged
 
 GL002 = snippet(GL002_LOOP)
@@ -45,7 +45,7 @@ def fixed_text(tmp_path, text: str, name: str = "train.py") -> str:
 
 
 def noqa_text(text: str, code: str) -> str:
-    from gradlint.add_noqa import with_noqa
+    from gradlint.edit.add_noqa import with_noqa
 
     edited, marked = with_noqa(text, engine.check_source(text, "x.py", Settings.default()).findings)
     assert [f.code for f in marked] == [code]
@@ -149,7 +149,7 @@ def test_a_two_link_loop_gives_the_same_message_named_or_walked(tmp_path, monkey
 
 
 def test_fix_refuses_a_file_that_changed_since_it_was_checked(tmp_path):
-    from gradlint.fix.files import fix_file
+    from gradlint.edit.fix_files import fix_file
 
     path = tmp_path / "train.py"
     path.write_text(GL002)
@@ -163,7 +163,7 @@ def test_fix_refuses_a_file_that_changed_since_it_was_checked(tmp_path):
 
 
 def test_add_noqa_refuses_a_file_that_changed_since_it_was_checked(tmp_path):
-    from gradlint.add_noqa import add_noqa_to_file
+    from gradlint.edit.add_noqa import add_noqa_to_file
 
     path = tmp_path / "train.py"
     path.write_text(GL002)
@@ -176,7 +176,7 @@ def test_add_noqa_refuses_a_file_that_changed_since_it_was_checked(tmp_path):
 
 
 def test_add_noqa_refuses_a_file_that_changes_while_it_is_edited(tmp_path, monkeypatch):
-    from gradlint.add_noqa import add_noqa_to_file
+    from gradlint.edit.add_noqa import add_noqa_to_file
 
     path = tmp_path / "train.py"
     path.write_text(GL002)
@@ -196,8 +196,8 @@ def test_add_noqa_refuses_a_file_that_changes_while_it_is_edited(tmp_path, monke
 
 def test_an_editor_that_saves_by_renaming_during_the_write_wins(tmp_path, monkeypatch):
     """The last look before the rename asks the path, not only the file already open."""
-    from gradlint import atomic
-    from gradlint.fix.files import fix_file
+    from gradlint.run import atomic
+    from gradlint.edit.fix_files import fix_file
 
     path = tmp_path / "train.py"
     path.write_text(GL002)
@@ -219,9 +219,9 @@ def test_an_editor_that_saves_by_renaming_during_the_write_wins(tmp_path, monkey
 
 @pytest.mark.parametrize("edit", ["fix", "add-noqa"])
 def test_a_notebook_that_changed_since_it_was_checked_is_not_written(tmp_path, edit):
-    from gradlint.add_noqa import add_noqa_to_file
-    from gradlint.fix.files import fix_file
-    from gradlint.notebook import check_notebook
+    from gradlint.edit.add_noqa import add_noqa_to_file
+    from gradlint.edit.fix_files import fix_file
+    from gradlint.check.notebook import check_notebook
 
     path = tmp_path / "nb.ipynb"
     path.write_text(notebook(GL002))
@@ -361,7 +361,7 @@ def test_a_write_in_place_that_fails_part_way_leaves_the_old_bytes(tmp_path, mon
     not leave half the new text over the old one."""
     import errno
 
-    from gradlint.fix.files import fix_file
+    from gradlint.edit.fix_files import fix_file
 
     path = tmp_path / "a.py"
     path.write_text(GL002)
@@ -420,7 +420,7 @@ def test_extended_attributes_are_kept(tmp_path, monkeypatch, capsys, edit):
 
 @pytest.mark.parametrize("edit", ["--fix", "--add-noqa"])
 def test_with_the_cache_the_new_text_is_made_in_its_staging_directory(tmp_path, monkeypatch, capsys, edit):
-    from gradlint import atomic
+    from gradlint.run import atomic
 
     homes = []
     real_commit = atomic.Staged.commit
@@ -451,7 +451,7 @@ def test_sigterm_or_ctrl_c_right_after_a_system_call_of_a_write_leaves_nothing_b
     """SIGTERM and Ctrl-C raise where the run is (cli.Terminated, KeyboardInterrupt), between any
     two steps of a write: the name of a temporary file is known before it exists, and a write in
     place is finished, so the file is whole and nothing is left."""
-    from gradlint.fix.files import fix_file
+    from gradlint.edit.fix_files import fix_file
 
     path = tmp_path / "a.py"
     path.write_text(GL002)
@@ -469,7 +469,7 @@ def test_sigterm_or_ctrl_c_right_after_a_system_call_of_a_write_leaves_nothing_b
 
     monkeypatch.setattr(os, after, interrupted)
     if after == "open":
-        monkeypatch.setattr("gradlint.atomic._UNNAMED", False)  # the named temporary file of other systems
+        monkeypatch.setattr("gradlint.run.atomic._UNNAMED", False)  # the named temporary file of other systems
     with pytest.raises(KeyboardInterrupt):
         fix_file(result, Settings.default())
     monkeypatch.undo()
@@ -483,8 +483,8 @@ def test_sigterm_or_ctrl_c_right_after_a_system_call_of_a_write_leaves_nothing_b
 KILLED_WRITER = r"""
 import json, os, shutil, signal, sys
 
-from gradlint import engine
-from gradlint.settings import Settings
+from gradlint.check import engine
+from gradlint.options.settings import Settings
 
 edit, path = sys.argv[1], sys.argv[2]
 staging = sys.argv[3] if len(sys.argv) > 3 else None  # gradlint's own directory (cache.staging_dir)
@@ -492,9 +492,9 @@ extra = {"staging": staging} if staging else {}
 directory = os.path.dirname(path)
 settings = Settings.default()
 if edit == "fix":
-    from gradlint.fix.files import fix_file as write
+    from gradlint.edit.fix_files import fix_file as write
 else:
-    from gradlint.add_noqa import add_noqa_to_file as write
+    from gradlint.edit.add_noqa import add_noqa_to_file as write
 old = open(path, "rb").read()
 mode = os.stat(path).st_mode & 0o7777
 names = sorted(os.listdir(directory))
@@ -559,7 +559,7 @@ while True:
         break
     boundary += 1
 if staging:
-    from gradlint.atomic import sweep
+    from gradlint.run.atomic import sweep
 
     sweep(staging)  # what the next run does first
     records.append({"swept": os.listdir(staging)})
@@ -585,7 +585,7 @@ def test_kill_9_after_any_system_call_of_a_write_leaves_the_old_or_the_new_file_
     file is always whole (its old or its new bytes, its mode).  Without a staging directory (--no-cache)
     the new file is made beside it: no temporary file is left, except after the one call that gives
     the finished file a name and before the rename that puts it in place (Linux: the text is written
-    into an unnamed file, gradlint/atomic.py)."""
+    into an unnamed file, gradlint/run/atomic.py)."""
     records = killed_at_every_moment(tmp_path, edit)
     assert records[-1]["finished"] and records[-1]["content"] == "new"
     assert len(records) > 5

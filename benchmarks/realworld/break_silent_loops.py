@@ -113,7 +113,7 @@ def mutations(source: str, loop):
 
 
 def findings(source: str, path: str) -> set[str]:
-    from gradlint.engine import check_source
+    from gradlint.check.engine import check_source
 
     return {f.code for f in check_source(source, path, project=project_for(path)).findings}
 

@@ -29,11 +29,11 @@ def read_source(path: str) -> str | None:
     """The file's text as the checker reads it (a notebook's code cells joined)."""
     data = Path(path).read_bytes()
     if path.lower().endswith(".ipynb"):
-        from gradlint.notebook import notebook_source
+        from gradlint.check.notebook import notebook_source
 
         text, _where, error = notebook_source(data, path)
         return None if error is not None else text
-    from gradlint.engine import decode
+    from gradlint.check.engine import decode
 
     text, error = decode(data, path)
     return None if error is not None else text
@@ -42,8 +42,8 @@ def read_source(path: str) -> str | None:
 def index_project(paths: list[str]) -> None:
     """Index the files under `paths` as one run would (gradlint/project), so that file_model
     and check() model loops that call functions of other modules of the project."""
-    from gradlint.cache import content_digest
-    from gradlint.project import run
+    from gradlint.run.cache import content_digest
+    from gradlint.run import project_run as run
 
     files = []
     for path in source_files(paths):
@@ -57,7 +57,7 @@ def index_project(paths: list[str]) -> None:
 
 
 def project_for(path: str):
-    from gradlint.project.run import project_for as find
+    from gradlint.run.project_run import project_for as find
 
     return find(path)
 
@@ -65,16 +65,16 @@ def project_for(path: str):
 def file_model(source: str, path: str):
     """gradlint's FileModel of a source text, or None when the checker would not parse it
     (in the project installed by index_project, if any)."""
-    from gradlint.settings import Settings
+    from gradlint.options.settings import Settings
 
     settings = Settings.default()
-    from gradlint.prefilter import for_wrappers
+    from gradlint.check.prefilter import for_wrappers
 
     project = project_for(path)
     if project is None and not for_wrappers(settings.wrappers).may_hold_events(source):
         return None
-    from gradlint import engine
-    from gradlint.file_context import FileContext
+    from gradlint.check import engine
+    from gradlint.parse.file_context import FileContext
     from gradlint.model.loops import build
 
     context = FileContext(path, source)

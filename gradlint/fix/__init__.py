@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from gradlint import source_lines
-from gradlint.file_context import NOT_INDEXED, FileContext
-from gradlint.findings import SAFE, UNSAFE, Edit, Fix, Span
+from gradlint.core import source_lines
+from gradlint.parse.file_context import NOT_INDEXED, FileContext
+from gradlint.core.findings import SAFE, UNSAFE, Edit, Fix, Span
 from gradlint.fix.statements import Statement, Statements
 from gradlint.model.event import Event
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from gradlint.findings import Fix
+from gradlint.core.findings import Fix
 
 
 def plan(raw, file) -> Optional[Fix]:

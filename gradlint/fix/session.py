@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple, Optional, Sequence
 
-from gradlint.findings import SAFE, UNSAFE, FileResult, Finding, Fix
+from gradlint.core.findings import SAFE, UNSAFE, FileResult, Finding, Fix
 from gradlint.fix import apply, apply_all
 
 MAX_CHECKS = 40  # re-checks per file: each costs one analysis

@@ -13,7 +13,7 @@ edit touched:
 - each piece's loop models, reused while the piece is the same tree at the same
   line and the complete bindings answer its models' questions as before;
 - what the parse guard and the screen read from each top-level statement
-  (gradlint/parse_guard.py, gradlint/screen.py), kept by the statement's ast
+  (gradlint/parse/parse_guard.py, gradlint/check/screen.py), kept by the statement's ast
   node: an unchanged statement at the same place keeps its node.
 
 Everything else (the screen's reach, the bindings pass, the models of what
@@ -85,7 +85,7 @@ class CstPieces(_Generations):
         key = (text, occurrence)
         module = self._find(key)
         if module is None:
-            from gradlint.cst_parse import parse_module
+            from gradlint.parse.cst_parse import parse_module
 
             module = self._used[key] = parse_module(text)
             self.parsed += 1

@@ -148,7 +148,7 @@ def _common_lines(old: list[str], new: list[str]) -> tuple[int, int]:
 
 
 def _parse_whole(text: str) -> ast.Module:
-    from gradlint import python_ast
+    from gradlint.parse import python_ast
 
     return python_ast.parse(text)
 

@@ -94,7 +94,7 @@ def _settle_imports() -> None:
     thousands of objects again and again, about 0.1 s each, landing on random keystrokes."""
     import gc
 
-    from gradlint.engine import load_analysis
+    from gradlint.check.engine import load_analysis
 
     load_analysis()
     gc.collect()

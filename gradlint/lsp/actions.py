@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-from gradlint.findings import Finding, Fix, Span
+from gradlint.core.findings import Finding, Fix, Span
 
-# The forms gradlint.suppress honours.  Used to merge a new code into an
+# The forms gradlint.check.suppress honours.  Used to merge a new code into an
 # existing list; the tests check the edited line really suppresses the code.
 _NOQA_LIST = re.compile(r"#\s*noqa:\s*[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*", re.I)
 _NOQA_BARE = re.compile(r"#\s*noqa(?!\s*:)", re.I)
@@ -90,7 +90,7 @@ def proven_fix(text: str, path: str, findings: list[Finding], finding: Finding, 
     """The repair `--fix --unsafe-fixes` would apply to `finding` in this buffer (fix/session.py
     `decide`, the decision behind every mark and fix): an editor offers no quick fix that would
     leave the finding or add another one.  `check(text)` analyses a version of the buffer."""
-    from gradlint.findings import FileResult
+    from gradlint.core.findings import FileResult
     from gradlint.fix.session import decide
 
     return decide(text, FileResult(path, list(findings)), finding, check, unsafe=True).fix

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from gradlint.settings import Settings
+from gradlint.options.settings import Settings
 
 
 class ConfigProblem(Exception):
@@ -18,7 +18,7 @@ class ConfigProblem(Exception):
 
 def _load(path: str) -> Settings:
     """Settings for one file: the nearest pyproject.toml upward from its directory."""
-    from gradlint.config import ConfigError, settings_for_file
+    from gradlint.options.config import ConfigError, settings_for_file
 
     try:
         return settings_for_file(path)

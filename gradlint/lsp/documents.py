@@ -19,9 +19,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
-from gradlint import source_lines
-from gradlint.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR, FileError, Finding
-from gradlint.settings import Settings
+from gradlint.core import source_lines
+from gradlint.core.findings import INTERNAL_ERROR, READ_ERROR, SYNTAX_ERROR, FileError, Finding
+from gradlint.options.settings import Settings
 
 SOURCE = "gradlint"
 SEVERITY_ERROR = 1
@@ -43,10 +43,10 @@ def check_document(
     """`memo` (a gradlint.incremental.DocumentMemo kept per open buffer): what the last checks
     of this buffer parsed, so that an edit re-parses only what it touched; the same result.
     A buffer over the command line's size limit is not analysed, as a file on disk is not.
-    `project`: the workspace's index as it is now (gradlint/project/workspace.py), or None.
-    `context`: the check's FileContext of `text` with `memo` (gradlint/file_context.py), if
+    `project`: the workspace's index as it is now (gradlint/lsp/workspace.py), or None.
+    `context`: the check's FileContext of `text` with `memo` (gradlint/parse/file_context.py), if
     the caller made it (None: the check makes it)."""
-    from gradlint.engine import check_source
+    from gradlint.check.engine import check_source
     from gradlint.report.lsp import to_diagnostic
 
     too_large = _too_large(text, path)
@@ -65,7 +65,7 @@ def check_document(
 
 def _too_large(text: str, path: str) -> FileError | None:
     """The command line's error for a file over its size limit (engine.MAX_FILE_BYTES), or None."""
-    from gradlint import engine
+    from gradlint.check import engine
 
     limit = engine.MAX_FILE_BYTES
     size = len(text)
@@ -78,7 +78,7 @@ def _too_large(text: str, path: str) -> FileError | None:
 
 def stopped_check(text: str, path: str, seconds: float) -> DocumentCheck:
     """What a check stopped at its time limit shows: the command line's timeout error."""
-    from gradlint.pool import stopped
+    from gradlint.run.pool import stopped
 
     (error,) = stopped(path, seconds).errors
     return DocumentCheck(diagnostics=[error_diagnostic(error, text)])

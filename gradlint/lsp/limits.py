@@ -1,7 +1,7 @@
 """The language server's analyses, bounded as the command line bounds them.
 
 The command line stops a file's analysis at its time limit (file-timeout,
-30 s by default) with a SIGALRM in the analysing process (gradlint/pool.py).
+30 s by default) with a SIGALRM in the analysing process (gradlint/run/pool.py).
 The server analyses on a worker thread, where no alarm can be set, and it did
 not stop at all: a file with eight nested loops kept a CPU busy for minutes,
 even after `shutdown` and `exit`.  Here the thread is stopped the same way

@@ -20,7 +20,7 @@ from typing import Sequence
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument, Workspace
 
-from gradlint import source_lines
+from gradlint.core import source_lines
 
 
 class PythonLinesDocument(TextDocument):

@@ -1,6 +1,6 @@
 """The pygls server: document events in, diagnostics, code actions and hovers out.
 
-All analysis is ``gradlint.engine.check_source`` (through
+All analysis is ``gradlint.check.engine.check_source`` (through
 ``documents.check_document``); this module only schedules checks and
 speaks the protocol.
 
@@ -129,7 +129,7 @@ class GradlintServer(LanguageServer):
         self._internal_logged: dict[str, set[str]] = {}
         # The workspace's project index (gradlint/project), built in the background: a check
         # reads it as it is, never waits for it; once ready, the open buffers are checked again.
-        from gradlint.project.workspace import WorkspaceIndex
+        from gradlint.lsp.workspace import WorkspaceIndex
 
         self.workspace_index = WorkspaceIndex(on_ready=self._index_ready)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -214,10 +214,10 @@ class GradlintServer(LanguageServer):
         index = self.workspace_index
 
         def analyse() -> DocumentCheck:
-            from gradlint.file_context import FileContext
-            from gradlint.pool import collector_paused
+            from gradlint.parse.file_context import FileContext
+            from gradlint.run.pool import collector_paused
 
-            with collector_paused():  # the process's collector: paused per check (gradlint/pool.py)
+            with collector_paused():  # the process's collector: paused per check (gradlint/run/pool.py)
                 # one context for the check and the project lookup, which reads the buffer's imports
                 # from the tree the check parses (through the memo's chunks)
                 context = FileContext(path, text, memo)
@@ -268,11 +268,11 @@ class GradlintServer(LanguageServer):
         text = doc.source
 
         def run() -> list:
-            from gradlint.engine import check_source
-            from gradlint.pool import collector_paused
+            from gradlint.check.engine import check_source
+            from gradlint.run.pool import collector_paused
 
             def check(version: str):
-                with collector_paused():  # as for every check (gradlint/pool.py)
+                with collector_paused():  # as for every check (gradlint/run/pool.py)
                     return check_source(version, path, settings)
 
             out = []

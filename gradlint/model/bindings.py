@@ -15,8 +15,8 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from gradlint import api_names
-from gradlint.model import events as api
+from gradlint.core import api_names
+from gradlint.core import events as api
 from gradlint.model.attribute_kinds import several_kinds
 from gradlint.model.names import ExpressionNames, Imports, dotted, is_under, keyword_argument, last, root, target_names
 from gradlint.model.positions import Numbering
@@ -374,7 +374,7 @@ class Bindings(Numbering):
 
     def learn(self, values: dict) -> None:
         """What another module builds the attributes of an object of this file from
-        (gradlint/project/foreign.py: `gan.opt_d` = `torch.optim.Adam(gan.discriminator.parameters())`),
+        (gradlint/model/foreign.py: `gan.opt_d` = `torch.optim.Adam(gan.discriminator.parameters())`),
         for the names this file never assigns itself."""
         new = {name: list(built) for name, built in values.items() if name not in self.assigns}
         if new:

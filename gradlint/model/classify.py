@@ -11,7 +11,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint.api_names import (
+from gradlint.core.api_names import (
     ACCUMULATE_CONTEXTS,
     BACKWARD,
     BACKWARD_FUNCTIONS,
@@ -48,7 +48,7 @@ from gradlint.api_names import (
 )
 from gradlint.model.bindings import params_argument
 from gradlint.model.event import Event
-from gradlint.model.events import B, C, CLEAR_LIKE_NAMES, L, NOT_CLEARING_HELPERS, S, SELF_UNSCALING_RECEIVERS, U, Z
+from gradlint.core.events import B, C, CLEAR_LIKE_NAMES, L, NOT_CLEARING_HELPERS, S, SELF_UNSCALING_RECEIVERS, U, Z
 from gradlint.model.names import dotted, keyword_argument
 from gradlint.model.walk import walk
 

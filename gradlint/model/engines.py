@@ -23,7 +23,7 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint.model import events as api
+from gradlint.core import events as api
 from gradlint.model.names import dotted, keyword_argument
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from gradlint.findings import Span
+from gradlint.core.findings import Span
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from itertools import product
 from typing import Optional
 
 from gradlint.model.event import Event
-from gradlint.model.events import S
+from gradlint.core.events import S
 from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, Rebind, steps_in
 
 MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing

@@ -14,11 +14,11 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from gradlint import api_names
-from gradlint.file_context import FileContext
-from gradlint.findings import Span
+from gradlint.core import api_names
+from gradlint.parse.file_context import FileContext
+from gradlint.core.findings import Span
 from gradlint.model import arguments, classify, conditions
-from gradlint.model import events as api
+from gradlint.core import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
 from gradlint.model.engines import engine_runs
@@ -26,7 +26,7 @@ from gradlint.model.event import Event
 from gradlint.model.names import AssignedNames, ExpressionNames, dotted, root, target_names
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
-from gradlint.settings import Wrappers
+from gradlint.options.settings import Wrappers
 
 MAX_HELPER_DEPTH = 3
 # `scope` of an inlined definition that is the checked file's own, reached from another
@@ -119,7 +119,7 @@ class FileModel:
     # functions that clip and step through a GradScaler, each modelled as one call of its own
     # (kind "function"): only GL006 reads them (the scaled backward may be the caller's)
     functions: list[LoopModel] = field(default_factory=list)
-    # The check's FileContext (gradlint/file_context.py): the source's lines and the statement
+    # The check's FileContext (gradlint/parse/file_context.py): the source's lines and the statement
     # index fixes plan on, for this check only.  A model built without one makes its own.
     context: Optional[FileContext] = field(default=None, repr=False, compare=False)
 
@@ -178,7 +178,7 @@ class Context:
         # parameters of the inlined helper bound to the GradScaler's scale (`scale=scaler.get_scale()`):
         # a clip threshold multiplied by it clips as if unscaled (classify._clip_event)
         self.scale_params: frozenset = frozenset()
-        # Inside a function of another module (gradlint/project/foreign.py's Scope): its names,
+        # Inside a function of another module (gradlint/model/foreign.py's Scope): its names,
         # spans and path; None in the checked file's own code.
         self.foreign = None
         # in a loop nested in the analysed one: its counters start again every outer iteration
@@ -271,7 +271,7 @@ class Builder:
     def __init__(
         self, module: cst.Module, path: str, wrappers: Wrappers, bindings, positions: Optional[Positions] = None, project=None
     ):
-        self.project = project  # gradlint/project/foreign.py's Project: functions of other modules
+        self.project = project  # gradlint/model/foreign.py's Project: functions of other modules
         # keys of the events of training loops inside other modules' functions (nested_loop)
         self.foreign_loop_events: set = set()
         self.module = module
@@ -926,7 +926,7 @@ class Builder:
             if members:
                 self.bindings.learn(members)
             if hints:
-                from gradlint.project.foreign import HintedBindings
+                from gradlint.model.foreign import HintedBindings
 
                 changes["bindings"] = HintedBindings(ctx.bindings, hints)
         inner = ctx.child(
@@ -1590,7 +1590,7 @@ def build(
     context: Optional[FileContext] = None,
 ) -> FileModel:
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`);
-    `project`: the other modules of the project (gradlint/project/foreign.py's Project);
+    `project`: the other modules of the project (gradlint/model/foreign.py's Project);
     `context`: the check's FileContext (its CPython trees; the model keeps it for the fixes)."""
     bindings = collect(module, event_names(wrappers))
     builder = Builder(module, path, wrappers, bindings, project=project)

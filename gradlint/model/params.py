@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 
 from gradlint.model.bindings import is_part
 from gradlint.model.event import Event
-from gradlint.model.events import S
+from gradlint.core.events import S
 from gradlint.model.loops import FileModel, LoopModel
 from gradlint.model.names import is_under
 

@@ -32,13 +32,13 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from gradlint.cst_parse import parse_module
-from gradlint.model import events as api
+from gradlint.parse.cst_parse import parse_module
+from gradlint.core import events as api
 from gradlint.model.bindings import Bindings, ClassInfo
 from gradlint.model.loops import Builder, FileModel, LoopFinder, LoopModel, event_names, file_model
 from gradlint.model.positions import KINDS, AstTable, Positions, PositionsDisagree
 from gradlint.model.walk import walk
-from gradlint.settings import Wrappers
+from gradlint.options.settings import Wrappers
 
 PIECE_LINES = 2000  # about 20 MB of libcst tree at a time
 PIECES_FROM = 2 * PIECE_LINES  # below this a whole parse costs little memory

@@ -22,9 +22,10 @@ from typing import Optional
 
 import libcst as cst
 
-from gradlint import python_ast, source_lines
-from gradlint.ast_nodes import ast_nodes
-from gradlint.findings import Span
+from gradlint.parse import python_ast
+from gradlint.core import source_lines
+from gradlint.parse.ast_nodes import ast_nodes
+from gradlint.core.findings import Span
 from gradlint.model.names import dotted
 
 # libcst node type -> the ast node types it corresponds to

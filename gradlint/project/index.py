@@ -14,8 +14,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from gradlint.digest import hex_digest
-from gradlint.model.events import MODULE_FORWARD, OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS, ZERO_GRAD_METHODS
+from gradlint.core.digest import hex_digest
+from gradlint.core.events import MODULE_FORWARD, OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.scan import IMPORT_LINE, continued_names
 
 # How far a name is followed through re-exports (`from .trainer import Trainer` in a

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from gradlint.digest import hex_digest
+from gradlint.core.digest import hex_digest
 from gradlint.project.index import Index, listed, listing_digest, read_module
 from gradlint.project.view import View
 

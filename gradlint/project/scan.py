@@ -24,8 +24,8 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from gradlint.api_names import DATA, GRAD, GRAD_ZERO, SCALER_UNSCALE, STEP
-from gradlint.model.events import (
+from gradlint.core.api_names import DATA, GRAD, GRAD_ZERO, SCALER_UNSCALE, STEP
+from gradlint.core.events import (
     BACKWARD_NAMES,
     CLIP_FUNCTIONS,
     PER_BATCH_METHODS,

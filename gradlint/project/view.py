@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from gradlint.digest import hex_digest
+from gradlint.core.digest import hex_digest
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gradlint.findings import Finding, Span
+from gradlint.core.findings import Finding, Span
 
 SEVERITY_ERROR, SEVERITY_WARNING, SEVERITY_INFORMATION, SEVERITY_HINT = 1, 2, 3, 4
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from gradlint.findings import Span
+from gradlint.core.findings import Span
 from gradlint.report.lsp import SEVERITY_ERROR, lsp_range, path_uri, to_diagnostic
 
 

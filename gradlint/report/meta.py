@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gradlint import DOCS_URL
 from gradlint.rules.registry import rule_page_url
-from gradlint.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
+from gradlint.check.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
 
 
 @dataclass(frozen=True)

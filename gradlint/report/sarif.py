@@ -28,7 +28,7 @@ import os
 from pathlib import Path
 
 from gradlint import REPOSITORY_URL
-from gradlint.findings import TOOL_FAILURES
+from gradlint.core.findings import TOOL_FAILURES
 from gradlint.report.meta import all_infos, info, path_uri
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -136,7 +136,7 @@ def _result(finding, index: dict[str, int], suppressed: bool = False) -> dict:
 
 
 def _notification(error) -> dict:
-    from gradlint.findings import Span
+    from gradlint.core.findings import Span
 
     return {
         "level": "error",

@@ -6,15 +6,15 @@ how many more only `--unsafe-fixes` would (ruff 0.17's words).  Unlike
 ruff's, gradlint's --unsafe-fixes is no setting that lasts: without --fix or
 --diff it changes nothing (cli.py warns), so only safe fixes are marked.  A mark is
 a promise: before rendering, cli.py runs the fixing session on each file
-without writing (fix/files.py `offered`) and keeps a finding's fix only when
+without writing (edit/fix_files.py `offered`) and keeps a finding's fix only when
 the session repairs it, SAFE when `--fix` does, UNSAFE when only
 `--fix --unsafe-fixes` does; so the count is what `--fix` then reports.
 """
 
 from __future__ import annotations
 
-from gradlint.findings import SAFE, SYNTAX_ERROR, UNSAFE
-from gradlint.quick import clean_summary  # the early answer of a clean run prints the same line
+from gradlint.core.findings import SAFE, SYNTAX_ERROR, UNSAFE
+from gradlint.check.quick import clean_summary  # the early answer of a clean run prints the same line
 
 
 def location(item) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from gradlint.findings import Fix
+from gradlint.core.findings import Fix
 from gradlint.model.event import Event
-from gradlint.model.events import S, Z
+from gradlint.core.events import S, Z
 from gradlint.model.flow import conditional, plain_guards
 from gradlint.model.loops import Branch, Helper, LoopModel, Nested
 from gradlint.model.names import is_under

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from gradlint.model.event import Event
-from gradlint.model.events import B, C, S, Z
+from gradlint.core.events import B, C, S, Z
 from gradlint.model.flow import Walk, walks
 from gradlint.model.params import steps_module
 from gradlint.rules.base import may_clear

@@ -1,8 +1,8 @@
 """GL001: backward adds into gradients that a step already used, and the loop never clears."""
 
-from gradlint.findings import UNSAFE
+from gradlint.core.findings import UNSAFE
 from gradlint.fix import insert
-from gradlint.model.events import B, S, Z
+from gradlint.core.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
 from gradlint.rules.repairs import insert_clear, names_in

@@ -1,7 +1,7 @@
 """GL002: a clear between a backward and the step meant to consume it."""
 
 from gradlint.fix import move
-from gradlint.model.events import B, S, Z
+from gradlint.core.events import B, S, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, at_earlier

@@ -1,6 +1,6 @@
 """GL003: the loop clears, but not the parameters an optimizer steps."""
 
-from gradlint.model.events import B, S, Z
+from gradlint.core.events import B, S, Z
 from gradlint.model.flow import conditional, walks
 from gradlint.model.params import clears_module, coverage, stepped_optimizers, steps_module
 from gradlint.rules.base import RawFinding, at, at_earlier

@@ -1,7 +1,7 @@
 """GL005: a clip before the backward whose gradients the next step uses."""
 
 from gradlint.fix import move
-from gradlint.model.events import S, U
+from gradlint.core.events import S, U
 from gradlint.rules.base import RawFinding, at_later
 from gradlint.rules.clip_placement import clips_before_backward, next_of
 from gradlint.rules.repairs import move_up, next_of_kind, order, previous_of

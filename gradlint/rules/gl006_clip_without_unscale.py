@@ -1,8 +1,8 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
-from gradlint.findings import SAFE, UNSAFE
+from gradlint.core.findings import SAFE, UNSAFE
 from gradlint.fix import insert, move
-from gradlint.model.events import B, C, S, U
+from gradlint.core.events import B, C, S, U
 from gradlint.model.flow import Walk, iteration_paths, walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.clip_placement import misplaced_clips
@@ -150,13 +150,11 @@ def _disabled_scaler(run, home: str):
     """Why the run cannot show the bug on this device: the GradScaler scaled nothing."""
     if not run.scalers_disabled:
         return None
-    from gradlint.verify.verdicts import display_path
-
     first = run.scalers_disabled[0]
     sites = first.get("sites") or []
     where = ""
     if sites:
-        where = f" at line {sites[0][1]}" if sites[0][0] == home else f" at {display_path(sites[0][0])}:{sites[0][1]}"
+        where = f" at line {sites[0][1]}" if sites[0][0] == home else f" at {run.display_path(sites[0][0])}:{sites[0][1]}"
     why = first.get("why") or "it was disabled"
     return (f"could not be reproduced on this device: the GradScaler used{where} was disabled ({why}), so the "
             "gradients it clipped were never scaled; the clip still needs scaler.unscale_ before it where the "

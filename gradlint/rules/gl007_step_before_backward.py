@@ -2,7 +2,7 @@
 
 from gradlint.fix import move
 from gradlint.model.event import Event
-from gradlint.model.events import B, C, S, U, Z
+from gradlint.core.events import B, C, S, U, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, later_in_iteration

@@ -1,7 +1,7 @@
 """GL008: an LR scheduler stepped before the optimizer in the same iteration."""
 
 from gradlint.fix import move
-from gradlint.model.events import B, L, S
+from gradlint.core.events import B, L, S
 from gradlint.model.flow import walks
 from gradlint.rules.base import RawFinding, at, later_in_iteration
 from gradlint.rules.registry import Criterion, Invalid, Rule

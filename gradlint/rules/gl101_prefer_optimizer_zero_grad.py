@@ -1,7 +1,7 @@
 """GL101 (advice): `model.zero_grad()` where the optimizer's own clear says what is meant."""
 
 from gradlint.model.bindings import is_part
-from gradlint.model.events import Z
+from gradlint.core.events import Z
 from gradlint.model.params import stepped_optimizers
 from gradlint.rules.base import RawFinding
 from gradlint.rules.registry import Rule

@@ -1,6 +1,6 @@
 """GL102 (advice): `zero_grad(set_to_none=False)` where nothing reads `.grad`."""
 
-from gradlint.model.events import Z
+from gradlint.core.events import Z
 from gradlint.rules.base import RawFinding
 from gradlint.rules.registry import Rule
 

@@ -13,10 +13,10 @@ import ast
 import re
 from typing import Optional
 
-from gradlint.findings import UNSAFE, Edit, Fix, Span
+from gradlint.core.findings import UNSAFE, Edit, Fix, Span
 from gradlint.fix import _statement, insert, move, statements_of
 from gradlint.model.event import Event
-from gradlint.model.events import B, S
+from gradlint.core.events import B, S
 
 DOTTED = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 SCALE_CALL = re.compile(r"^(?P<scaler>[A-Za-z_][\w.]*)\.scale\(")

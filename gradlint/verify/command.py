@@ -230,8 +230,8 @@ def exit_code(report: dict, strict: bool = False) -> int:
 
 
 def static_findings(path: str):
-    from gradlint.engine import check_file
-    from gradlint.settings import Settings
+    from gradlint.check.engine import check_file
+    from gradlint.options.settings import Settings
 
     result = check_file(path, Settings.default())
     return result.findings, [e.message for e in result.errors]

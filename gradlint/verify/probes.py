@@ -31,7 +31,7 @@ from torch.optim.optimizer import (
 )
 
 import gradlint
-from gradlint.api_names import (
+from gradlint.core.api_names import (
     BACKWARD,
     BACKWARD_FUNCTION,
     CLIP_GRAD_VALUE,

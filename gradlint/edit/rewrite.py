@@ -1,0 +1,212 @@
+"""Writing the user's own files: `--fix`, `--add-noqa` and notebooks write through here only.
+
+- **Through symbolic links**: the file a link names (followed to its end) gets
+  the new text; the link stays a link.
+- **Only over the bytes that were analysed**: an edit is computed from the bytes
+  the check read (`FileResult.source_digest`); the file is read again before the
+  edit and once more, through the descriptor that is written, right before the
+  write, and nothing is written when it holds anything else (ChangedOnDisk).
+- **Permissions as the system has them**: the file is opened for writing first,
+  so a file the user cannot write (a read-only 0444 file, a read-only file
+  system, an immutable file) is refused with the system's words (`Permission
+  denied`), as ruff refuses it, and never replaced by a rename.  As for ruff, a
+  mode does not stop root.
+- **The file's identity**: the new text goes into a new file that is
+  given the file's owner, mode and extended attributes (ACLs, security labels;
+  where Python can read them: Linux),
+  then takes its place by one rename, so no reader and no crash sees half of it.
+  That new file is made in gradlint's own staging directory (in the cache, when
+  it is on the same file system; atomic.py), so a `kill -9` at any moment
+  leaves no temporary file in the user's tree; beside the file otherwise, where
+  on Linux it has a name only for the two system calls that put it in place.  When that new file
+  cannot be made identical (the file has several hard links, which a rename
+  would split; an owner the user cannot give a new file; an attribute it cannot
+  copy) or cannot be made at all (a directory the user cannot write in, while
+  the file itself is writable), the file is written in place instead: the same
+  inode, so its links, owner and attributes stay, at the price of one moment (a
+  write and a truncate) in which a crash could leave it half written.
+
+One failed write is one `write-error` for that file (its findings stay
+reported, it counts as checked); the run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Optional
+
+from gradlint.run.atomic import ChangedOnDisk, Staged
+from gradlint.core.findings import WRITE_ERROR, FileError, FileResult
+
+CHANGED = "changed on disk since it was checked: not written (run again)"
+# O_NONBLOCK: a FIFO put where the file was cannot make the open wait.
+_OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def read_analysed(result: FileResult) -> tuple[Optional[bytes], Optional[FileResult]]:
+    """The file's bytes when they are those `result` was computed from, else (None, the result
+    with the reason): an edit computed from other bytes would land on the wrong lines."""
+    from gradlint.core.digest import hex_digest
+    from gradlint.check.engine import read_source
+
+    data, error = read_source(result.path)
+    if error is not None:
+        return None, unwritten(result, f"not written: {error.message}")
+    if result.source_digest is not None and hex_digest(data) != result.source_digest:
+        return None, unwritten(result, CHANGED)
+    return data, None
+
+
+def write_edit(
+    result: FileResult, data: bytes, expected: bytes, what: str, staging: Optional[str] = None
+) -> Optional[FileResult]:
+    """Write `data` over the file of `result`, which must still hold `expected`; None when written,
+    else `result` with the reason (`what` names the new content: "the fixed file").  `staging`:
+    gradlint's own directory to make the new file in (cache.staging_dir), None: beside the file."""
+    try:
+        rewrite_file(result.path, data, expected, staging)
+    except ChangedOnDisk:
+        return unwritten(result, CHANGED)
+    except OSError as exc:
+        return unwritten(result, f"cannot write {what}: {exc.strerror or exc}")
+    return None
+
+
+def unwritten(result: FileResult, message: str) -> FileResult:
+    """`result` as checked, plus one error saying why the edit was not written."""
+    error = FileError(result.path, WRITE_ERROR, message, whole_file=False)
+    return FileResult(result.path, result.findings, [*result.errors, error], result.suppressed, result.source_digest)
+
+
+def rewrite_file(path: str, data: bytes, expected: bytes, staging: Optional[str] = None) -> None:
+    """Put `data` in the file `path` names (see the module docstring); raises ChangedOnDisk
+    when the file does not hold `expected`, OSError when it cannot be written."""
+    target = os.path.realpath(path)
+    fd = os.open(target, os.O_RDWR | _OPEN)  # the system's answer to "may this user write it?"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"not a regular file: {path}")
+        if _contents(fd) != expected:
+            raise ChangedOnDisk(path)
+        if info.st_nlink == 1:
+            staged = _staged_copy(fd, info, target, staging)
+            if staged is not None:
+                try:
+                    staged.write(data)
+                    if not _still(target, info, fd, expected):  # the last look, right before the rename
+                        raise ChangedOnDisk(path)
+                    os.close(fd)
+                    fd = -1
+                    staged.commit(os.path.basename(target))
+                except BaseException:
+                    staged.discard()
+                    raise
+                return
+        _write_in_place(fd, data, expected)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _still(target: str, info: os.stat_result, fd: int, expected: bytes) -> bool:
+    """The path still names the file open as `fd` (an editor that saves by renaming a new file
+    over it has not) and that file still holds `expected`."""
+    try:
+        now = os.lstat(target)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino) and _contents(fd) == expected
+
+
+def _contents(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _write_in_place(fd: int, data: bytes, old: bytes) -> None:
+    try:
+        _overwrite(fd, data)
+    except OSError:
+        # A full disk stops a file that grows part way: put the old bytes back (the blocks they
+        # held are still the file's), so a failed write leaves the file as it was.
+        try:
+            _overwrite(fd, old)
+        except OSError:
+            pass
+        raise
+    except BaseException:
+        _overwrite(fd, data)  # SIGTERM or Ctrl-C in the middle: the file is finished, then the run stops
+        raise
+
+
+def _overwrite(fd: int, data: bytes) -> None:
+    os.lseek(fd, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.ftruncate(fd, len(data))
+
+
+def _staged_copy(fd: int, info: os.stat_result, target: str, staging: Optional[str]) -> Optional[Staged]:
+    """An empty new file to take the place of `target` (atomic.Staged), with its owner, mode and extended attributes, or None
+    when such a file cannot be made (then the file is written in place)."""
+    import errno
+
+    directory, name = os.path.split(target)
+    try:
+        staged = Staged(directory, name, staging)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return None  # no new entry can be made here; the file itself can be written
+        raise
+    try:
+        if _same_identity(fd, info, staged.fd):
+            return staged
+    except OSError:
+        pass
+    except BaseException:
+        staged.discard()
+        raise
+    staged.discard()
+    return None
+
+
+def _same_identity(fd: int, info: os.stat_result, new: int) -> bool:
+    """Give the new file (descriptor `new`) the owner, mode and extended attributes of the file
+    open as `fd`; False when one of them cannot be given."""
+    if not hasattr(os, "fchown"):  # Windows: a mode is all a file has here
+        return True
+    mine = os.fstat(new)
+    if (mine.st_uid, mine.st_gid) != (info.st_uid, info.st_gid):
+        os.fchown(new, info.st_uid, info.st_gid)  # PermissionError unless root, or a group of ours
+    mode = stat.S_IMODE(info.st_mode)
+    os.fchmod(new, mode)  # after fchown, which clears set-user-ID bits
+    if hasattr(os, "listxattr"):
+        names = _xattr_names(fd)
+        for name in names:
+            os.setxattr(new, name, os.getxattr(fd, name))
+        for name in set(_xattr_names(new)) - set(names):  # inherited: a default ACL, a label
+            os.removexattr(new, name)
+    now = os.fstat(new)
+    if stat.S_IMODE(now.st_mode) != mode:  # an ACL written above sets the mode bits too
+        os.fchmod(new, mode)
+        now = os.fstat(new)
+    return (now.st_uid, now.st_gid, stat.S_IMODE(now.st_mode)) == (info.st_uid, info.st_gid, mode)
+
+
+def _xattr_names(fd: int) -> list[str]:
+    import errno
+
+    try:
+        return os.listxattr(fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return []  # a file system without extended attributes: nothing to keep
+        raise

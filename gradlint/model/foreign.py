@@ -1,0 +1,356 @@
+"""Calls of functions of other modules, inlined into a loop model as same-file helpers are.
+
+loops.py asks `Project.helper_for(call, ctx)` for a call it cannot follow in its own file.
+The answer is the definition (parsed with libcst here, once per process and function) and
+a `Scope`: inside the inlined body, names resolve in the other module (its imports, its
+class, its functions), events get that file's path and spans, and `self` is the object the
+loop called the method on (`self.trainer` for `self.trainer.train_step(batch)`).
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from typing import Optional
+
+import libcst as cst
+
+from gradlint.core.findings import Span
+from gradlint.core import events as api
+from gradlint.model.names import Imports, dotted, last, root
+from gradlint.model.positions import AstTable, Numbering, Positions
+from gradlint.project.index import PORTABLE_SELF, Class, Function, Index, Module
+
+# What the `self` attributes of a class of another module are, from what builds them:
+# the loop's own file cannot say (`self.scheduler = OneCycleLR(...)` is in trainer.py).
+_OPTIMIZER, _SCHEDULER, _SCALER = "optimizer", "scheduler", "scaler"
+_MEMBER_DEPTH = 1  # attributes of attributes: `gan.discriminator.optimizer`, no deeper
+
+
+class _Numbered(Numbering):
+    """Numbers a definition's nodes as the bindings pass numbers a file's (positions.py)."""
+
+    def visit_FunctionDef(self, node) -> None:
+        self.number(node)
+
+    def visit_For(self, node) -> None:
+        self.number(node)
+
+    def visit_While(self, node) -> None:
+        self.number(node)
+
+    def visit_Assign(self, node) -> None:
+        self.number(node)
+
+    def visit_AugAssign(self, node) -> None:
+        self.number(node)
+
+    def visit_AnnAssign(self, node) -> None:
+        self.number(node)
+
+    def visit_Call(self, node) -> None:
+        self.number(node)
+
+
+class Parsed:
+    """One definition of another module, parsed alone, with the spans of its nodes in its file."""
+
+    def __init__(self, function: Function) -> None:
+        from gradlint.model.walk import walk
+
+        module = cst.parse_module(function.text)
+        definition = module.body[0]
+        if not isinstance(definition, cst.FunctionDef):
+            raise ValueError("not a def")
+        numbering = _Numbered()
+        walk(module, numbering)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = AstTable(ast.parse(function.text))
+        self.definition = definition
+        self.positions = Positions(module, function.text, numbering, table=table)
+        self.line_offset = function.line - 1
+        self.col_offset = len(function.indent)
+        self.params = function.params
+
+    def span(self, node: cst.CSTNode) -> Span:
+        span = self.positions.span(node)
+        return Span(
+            span.line + self.line_offset, span.col + self.col_offset, span.end_line + self.line_offset, span.end_col + self.col_offset
+        )
+
+    def call_source(self, node: cst.CSTNode) -> Optional[str]:
+        local = self.positions.span(node)
+        return self.positions.call_source(node, local)
+
+
+# Parsed definitions by (path, digest, qualname), for one check (several loops of a file often
+# call the same trainer method); forgotten when the check ends, with the file's own trees.
+_PARSED: dict[tuple, Optional[Parsed]] = {}
+
+
+def forget() -> None:
+    _PARSED.clear()
+
+
+def parsed(key: str, module: Module, function: Function) -> Optional[Parsed]:
+    cache_key = (key, module.digest, function.qualname, function.line)
+    if cache_key not in _PARSED:
+        try:
+            _PARSED[cache_key] = Parsed(function)
+        except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError):
+            _PARSED[cache_key] = None
+    return _PARSED[cache_key]
+
+
+class Scope:
+    """The other module an inlined definition belongs to, while its body is modelled."""
+
+    def __init__(
+        self, key: str, module: Module, cls: Optional[Class], code: Parsed, anchor: tuple, home_class: Optional[str] = None
+    ) -> None:
+        self.home_class = home_class  # the class of the checked file's code that called out
+        # the definition's parameters: what the caller handed it (a parameter named like its
+        # argument has no substitution entry, yet it is the caller's object)
+        self.params = frozenset(code.params)
+        self.key = key
+        self.module = module
+        self.cls = cls
+        self.code = code
+        self.path = module.path
+        self.anchor = anchor  # (span, label) of the call in the checked file that leads here
+        imports = Imports()
+        imports.aliases = dict(module.aliases)
+        self.imports = imports
+
+    def with_code(self, key: str, module: Module, cls: Optional[Class], code: Parsed) -> "Scope":
+        return Scope(key, module, cls, code, self.anchor, self.home_class)
+
+
+class HintedBindings:
+    """The checked file's bindings, told what some names of another module's objects are
+    (`trainer.scheduler`: a scheduler, built in Trainer.__init__ as OneCycleLR)."""
+
+    def __init__(self, bindings, hints: dict) -> None:
+        self._bindings = bindings
+        self._hints = hints
+
+    def __getattr__(self, name: str):
+        return getattr(self._bindings, name)
+
+    def _hint(self, name: Optional[str]) -> Optional[str]:
+        if not name:
+            return None
+        return self._hints.get(self._bindings.canonical(name), self._hints.get(name))
+
+    def kind(self, name, depth: int = 0):
+        hint = self._hint(name)
+        return hint if hint is not None else self._bindings.kind(name, depth)
+
+    def is_optimizer(self, name) -> bool:
+        hint = self._hint(name)
+        return hint == _OPTIMIZER if hint is not None else self._bindings.is_optimizer(name)
+
+    def is_scaler(self, name) -> bool:
+        hint = self._hint(name)
+        return hint == _SCALER if hint is not None else self._bindings.is_scaler(name)
+
+    def is_plateau_scheduler(self, name) -> bool:
+        return (name in self._hints and self._hints.get(name + "\0plateau") is True) or self._bindings.is_plateau_scheduler(name)
+
+
+def _kind_of_callee(qualified: str) -> Optional[tuple[str, bool]]:
+    from gradlint.model.bindings import Bindings
+
+    name = last(qualified)
+    if Bindings.scheduler_callee(None, qualified):
+        return _SCHEDULER, name in api.PLATEAU_SCHEDULERS
+    if name in api.GRAD_SCALERS:
+        return _SCALER, False
+    if Bindings.optimizer_callee(None, qualified):
+        return _OPTIMIZER, False
+    return None
+
+
+class Project:
+    """The project as one check sees it: the index, and the checked file's place in it."""
+
+    def __init__(self, index: Index, view) -> None:
+        self.index = index
+        self.key = view.key
+        self.words = frozenset(view.words)
+        self.digest = view.digest
+        self.callbacks = frozenset(view.callbacks)
+
+    def calls_project_function(self, called) -> bool:
+        """Does a loop that calls these names call a function of another module that touches gradients?"""
+        return not self.words.isdisjoint(called)
+
+    # -- what loops.py asks ---------------------------------------------------------------
+
+    def helper_for(self, call: cst.Call, ctx):
+        """(definition, class name, label, scope, substitution) for a call that runs a
+        function of another module, or None."""
+        scope = ctx.foreign
+        func = call.func
+        found = None
+        self_name: Optional[str] = None
+        if isinstance(func, cst.Name):
+            found = self._bare(func.value, ctx, scope)
+        elif isinstance(func, cst.Attribute):
+            receiver = dotted(func.value)
+            if receiver is None:
+                return None
+            method = func.attr.value
+            found = self._module_function(receiver + "." + method, ctx, scope)
+            if found is None:
+                cls_hit = self._receiver_class(receiver, ctx, scope)
+                if cls_hit is not None:
+                    found = self.index.method(cls_hit[0], cls_hit[1], method)
+                    if found is not None:
+                        self_name = ctx.name(func.value) or receiver
+        if found is None:
+            return None
+        key, module, cls, function = found
+        if not self.index.is_relevant(key, function):
+            return None
+        code = parsed(key, module, function)
+        if code is None:
+            return None
+        label = f"{dotted(func) or function.name}()"
+        if scope is None:
+            new_scope = Scope(key, module, cls, code, (ctx.span(call), label), ctx.class_name)
+        else:
+            new_scope = scope.with_code(key, module, cls, code)
+        substitution = {}
+        if self_name is not None and self_name != "self":
+            substitution["self"] = self_name
+        hints = self._hints(cls, key, module, self_name) if cls is not None else {}
+        members = self.member_values(cls, key, module, self_name) if cls is not None and self_name else {}
+        return code.definition, cls.name if cls is not None else None, label, new_scope, substitution, hints, members
+
+    def member_values(self, cls: Class, key: str, module: Module, owner: str, depth: int = 0) -> dict:
+        """What the object's attributes are built from, as the checked file would write it
+        (`gan.opt_d` = `torch.optim.Adam(gan.discriminator.parameters(), ...)`), and one level
+        down for an attribute built from a class of the project (`gan.discriminator.optimizer`):
+        the loop's file learns them (Bindings.learn), so which parameters an optimizer of the
+        other module steps is known where the rules ask."""
+        out: dict = {}
+        for attr, texts in cls.portable.items():
+            name = f"{owner}.{attr}"
+            values = []
+            for text in texts:
+                try:
+                    values.append(cst.parse_expression(text.replace(PORTABLE_SELF, owner)))
+                except (cst.ParserSyntaxError, RecursionError, MemoryError):
+                    values = []
+                    break
+            if not values:
+                continue
+            out[name] = values
+            callees = set(cls.members.get(attr, ()))
+            if depth < _MEMBER_DEPTH and len(callees) == 1 and len(texts) == 1:
+                hit = self.index.class_named(callees.pop(), key, module)
+                inner = self.index.module(hit[0]) if hit is not None else None
+                if inner is not None:
+                    out.update(self.member_values(hit[1], hit[0], inner, name, depth + 1))
+        return out
+
+    def _bare(self, name: str, ctx, scope):
+        if scope is None:
+            imports = ctx.bindings.imports
+            if not imports.is_imported(name):
+                return None
+            found = self.index.lookup(imports.qualify(name), self.key)
+        else:
+            module = scope.module
+            if name in module.functions:
+                return scope.key, module, None, module.functions[name]
+            if name not in module.aliases:
+                return None
+            found = self.index.lookup(module.aliases[name], scope.key)
+        if found is not None and found[0] == "function":
+            return found[1], found[2], None, found[3]
+        return None
+
+    def _module_function(self, dotted_name: str, ctx, scope):
+        """`utils.clip(model)` with `import utils` (or `from . import utils`)."""
+        imports = ctx.bindings.imports if scope is None else scope.imports
+        if root(dotted_name) not in imports.aliases:
+            return None
+        found = self.index.lookup(imports.qualify(dotted_name), self.key if scope is None else scope.key)
+        if found is None:
+            return None
+        if found[0] == "function":
+            return found[1], found[2], None, found[3]
+        return None
+
+    def _receiver_class(self, receiver: str, ctx, scope) -> Optional[tuple[str, Class]]:
+        """The class of the project an object is an instance of: `trainer` of `trainer =
+        Trainer(...)`, `self.trainer` of `self.trainer = Trainer(...)` (Trainer imported from
+        another module), `self` inside a method of another module."""
+        if scope is not None:
+            if receiver == "self" and scope.cls is not None:
+                return scope.key, scope.cls
+            if receiver.startswith("self.") and receiver.count(".") == 1 and scope.cls is not None:
+                callees = scope.cls.members.get(receiver[len("self.") :], ())
+                hits = [self.index.class_named(c, scope.key, scope.module) for c in callees]
+                classes = {(hit[0], hit[1].name): hit for hit in hits if hit is not None}
+                if len(classes) == 1 and None not in hits:
+                    return next(iter(classes.values()))
+                if not callees:  # `self.pair = pair`: what the class's construction sites hand it
+                    return self.index.delivered_class(scope.key, scope.cls.name, receiver[len("self.") :])
+            return None
+        bindings = ctx.bindings
+        if receiver == "self":
+            return self._base_class(ctx.class_name, bindings)
+        values = bindings.assigns.get(receiver, ())
+        if receiver.startswith("self.") and receiver.count(".") == 1 and values and all(isinstance(v, cst.Name) for v in values):
+            # `self.pair = pair` in this file's class: what the construction sites hand it (the
+            # index read them as the file was saved: its assignments must still be only names)
+            return self.index.delivered_class(self.key, ctx.class_name, receiver[len("self.") :])
+        callees = set()
+        for value in values:
+            if not isinstance(value, cst.Call):
+                return None
+            callee = dotted(value.func)
+            if callee is None:
+                return None
+            callees.add(callee)
+        if len(callees) != 1:
+            return None
+        callee = callees.pop()
+        if not bindings.imports.is_imported(callee):
+            return None
+        found = self.index.lookup(bindings.imports.qualify(callee), self.key)
+        if found is not None and found[0] == "class":
+            return found[1], found[3]
+        return None
+
+    def _base_class(self, class_name: Optional[str], bindings) -> Optional[tuple[str, Class]]:
+        """`self.m()` in a class of this file whose base class is one of another module."""
+        info = bindings.classes.get(class_name) if class_name else None
+        if info is None:
+            return None
+        for base in info.bases:  # already qualified by the bindings pass
+            found = self.index.lookup(base, self.key) if base else None
+            if found is not None and found[0] == "class":
+                return found[1], found[3]
+        return None
+
+    def _hints(self, cls: Class, key: str, module: Module, self_name: Optional[str]) -> dict:
+        """What the class's `self` attributes are, under the names the loop knows them by."""
+        owner = self_name or "self"
+        out: dict = {}
+        for attr, callees in cls.members.items():
+            kinds = set()
+            for callee in callees:
+                head = root(callee)
+                qualified = module.aliases[head] + callee[len(head) :] if head in module.aliases else callee
+                kinds.add(_kind_of_callee(qualified))
+            if len(kinds) == 1 and None not in kinds:
+                kind, plateau = kinds.pop()
+                out[f"{owner}.{attr}"] = kind
+                if plateau:
+                    out[f"{owner}.{attr}\0plateau"] = True
+        return out

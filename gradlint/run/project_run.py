@@ -1,0 +1,332 @@
+"""The project index of one run: built before the files are analysed, installed in every
+process that analyses them (the command line's own, or each worker of the pool)."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
+from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
+from gradlint.project.scan import called_names, calls_of, merge, scan, star_words
+from gradlint.project.scan import forget as forget_calls
+from gradlint.project.view import View, view_of
+
+# What this process knows of the run's project: the index and each checked file's view.
+_INDEX: Optional[Index] = None
+_VIEWS: dict = {}
+_BUILD = None  # makes the index when the views came from the cache (views_of_run)
+
+
+def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dict]:
+    """`files`: (path, text, digest, wrappers) of every file the run checks.  Returns the
+    frozen index and the views (path -> View) of the files whose loops may call a function of
+    another module that touches gradients.
+
+    1. Every file is scanned as text (scan.py): its defs that hold a gradient spelling, the
+       names each def and the file call, the words of its import lines.  A local module a
+       file imports that the run does not check is read (not parsed) and scanned too.
+    2. Names that touch gradients, by text: such defs, and defs that call them, to a fixed point.
+    3. Callers: files that call one of those names and whose import lines name one of them, its
+       class or its module.  Only callers are parsed, and the modules their imports lead to.
+    `every_module` (the language server, whose callers are unsaved buffers): every module
+    holding such a def is parsed, and every package's __init__.py (it may re-export one).
+    """
+    index = Index(roots or [os.path.dirname(os.path.abspath(path)) or "." for path, *_ in files])
+    scans: dict = {}
+    texts: dict = {}
+    run_keys = []
+    for path, text, digest, wrappers in files:
+        key = index.know(path, text, digest, wrappers)
+        run_keys.append((path, key))
+        scans[key] = scan(text, wrappers)
+        texts[key] = text
+    # local modules the run does not check, imported by a file named on the command line
+    # (`gradlint train.py`, a pre-commit run: trainer.py next to it); a folder's run has them all
+    named = {os.path.abspath(r) for r in roots if os.path.isfile(r)}
+    fresh = [key for key in scans if key in named]
+    for _ in range(MAX_IMPORT_DEPTH):
+        for key in fresh:
+            for target in import_targets(index.pending[key][1]) if key in index.pending else ():
+                index.resolve(target, key, on_disk=True)
+        fresh = [k for k in index.pending if k not in scans]
+        if not fresh:
+            break
+        for key in fresh:
+            scans[key] = scan(index.pending[key][1])
+    functions = set().union(*(s.functions for s in scans.values())) - _NOT_HELPERS
+    methods: dict = {}
+    for found in scans.values():
+        merge(methods, found.methods)
+    for name in _NOT_HELPER_METHODS:
+        methods.pop(name, None)
+    if not functions and not methods:
+        index.freeze()
+        forget_calls()
+        return index, {}
+    from gradlint.project.construction import Deliveries
+    from gradlint.project.view import walk
+
+    # what the build scanned, for the construction sites of a class (construction.py)
+    known_texts = {key: texts[key] if key in texts else index.pending[key][1] for key in scans if key in texts or key in index.pending}
+    deliveries = Deliveries(index, known_texts, {key: found.imports for key, found in scans.items()})
+    stars = _stars(texts, index)
+
+    # Callers are found round by round: a def around a call of one of them wraps it (Trainer.
+    # train_step calling self.stepper.run(loss)) and joins them, and a file that calls one of
+    # them inside a loop is a caller.  Callers are parsed, and the modules their imports lead to.
+    callers: list = []
+    done: set = set()
+    targets: dict = {}
+    looked: dict = {}
+    for _ in range(MAX_IMPORT_DEPTH + 1):
+        holders, receivers = _holders(scans, functions | set(methods), stars)
+        more_functions, more_methods = set(functions), {k: set(v) for k, v in methods.items()}
+        size = (len(functions), sum(map(len, methods.values())))
+        names = functions | set(methods)
+        words = _words(scans, names)
+        by_class: dict = {}  # class -> its methods among them
+        for name, classes in methods.items():
+            for cls in classes:
+                by_class.setdefault(cls, set()).add(name)
+        for path, key in run_keys:
+            found = scans[key]
+            if looked.get(key) == size:
+                continue
+            # a class of the project handed to this file's class by its construction sites
+            # (`self.pair.step()`, `self.pair = pair`): as if the file imported it
+            delivered = deliveries.classes_for(key, methods)
+            imports = found.imports | delivered if delivered else found.imports
+            # cheapest first: an import line that may reach one, then the name in the text at all
+            if imports.isdisjoint(words):
+                continue
+            # what calls_of can accept here (its own test): a function, bare or through a module,
+            # or a method of a class the import lines name (`model.train()` is no call of a
+            # trainer's `train` in a file that never imports the trainer), called in the text
+            # (set intersections: each walks the smaller set, the file's calls)
+            called = called_names(texts[key])
+            if called.isdisjoint(functions) and not any(
+                not called.isdisjoint(by_class[word]) for word in imports if word in by_class
+            ):
+                continue
+            if not delivered and not _imports_a_holder(index, key, texts[key], holders, targets):
+                continue
+            looked[key] = size
+            in_loop, wrapping_functions, wrapping_methods = calls_of(
+                texts[key], functions, methods, imports, _through(receivers, texts[key])
+            )
+            found.functions |= wrapping_functions
+            merge(found.methods, wrapping_methods)
+            more_functions |= wrapping_functions
+            merge(more_methods, wrapping_methods)
+            if in_loop and key not in done:
+                done.add(key)
+                callers.append((path, key))
+        more_functions -= _NOT_HELPERS
+        for name in _NOT_HELPER_METHODS:
+            more_methods.pop(name, None)
+        if (len(more_functions), sum(map(len, more_methods.values()))) == size:
+            break
+        functions, methods = more_functions, more_methods
+    names = functions | set(methods)
+    index.reachable_words = frozenset(_words(scans, names))
+    index.holders = None if every_module else frozenset(_holders(scans, names, stars)[0])
+    for _, key in callers:
+        # its own defs matter, or an earlier caller's walk parsed it already (a base class
+        # looked up there): the summary; else only its imports, read from its text
+        if index.holders is None or key in index.holders or key in index.modules:
+            module = index.module(key)
+        else:
+            path, text, digest, _ = index.pending.pop(key)
+            module = index.modules[key] = Module(path, digest, text_aliases(text))
+        if module is not None:
+            walk(index, key, module)
+    index.mark_relevant(_seeds(index, scans, functions, methods))
+    if every_module:
+        for key, found in scans.items():
+            if os.path.basename(key) == "__init__.py" or not (found.functions | set(found.methods)).isdisjoint(names):
+                index.module(key)
+        index.mark_relevant(_seeds(index, scans, functions, methods))
+    views: dict = {}
+    for path, key in callers:
+        view = view_of(index, key)
+        if view is not None:
+            views[path] = view
+    index.freeze()
+    forget_calls()
+    return index, views
+
+
+def _seeds(index: Index, scans: dict, functions: set, methods: dict) -> tuple:
+    """The text's names, for the parse's relevance, of the defs in modules it did not parse
+    (a parsed module's own functions say for themselves whether they touch gradients)."""
+    unparsed = [found for key, found in scans.items() if index.modules.get(key) is None]
+    plain = {n for n in functions if any(n in found.functions for found in unparsed)}
+    bound: dict = {}
+    for found in unparsed:
+        for name, classes in found.methods.items():
+            if name in methods and name not in _NOT_HELPER_METHODS:
+                bound.setdefault(name, set()).update(classes)
+    return frozenset(plain - _NOT_HELPERS), bound
+
+
+def _holders(scans: dict, names: set, stars) -> tuple[set[str], dict]:
+    """Modules holding a def of `names`, and the package __init__.py files above them (three
+    folders up) that may re-export one: its import lines name the def or its class, or it
+    imports everything (`*`) from a module or package on the way down to it; an __init__.py
+    the build never read may re-export anything.  With them, for each function of `names`,
+    the words a module must have for `module.name(...)` to call it: its module's, and each
+    re-exporting package's (`torch.sum(x)` is no call of a `def sum` that torch/__init__.py
+    never imports).  `stars`: key -> the words its `import *` lines name."""
+    out: set[str] = set()
+    receivers: dict = {}
+    for key, found in scans.items():
+        functions = found.functions & names
+        classes = {cls for name, owners in found.methods.items() if name in names for cls in owners}
+        if not functions and not classes:
+            continue
+        out.add(key)
+        word = _module_word(key)
+        for name in functions:
+            receivers.setdefault(name, set()).add(word)
+        way = {word}  # the module and the packages between it and the __init__.py
+        folder = os.path.dirname(key)
+        for _ in range(3):
+            init = os.path.join(folder, "__init__.py")
+            above = scans.get(init)
+            if init != key and (
+                above is None or not above.imports.isdisjoint(functions | classes) or not stars(init).isdisjoint(way)
+            ):
+                out.add(init)
+                for name in functions:
+                    receivers[name].add(os.path.basename(folder))
+            way.add(os.path.basename(folder))
+            folder = os.path.dirname(folder)
+    return out, receivers
+
+
+def _stars(texts: dict, index: Index):
+    """key -> the words of its `import *` lines (only a package's __init__.py is asked)."""
+    known: dict = {}
+
+    def stars(key: str) -> set:
+        if key not in known:
+            text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else None
+            known[key] = star_words(text) if text is not None else set()
+        return known[key]
+
+    return stars
+
+
+def _through(receivers: dict, text: str):
+    """Can `receiver.name(...)` in this text call the project's function `name`?  The
+    receiver, or the module it aliases (`import trainer as tr`), must be one of the words
+    that reach a module holding it (`_holders`)."""
+    aliases: list = []
+
+    def through(name: str, receiver: str) -> bool:
+        words = receivers.get(name)
+        if words is None or receiver in words:
+            return True
+        if not aliases:
+            aliases.append(text_aliases(text))
+        qualified = aliases[0].get(receiver)
+        return qualified is not None and not words.isdisjoint(qualified.split("."))
+
+    return through
+
+
+def _imports_a_holder(index: Index, key: str, text: str, holders: set, targets: dict) -> bool:
+    """Does one of the file's import lines resolve (by path) to a module holding such a def?"""
+    if key not in targets:
+        targets[key] = import_targets(text)
+    for target in targets[key]:
+        found = index.resolve(target, key)
+        if found is not None and found[0] in holders:
+            return True
+    return False
+
+
+def _words(scans: dict, names: set) -> set[str]:
+    """The words an import line must hold to reach a def of `names`: the name, its class's,
+    its module's, and its package's folder (an __init__.py may re-export it)."""
+    words = set(names)
+    for key, found in scans.items():
+        if (found.functions | set(found.methods)).isdisjoint(names):
+            continue
+        words.add(_module_word(key))
+        words.add(os.path.basename(os.path.dirname(key)))
+        words.update(cls for method, classes in found.methods.items() if method in names for cls in classes)
+    return words
+
+
+# Names every class has, and the API's own event names (a call of `x.step()` is a step
+# before it is a helper): that one of them touches gradients says nothing about a call of it.
+_NOT_HELPERS = frozenset({"__init__", "__call__", MODULE_FORWARD, "main"}) | LOOP_EVENT_NAMES | ZERO_GRAD_METHODS
+# ...but a method of these names on a class of the project's own protocol (scan.py keeps only those).
+_NOT_HELPER_METHODS = _NOT_HELPERS - OWN_PROTOCOL_METHODS
+
+
+def _module_word(path: str) -> str:
+    """The word an import of this file holds: `trainer` of trainer.py, `engine` of engine/__init__.py."""
+    folder, name = os.path.split(os.path.abspath(path))
+    stem = os.path.splitext(name)[0]
+    return os.path.basename(folder) if stem == "__init__" else stem
+
+
+def views_of_run(files, roots, cache) -> tuple[Optional[Index], dict]:
+    """(index, views) of the run: the views saved by an earlier run of the same files when the
+    disk still answers as it did (then no index: None, built by `index_now` if a file with a
+    view turns out to need analysis), else both built now and the views saved."""
+    if cache is None:
+        return index_files(files, roots)
+    from gradlint.project import saved
+
+    key = saved.run_key(cache, files, roots)
+    views = saved.load(cache, key)
+    if views is not None:
+        return None, views
+    index, views = index_files(files, roots)
+    saved.save(cache, key, index, views)
+    return index, views
+
+
+def install(index: Optional[Index], views: dict, build=None) -> None:
+    """`build`: makes (index, views) when the index is None and a file with a view is analysed."""
+    global _INDEX, _VIEWS, _BUILD
+    _INDEX, _VIEWS, _BUILD = index, dict(views), build
+
+
+def index_now() -> Optional[Index]:
+    """The run's index, built now if the views came from the cache."""
+    global _INDEX, _VIEWS, _BUILD
+    if _INDEX is None and _BUILD is not None:
+        _INDEX, views = _BUILD()
+        _VIEWS, _BUILD = dict(views), None
+    return _INDEX
+
+
+def views_now() -> dict:
+    return dict(_VIEWS)
+
+
+def view_for(path: str) -> Optional[View]:
+    return _VIEWS.get(path)
+
+
+def project_for(path: str):
+    """The Project (foreign.py) a check of this file models other modules' functions with, or None."""
+    if _VIEWS.get(path) is None or index_now() is None:
+        return None
+    view = _VIEWS.get(path)  # the built index's own view
+    if view is None:
+        return None
+    from gradlint.model.foreign import Project
+
+    return Project(_INDEX, view)
+
+
+def install_and_load(index, views, load) -> None:
+    """A worker's start: the run's project, then the analysis's imports (engine.load_analysis)."""
+    install(index, views)
+    load()
