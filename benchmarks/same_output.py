@@ -16,6 +16,8 @@ this interpreter (the base through PYTHONPATH), with `--isolated --no-cache
   the summary it prints;
 * judged: the files of the real-code study's verdicts
   (benchmarks/realworld/verdicts.tsv) under SRC/owner+name/;
+* sample: --sample-size files (300) drawn at random (--seed, 31) from every
+  checkout under SRC (issue 31's proof of a restructuring);
 * repos: the real-repository benchmark's trees (benchmarks/real_repos.txt)
   under SRC.
 
@@ -35,7 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SETS = ("fixtures", "samples", "fixes", "judged", "repos")
+SETS = ("fixtures", "samples", "fixes", "judged", "sample", "repos")
 
 
 def run_gradlint(checkout: Path, paths: list[str], jobs: str, fixes: bool = False) -> subprocess.CompletedProcess:
@@ -69,6 +71,15 @@ def judged_files(src: Path) -> list[str]:
             if path.is_file() and str(path) not in out:
                 out.append(str(path))
     return out
+
+
+def sampled_files(src: Path, count: int, seed: int) -> list[str]:
+    """`count` Python files drawn at random (this seed) from every checkout under SRC: code
+    nobody chose, as the real-code study holds it."""
+    import random
+
+    every = sorted(str(p) for p in src.glob("*/**/*.py") if p.is_file() and not p.is_symlink())
+    return sorted(random.Random(seed).sample(every, min(count, len(every))))
 
 
 def repo_trees(src: Path) -> list[str]:
@@ -116,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--src", type=Path, default=Path("/work/study/src"))
     ap.add_argument("--only", action="append", choices=SETS, help="these sets only (repeatable)")
     ap.add_argument("--jobs", default="", help="-j for both runs (default: gradlint's)")
+    ap.add_argument("--sample-size", type=int, default=300, help="files in the `sample` set (default 300)")
+    ap.add_argument("--seed", type=int, default=31, help="the `sample` set's draw (default 31)")
     args = ap.parse_args(argv)
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                 paths = [str(ROOT / "fixtures")] + write_samples(Path(tmp) / "fixes")
             elif name == "judged":
                 paths = judged_files(args.src)
+            elif name == "sample":
+                paths = sampled_files(args.src, args.sample_size, args.seed)
             else:
                 paths = repo_trees(args.src)
             missing = [p for p in paths if not Path(p).exists()]
