@@ -259,6 +259,20 @@ def test_no_step_is_moved_where_its_optimizer_already_steps():
     assert [line.split(":")[0] for line in outcome.not_fixed] == ["GL007 line 2"]
 
 
+def test_a_scaler_step_never_moves_past_its_scalers_update():
+    # scaler.update() reads the inf checks scaler.step(opt) records: the step stays above it, so
+    # the fix moves the backward up, or (when its loss is computed below) offers nothing
+    head = "scaler = torch.cuda.amp.GradScaler()\nfor x, y in loader:\n    opt.zero_grad()\n"
+    movable = head + "    loss = f(x, y)\n    scaler.step(opt)\n    scaler.update()\n    scaler.scale(loss).backward()\n"
+    assert fixed_by_session("import torch\n" + movable).text == "import torch\n" + head + (
+        "    loss = f(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"
+    )
+    stuck = head + "    scaler.step(opt)\n    scaler.update()\n    loss = f(x, y)\n    scaler.scale(loss).backward()\n"
+    outcome = fixed_by_session("import torch\n" + stuck)
+    assert outcome.text == "import torch\n" + stuck
+    assert [line.split(":")[0] for line in outcome.not_fixed] == ["GL007 line 5"]
+
+
 def test_a_statement_never_moves_out_of_its_block():
     source = (
         "for x, y in loader:\n    loss = f(x, y)\n    loss.backward()\n    if ready:\n"

@@ -99,14 +99,27 @@ def fixes(raw, file):
         # that backward already has its step (`if warmup: B; continue` ... `B; S`): moving this
         # one there would step twice; moving the backward up would leave the other step bare
         return []
-    down = move(file.context, step, last, after=True, description=f"Move {step.text} after {last.text}")
     up = move_up(file, backward, step, f"Move {backward.text} before {step.text}")
+    if _scaler_updated_before(file, step, last):
+        # `scaler.step(opt); scaler.update()`: the step must stay before its scaler's update (which
+        # reads the inf checks the step recorded), so only the backward may move
+        return [up]
+    down = move(file.context, step, last, after=True, description=f"Move {step.text} after {last.text}")
     plain = (
         move(file.context, step, backward, after=True, description=f"Move {step.text} after {backward.text}")
         if last is not backward
         else None
     )
     return [down, up, plain]
+
+
+def _scaler_updated_before(file, step: Event, last: Event) -> bool:
+    """Does `scaler.update()` of the scaler that runs `step` stand between it and `last`?"""
+    if not step.by_scaler or step.path is not None or last.path is not None or ".step(" not in step.text:
+        return False
+    update = step.text.rsplit(".step(", 1)[0] + ".update("
+    lines = file.context.lines
+    return any(update in line for line in lines[step.span.end_line : last.span.line])
 
 
 def _stepped_next(following: list[Event], step: Event) -> bool:
