@@ -639,3 +639,30 @@ def test_a_module_that_cannot_hold_the_function_makes_no_caller_to_parse(tmp_pat
     index, _ = index_files(files, [str(tmp_path)])
     assert str(tmp_path / "train.py") not in index.modules
     assert str(tmp_path / "pkg" / "__init__.py") not in index.holders
+
+
+def test_a_warm_text_run_of_a_file_calling_into_the_project_checks_nothing(tmp_path):
+    """Issue 28: the text report's `[*]` of a file that calls into another module was proved in
+    the main process on every run, rebuilding the whole project index for it (bench.py's warm
+    run: 0.145 of a bare parse).  The workers mark it and the cache keeps the mark."""
+    import subprocess
+    import sys
+
+    fixable = TRAIN.format(module="trainer") + "for x, y in [(1, 2)]:\n    loss = f(x, y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
+    write(tmp_path, {"trainer.py": TRAINER, "train.py": fixable})
+    probe = (
+        "import sys\nfrom gradlint.check import engine\nfrom gradlint.run import project_run\n"
+        "from gradlint.commands.cli import main\n"
+        "if {warm!r}:\n"
+        "    engine.check_source = lambda *a, **k: sys.exit('analysed on a warm run')\n"
+        "    project_run.index_files = lambda *a, **k: sys.exit('indexed on a warm run')\n"
+        "print(main(['--cache-dir', 'c', '.']))"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", probe.format(warm=warm)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        for warm in (False, True)
+    ]
+    cold, warm = (run.stdout for run in runs)
+    assert runs[1].returncode == 0, runs[1].stderr
+    assert "GL004" in cold and "GL002 [*]" in cold and cold.endswith("1\n")
+    assert warm == cold

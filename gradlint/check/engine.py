@@ -439,18 +439,36 @@ def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[
     """_check_file, with each fix replaced by the first of its choices that provably helps
     (fix/session.py's proven_fixes: what JSON and SARIF offer).  Done here, in the worker and
     cached, rather than once more per file in the main process: a warm JSON run of 20,000
-    files took 18 times as long as a text one.  Proving a fix re-checks the file; when the
-    file's time runs out meanwhile, its findings are given without fixes (not cached)."""
+    files took 18 times as long as a text one."""
+    from gradlint.fix.session import proven_fixes
+
+    return _check_file_fixing(path, settings, notebooks, proven_fixes)
+
+
+def _check_file_marking(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
+    """_check_file, with each finding marked with what `--fix` would do to it (fix/session.py's
+    marked_fixes: the text report's `[*]`).  In the worker and cached, like the proofs: in the
+    main process a warm run re-checked every file with findings, and a file that calls into
+    another module rebuilt the whole project index for it.  A notebook is marked by the main
+    process (edit/fix_files.py `offered`), on its cells."""
+    from gradlint.fix.session import marked_fixes
+
+    return _check_file_fixing(path, settings, notebooks, marked_fixes)
+
+
+def _check_file_fixing(path: str, settings: Settings, notebooks, fixing) -> tuple[FileResult, "str | None"]:
+    """_check_file, then `fixing(text, result, check)` (proven_fixes or marked_fixes).  Each
+    re-checks the file; when the file's time runs out meanwhile, its findings are given
+    without fixes (not cached)."""
     result, digest, text = _read_and_check(path, settings, notebooks)
     if text is None or not any(f.fix for f in result.findings):
         return result, digest
-    from gradlint.fix.session import proven_fixes
     from gradlint.run.pool import TimeUp
     from gradlint.run.project_run import project_for
 
     try:
-        project = project_for(path)  # a fix is proven in the run's project, as it was found
-        return proven_fixes(text, result, lambda fixed: check_source(fixed, path, settings, project=project)), digest
+        project = project_for(path)  # a fix is judged in the run's project, as it was found
+        return fixing(text, result, lambda fixed: check_source(fixed, path, settings, project=project)), digest
     except TimeUp:
         from dataclasses import replace
 
@@ -549,11 +567,17 @@ class RunOptions:
     jobs: int | None = None  # None: the core count, when the work is large enough (see above)
     cache_dir: str | None = None  # None: no cache (the CLI passes cache.default_cache_dir() by default)
     prove_fixes: bool = False  # JSON and SARIF: only fixes that provably help (_check_file_proving)
+    mark_fixes: bool = False  # the text report: what --fix would repair (_check_file_marking)
     # notebook.check_notebook_data: .ipynb files are checked as notebooks (None: as Python)
     notebooks: "Callable | None" = None
     # The paths the run was given: absolute imports of the project resolve up to these
     # (gradlint/project); () means the folders of the checked files.
     roots: tuple = ()
+
+    @property
+    def variant(self) -> str:
+        """Which result a file's analysis gives and the cache keeps: "proven", "marked" or "" (plain)."""
+        return "proven" if self.prove_fixes else "marked" if self.mark_fixes else ""
 
 
 def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOptions()) -> list[FileResult]:
@@ -593,7 +617,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     project_run.install(index, views, partial(_index_again, again, options.roots, options.notebooks))
     for i, (path, settings) in enumerate(tasks):
         try:
-            known = _without_analysis(path, settings, cache, options.prove_fixes, options.notebooks, read[i], views.get(path))
+            known = _without_analysis(path, settings, cache, options.variant, options.notebooks, read[i], views.get(path))
         except Exception as exc:  # one file's trouble is that file's error: the run goes on
             from gradlint.run.pool import crashed
 
@@ -611,7 +635,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         views = project_run.views_now()
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
-    analyse = _Analysis(options.prove_fixes, bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
+    analyse = _Analysis(options.variant, bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
     if jobs > 1:
         from gradlint.run.pool import run_parallel
 
@@ -630,7 +654,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         results[i] = result
         if cache is not None and digest is not None:
             path, settings = tasks[i]
-            cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, proven=options.prove_fixes), result)
+            cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, options.variant), result)
     if cache is not None:
         cache.save_parsed()
     return _one_finding_per_call(results)
@@ -697,7 +721,7 @@ def _read_for_run(path: str, notebooks=None) -> "FileResult | tuple[bytes, str |
 
 
 def _without_analysis(
-    path: str, settings: Settings, cache, proven: bool = False, notebooks=None, read=None, view=None
+    path: str, settings: Settings, cache, variant: str = "", notebooks=None, read=None, view=None
 ) -> "FileResult | int":
     """The file's result when it needs no analysis (unreadable, undecodable, no gradient event
     in it and no call into the project (`view`), in the cache), else its size in bytes.
@@ -716,7 +740,7 @@ def _without_analysis(
             cache.parsed(digest)
         return result
     if cache is not None:
-        hit = cache.get(cache.key(path, _with_view(digest, view), settings, proven=proven), path)
+        hit = cache.get(cache.key(path, _with_view(digest, view), settings, variant), path)
         if hit is not None:
             hit.source_digest = digest  # what an edit of the file must find there (gradlint/edit/rewrite.py)
             return hit
@@ -763,17 +787,18 @@ SLOW_FOR_TESTS = "GRADLINT_TEST_STALL_ON"
 
 @dataclass(frozen=True)
 class _Analysis:
-    """What a worker runs per file (a picklable callable): _check_file or _check_file_proving,
-    and in the tests, the stall of SLOW_FOR_TESTS first."""
+    """What a worker runs per file (a picklable callable): _check_file, _check_file_proving or
+    _check_file_marking (RunOptions.variant), and in the tests, the stall of SLOW_FOR_TESTS first."""
 
-    prove_fixes: bool = False
+    variant: str = ""
     stall: bool = False
     notebooks: "Callable | None" = None  # RunOptions.notebooks (a module-level function: picklable)
 
     def __call__(self, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
         if self.stall:
             stall_for_tests(path)
-        return (_check_file_proving if self.prove_fixes else _check_file)(path, settings, self.notebooks)
+        check = {"proven": _check_file_proving, "marked": _check_file_marking}.get(self.variant, _check_file)
+        return check(path, settings, self.notebooks)
 
 
 def stall_for_tests(path: str) -> None:

@@ -471,7 +471,9 @@ def _run_check(argv: list[str]) -> int:
         if args.add_noqa:
             run = _add_noqa(run, resolver, args.quiet, _staging(args, run))
     if _marks_fixes(args) and not args.fix:
-        _offer_fixes(run, resolver, stdin)
+        # the workers marked the files of a plain run (check_files, cached); a notebook is
+        # marked here, on its cells, and so is standard input and what --add-noqa rewrote
+        _offer_fixes(run, resolver, stdin, every_file=stdin is not None or args.add_noqa)
     if args.report_unused_noqa:
         _add_unused_noqa(run, sources, resolver)
     if _offers_fixes(args) and (args.paths == ["-"] or args.fix or args.add_noqa):
@@ -551,17 +553,21 @@ def _left_to_fix(result, fixing, args):
     (fix/session.py learnt it while fixing); other formats offer what fix/session.py proves."""
     if not _marks_fixes(args):
         return result
-    from gradlint.edit.fix_files import marked
+    from gradlint.fix.session import marked
 
     return marked(result, fixing.outcome.left if fixing is not None else {})
 
 
-def _offer_fixes(run, resolver, stdin: Optional[bytes]) -> None:
-    """Mark each finding with what `--fix` would really do to it (edit/fix_files.py `offered`)."""
+def _offer_fixes(run, resolver, stdin: Optional[bytes], every_file: bool = True) -> None:
+    """Mark each finding with what `--fix` would really do to it (edit/fix_files.py `offered`);
+    without `every_file`, only the notebooks' (check_files marked the other files)."""
+    from gradlint.check.notebook import is_notebook
     from gradlint.edit.fix_files import offered
     from gradlint.run.pool import collector_paused
 
     def offer(result):
+        if not every_file and not is_notebook(result.path):
+            return result
         with collector_paused():  # one file's checks at a time (gradlint/run/pool.py)
             return offered(result, resolver.settings_for(result.path), stdin)
 
@@ -730,6 +736,7 @@ def _check_paths(args, resolver):
     options = engine.RunOptions(
         jobs=args.jobs, cache_dir=None if args.no_cache else args.cache_dir or default_cache_dir(args.paths),
         prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
+        mark_fixes=_marks_fixes(args) and not (args.fix or args.diff or args.add_noqa),
         notebooks=check_notebook_data,
         roots=tuple(p for p in args.paths if p != "-"),
     )

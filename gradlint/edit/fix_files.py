@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from gradlint.core.findings import FileResult
-from gradlint.fix.session import FileFix
+from gradlint.fix.session import FileFix, marked
 
 
 def fix_file(
@@ -106,25 +106,6 @@ def offered(result: FileResult, settings, data: Optional[bytes] = None) -> FileR
             return marked(result, {})  # a file changed since the check: no plan holds for it
     fixing = fix_data(data, result, settings, unsafe=True)
     return marked(result, fixing.outcome.offered if fixing is not None else {})
-
-
-def marked(result: FileResult, kinds: dict) -> FileResult:
-    """`result` whose findings carry a fix only where `kinds` (finding index -> SAFE or UNSAFE,
-    fix/session.py's Outcome.offered) says the session repairs them, of that kind.  For the
-    text report only: the fix's edits are not offered to anyone (a notebook's count lines of
-    its joined cells)."""
-    from dataclasses import replace
-
-    from gradlint.core.findings import Fix
-
-    def mark(index: int, finding):
-        kind = kinds.get(index)
-        if kind is None:
-            return replace(finding, fix=None)
-        fix = finding.fix or Fix("", ())
-        return replace(finding, fix=replace(fix, applicability=kind, alternatives=()))
-
-    return replace(result, findings=[mark(i, f) for i, f in enumerate(result.findings)])
 
 
 def encode_like(fixed: str, source: str, data: bytes) -> bytes:

@@ -404,3 +404,26 @@ def proven_fixes(source: str, result: FileResult, check: Callable[[str], FileRes
         chosen = decide(source, result, finding, check, unsafe=True).fix
         findings.append(replace(finding, fix=None if chosen is None else replace(chosen, alternatives=())))
     return FileResult(result.path, findings, result.errors, result.suppressed)
+
+
+def marked(result: FileResult, kinds: dict) -> FileResult:
+    """`result` whose findings carry a fix only where `kinds` (finding index -> SAFE or UNSAFE,
+    Outcome.offered) says the session repairs them, of that kind.  For the text report only:
+    the fix's edits are not offered to anyone (a notebook's count lines of its joined cells)."""
+
+    def mark(index: int, finding: Finding) -> Finding:
+        kind = kinds.get(index)
+        if kind is None:
+            return replace(finding, fix=None)
+        fix = finding.fix or Fix("", ())
+        return replace(finding, fix=replace(fix, applicability=kind, alternatives=()))
+
+    return replace(result, findings=[mark(i, f) for i, f in enumerate(result.findings)])
+
+
+def marked_fixes(source: str, result: FileResult, check: Callable[[str], FileResult]) -> FileResult:
+    """`result` marked with what `--fix --unsafe-fixes` does to each finding of `source` (the
+    text report's `[*]` and fixable count): the session is run, nothing is written."""
+    if not any(f.fix for f in result.findings) or any(error.whole_file for error in result.errors):
+        return marked(result, {})
+    return marked(result, fix_source(source, check, True, initial=result).offered)

@@ -144,12 +144,13 @@ class Cache:
         self._settings: dict[Settings, str] = {}
         self.writable = True
 
-    def key(self, path: str, digest: str, settings: Settings, proven: bool = False) -> str:
-        """`proven`: the result whose fixes were proven to help (JSON and SARIF), another entry."""
+    def key(self, path: str, digest: str, settings: Settings, variant: str = "") -> str:
+        """`variant`: "proven", the result whose fixes were proven to help (JSON and SARIF), or
+        "marked", with the text report's fix marks: each another entry."""
         fingerprint = self._settings.get(settings)
         if fingerprint is None:
             fingerprint = self._settings[settings] = settings.fingerprint()
-        text = "\0".join((self.code, fingerprint, path, digest) + (("proven",) if proven else ()))
+        text = "\0".join((self.code, fingerprint, path, digest) + ((variant,) if variant else ()))
         return hex_digest(text.encode("utf-8", "surrogateescape"), size=20)
 
     def _entry(self, key: str, area: str = "") -> str:
