@@ -264,6 +264,7 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
     text = _screen(context, settings, project)
     if text is None:
         return []  # no loop can hold a backward or a step: nothing to parse
+    context.screened = text  # a fix's proof re-checks the fixed screened text (_check_file_fixing)
     from gradlint.parse.parse_guard import oversized_statement
 
     refused = oversized_statement(text, path, context)  # in what libcst would parse: its memory grows with it
@@ -408,9 +409,12 @@ def _is_notebook(path: str, notebooks) -> bool:
     return notebooks is not None and path.lower().endswith(NOTEBOOK_SUFFIX)
 
 
-def _read_and_check(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None", "str | None"]:
+def _read_and_check(
+    path: str, settings: Settings, notebooks=None, context_out: "list | None" = None
+) -> tuple[FileResult, "str | None", "str | None"]:
     """_check_file's result and digest, and the text analysed (None: no text a fix applies to).
-    `notebooks`: notebook.check_notebook_data, for the .ipynb files of the run."""
+    `notebooks`: notebook.check_notebook_data, for the .ipynb files of the run.  `context_out`:
+    receives the check's FileContext when the file was analysed."""
     from gradlint.run.cache import content_digest
 
     from gradlint.run.project_run import project_for
@@ -430,7 +434,12 @@ def _read_and_check(path: str, settings: Settings, notebooks=None) -> tuple[File
         elif project is None and not _passes_prefilter(text, settings):
             result, text = syntax_checked(text, path), None  # no gradient event can be written here
         else:
-            result = check_source(text, path, settings, project=project)
+            from gradlint.parse.file_context import FileContext
+
+            context = FileContext(path, text)
+            result = check_source(text, path, settings, project=project, context=context)
+            if context_out is not None:
+                context_out.append(context)
     result.source_digest = digest  # what an edit of the file must find there (gradlint/edit/rewrite.py)
     return result, digest, text
 
@@ -460,19 +469,54 @@ def _check_file_fixing(path: str, settings: Settings, notebooks, fixing) -> tupl
     """_check_file, then `fixing(text, result, check)` (proven_fixes or marked_fixes).  Each
     re-checks the file; when the file's time runs out meanwhile, its findings are given
     without fixes (not cached)."""
-    result, digest, text = _read_and_check(path, settings, notebooks)
+    contexts: list = []
+    result, digest, text = _read_and_check(path, settings, notebooks, contexts)
     if text is None or not any(f.fix for f in result.findings):
         return result, digest
     from gradlint.run.pool import TimeUp
     from gradlint.run.project_run import project_for
 
+    screened = contexts[0].screened if contexts else None
+    del contexts  # the check's trees and statements: a huge file's are hundreds of megabytes
+
+    def check(fixed: str) -> FileResult:
+        # the fixed file's findings are those of the fixed screened text when the fix changed
+        # only lines the screen kept (what no loop reaches cannot change them): a generated
+        # module's 7.8 MB are checked once, not once per fix (issue 28)
+        shown = _as_screened(text, fixed, screened)
+        return check_source(fixed if shown is None else shown, path, settings, project=project)
+
     try:
         project = project_for(path)  # a fix is judged in the run's project, as it was found
-        return fixing(text, result, lambda fixed: check_source(fixed, path, settings, project=project)), digest
+        return fixing(text, result, check), digest
     except TimeUp:
         from dataclasses import replace
 
         return FileResult(path, [replace(f, fix=None) for f in result.findings], result.errors, result.suppressed), None
+
+
+def _as_screened(text: str, fixed: str, screened: "str | None") -> "str | None":
+    """`fixed` (an edit of `text`) made on `screened` instead (`text` with lines blanked, the
+    same number of lines), or None when the edit touches a line the screen changed."""
+    from gradlint.parse.file_context import SCREENED_FIXES_FROM
+
+    if screened is None or screened is text or len(text) < SCREENED_FIXES_FROM:
+        return None
+    old, new, kept = text.splitlines(True), fixed.splitlines(True), screened.splitlines(True)
+    if len(old) != len(kept):
+        return None
+    head = 0
+    limit = min(len(old), len(new))
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    # the changed lines, and one on each side (an insertion's neighbours decide its block)
+    start, end = max(head - 1, 0), min(len(old) - tail + 1, len(old))
+    if old[start:end] != kept[start:end]:
+        return None
+    return "".join(kept[:head] + new[head : len(new) - tail] + kept[len(kept) - tail :])
 
 
 def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:

@@ -38,7 +38,7 @@ def statements_of(context: FileContext) -> Optional[Statements]:
         raise TypeError(f"the check's FileContext (FileModel.context), not {type(context).__name__}")
     if context.statements is NOT_INDEXED:
         try:
-            context.statements = Statements(context.source, context.tree(), context.lines)
+            context.statements = Statements(context.source, context.fix_tree(), context.lines)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             context.statements = None
     return context.statements

@@ -25,6 +25,10 @@ from gradlint.parse import python_ast
 from gradlint.core import source_lines
 
 NOT_INDEXED = object()  # FileContext.statements before a fix asked for them
+# From this size on, a fix reads the statements of the screened text (the loops and what they
+# reach, the rest blank: the same statements where a fix can move or insert), and its proof
+# re-checks the fixed screened text: a generated module is not parsed whole again for them.
+SCREENED_FIXES_FROM = 64 * 1024
 
 
 class FileContext:
@@ -39,6 +43,9 @@ class FileContext:
         # fix/statements.py's Statements of `source` (None: it does not parse), made by the first
         # fix that asks (gradlint/fix: every finding of a file plans on the same index)
         self.statements = NOT_INDEXED
+        # What libcst was handed: the source with what no loop reaches blanked (check/screen.py),
+        # same lines; None until the engine screened it (or nothing was screened).
+        self.screened: Optional[str] = None
         self._trees: list[tuple[str, Union[ast.Module, BaseException]]] = []  # newest first
         self._lines: Optional[list[str]] = None
 
@@ -60,6 +67,13 @@ class FileContext:
             raise
         self._trees = [(text, tree)] + self._trees[:1]
         return tree
+
+    def fix_tree(self) -> ast.Module:
+        """The tree a fix reads statements from: the source's, or for a big file the screened
+        text's (SCREENED_FIXES_FROM)."""
+        if self.screened is not None and len(self.source) >= SCREENED_FIXES_FROM:
+            return self.tree(self.screened)
+        return self.tree()
 
     def forget_trees(self) -> None:
         """Let the trees go now (a huge file built in pieces keeps only its position table)."""
