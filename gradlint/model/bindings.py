@@ -87,6 +87,9 @@ class Bindings(Numbering):
         self.outline: list[tuple] = []
         self.imports = Imports()
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
+        # (class, `self.x`) -> the values its methods assign to it: what `q1.x` holds when q1 is
+        # an instance of that class (`self.x` in `assigns` mixes every class of the file)
+        self._class_assigns: dict[tuple[str, str], list[cst.BaseExpression]] = {}
         # names the file updates in place anywhere (`step += 1`): counters, never settings
         self.incremented: set[str] = set()
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
@@ -480,6 +483,9 @@ class Bindings(Numbering):
                 self._bind_value(name, side)
             return
         self.assigns.setdefault(name, []).append(value)
+        if self._class_stack and root(name) == "self" and "." in name:
+            # also per class: `self.optimizer` of two classes are two attributes (instance_attribute)
+            self._class_assigns.setdefault((self._class_stack[-1].name, name), []).append(value)
         if self._scopes and "." not in name:
             self._bound_in[id(value)] = (self._scopes[-1], name)
         source = self._alias_source(value)
@@ -939,6 +945,10 @@ class Bindings(Numbering):
     def _optimizer_params(self, name: str) -> Optional[frozenset[str]]:
         if name.endswith("]") and "[" in name:  # `opts[i]`: what any element of opts may step
             return self._element_params(name[: name.index("[")])
+        if name not in self.assigns:
+            held = self._instance_optimizer_params(name)
+            if held is not None:
+                return held
         found: set[str] = set()
         seen_any = False
         for value in self._values_following_aliases(name):
@@ -948,6 +958,26 @@ class Bindings(Numbering):
             _merge(found, modules)
             seen_any = True
         return self._canonical_set(found) if seen_any else None
+
+    def _instance_optimizer_params(self, name: str) -> Optional[frozenset[str]]:
+        """`q1.optimizer` of `q1 = QNet()`, a class of the file whose methods build
+        `self.optimizer = Adam(self.parameters())`: q1's modules (`q1`), as a method of q1 inlined
+        into a loop names them (loops.py substitutes the receiver for `self`)."""
+        head, dot, rest = name.partition(".")
+        owner = self.instance_class(head) if dot and head != "self" else None
+        found: set[str] = set()
+        while owner is not None and not found:
+            for value in self._class_assigns.get((owner, "self." + rest), ()):
+                if _constant(value):
+                    continue
+                modules = self._constructed_params(value)
+                if modules is None:
+                    return None
+                _merge(found, (head + module[4:] if root(module) == "self" else module for module in modules))
+            info = self.classes.get(owner)
+            bases = [b.rsplit(".", 1)[-1] for b in info.bases] if info is not None else []
+            owner = next((b for b in bases if b in self.classes), None) if not found else None
+        return self._canonical_set(found) if found else None
 
     def _canonical_set(self, modules: Iterable[str]) -> frozenset[str]:
         out: set[str] = set()

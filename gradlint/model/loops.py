@@ -940,6 +940,12 @@ class Builder:
         )
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
+            receiver = _instance_receiver(definition, call, ctx) if scope is None else None
+            if receiver is not None:
+                # `q1.train_net()` and `pi.train_net()` of two classes each with its own
+                # `self.optimizer`: the method's `self` is the receiver, so two instances'
+                # optimizers stay two optimizers in the loop
+                inner.substitution["self"] = receiver
             inner.scale_params = _scale_params(definition, call, ctx)
             inner.constants = arguments.bound_constants(
                 definition, call, _passes_self(definition), self.built_arguments(call, ctx), self.reassigned(definition)
@@ -1403,6 +1409,18 @@ def _abstract(definition: cst.FunctionDef) -> bool:
                 continue
         return False
     return True
+
+
+def _instance_receiver(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> Optional[str]:
+    """The name of the instance a same-file method is called on (`q1` of `q1.train_net()`), when
+    it is not the caller's own `self`; else None."""
+    func = call.func
+    if not (_passes_self(definition) and definition.params.params[0].name.value == "self"):
+        return None
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)) or func.value.value in ("self", "cls"):
+        return None
+    name = ctx.name(func.value)
+    return name if name and name != "self" else None
 
 
 def _passes_self(definition: cst.FunctionDef) -> bool:
