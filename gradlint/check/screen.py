@@ -954,6 +954,10 @@ def _assignment_needs(node: ast.stmt) -> set[str]:
     out |= set(parts)  # the callee, receiver included (`b.to(dev)` aliases b)
     if any(_ARGUMENTS_READ.search(part) for part in parts[-2:]):
         out |= _names_in(value)
+    elif parts[-1][:1].isupper() and value.args:
+        # a class's first argument: bindings.py reads the optimizer a library's wrapper is built
+        # from (`LARC(optimizer)`, `Lookahead(base)`) or a scheduler's
+        out |= _names_in(value.args[0])
     for keyword in value.keywords:  # `GradScaler(enabled=use_amp)`: bindings reads what use_amp holds
         out |= _names_in(keyword.value)
     return out  # other calls' arguments alias nothing and hold no parameters (bindings.py)

@@ -737,6 +737,8 @@ class Bindings(Numbering):
         for value in values:
             if not isinstance(value, cst.Call) or last(dotted(value.func) or "") in self.classes:
                 return False
+            if self.wrapped_optimizer(value, depth) is not None and name not in self._backward_receivers:
+                continue  # `LARC(optimizer)` stepped in its optimizer's place (not an engine: `x.backward(loss)`)
             params = next((a for a in value.args if a.keyword is not None and a.keyword.value == api_names.PARAMS_KEYWORD), None)
             params = params or next((a for a in value.args if a.keyword is None and not a.star), None)
             if params is None or not self._parameters_expression(params.value, depth + 1):
@@ -772,6 +774,34 @@ class Bindings(Numbering):
             values = self.assigns.get(dotted(node) or "", ())
             return bool(values) and all(self._parameters_expression(v, depth + 1) for v in values)
         return False
+
+    def wrapped_optimizer(self, call: cst.Call, depth: int = 0) -> Optional[str]:
+        """The optimizer a library's wrapper is built from (its first argument or `optimizer=`:
+        `LARC(optimizer)`, `Lookahead(base)`, `SWA(opt)`), when the file never steps that
+        optimizer by itself: the wrapper steps it, and holds its parameters.  None otherwise
+        (a class of the file, or an optimizer stepped beside what is built from it: a scheduler)."""
+        if not isinstance(call, cst.Call) or depth > _MAX_DEPTH:
+            return None
+        callee = dotted(call.func) or ""
+        if not (last(callee)[:1].isupper() and self.imports.is_imported(callee)) or last(callee) in self.classes:
+            return None
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == api_names.SCHEDULER_OPTIMIZER), None)
+        if arg is None:
+            arg = next((a for a in call.args if a.keyword is None and not a.star), None)
+        name = dotted(arg.value) if arg is not None else None
+        if name is None or self.kind(name, depth + 1) != OPTIMIZER:
+            return None
+        own = self.canonical(name)
+        if any(r == name or self.canonical(r) == own for r in self._step_receivers | self._stepped_arguments):
+            return None
+        return name
+
+    def is_stepping_wrapper(self, name: str) -> bool:
+        """Is `name` an optimizer only as a library's wrapper of one (wrapped_optimizer)?"""
+        values = self.assigns.get(name, ())
+        return bool(values) and self.kind(name) == OPTIMIZER and all(
+            isinstance(v, cst.Call) and self.wrapped_optimizer(v) is not None for v in values
+        )
 
     def _built_from_a_stepped_optimizer(self, call: cst.Call, depth: int) -> bool:
         """A class the checker cannot read, built from an optimizer (its first argument, or
@@ -992,6 +1022,10 @@ class Bindings(Numbering):
         if not isinstance(value, cst.Call) or depth > _MAX_DEPTH:
             return None
         callee = self.imports.qualify(dotted(value.func)) or ""
+        wrapped = None if self.builds_optimizer(callee) else self.wrapped_optimizer(value, depth + 1)
+        if wrapped is not None:  # `LARC(optimizer)`: what the optimizer it steps holds
+            held = self.optimizer_params(wrapped)
+            return set(held) if held is not None else None
         factory = self._factory_params(value, callee, depth)
         if factory is not None:
             return factory

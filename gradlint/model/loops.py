@@ -1350,12 +1350,19 @@ def _super_method(call: cst.Call) -> Optional[str]:
 
 
 def _guessed_step(call: cst.Call, ctx: Context) -> bool:
-    """`x.step()` on a name the file's bindings do not resolve (only its name may say what it is)."""
+    """`x.step()` on a name the file's bindings do not resolve (only its name may say what it is),
+    or `x.step()` / `x.zero_grad()` on an object of a class the file cannot read that is built
+    from an optimizer (bindings.is_stepping_wrapper: taken for a library's wrapper, unless the
+    project shows the class)."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == api_names.STEP):
+    if not (isinstance(func, cst.Attribute) and (func.attr.value == api_names.STEP or func.attr.value in api_names.ZERO_GRAD_METHODS)):
         return False
     name = ctx.name(func.value)
-    return name is not None and ctx.bindings.kind(name) is None
+    if name is None:
+        return False
+    if func.attr.value == api_names.STEP and ctx.bindings.kind(name) is None:
+        return True
+    return ctx.bindings.is_stepping_wrapper(name)
 
 
 def _is_self_call(call: cst.Call) -> bool:
