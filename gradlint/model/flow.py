@@ -18,7 +18,11 @@ from gradlint.model.event import Event
 from gradlint.core.events import S
 from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, Rebind, steps_in
 
-MAX_PATHS = 64  # beyond this a loop is too tangled to judge: say nothing
+MAX_PATHS = 64  # beyond this (or PATHS_PER_NODE per node) a loop is too tangled to judge: say nothing
+# A big loop may have more paths: an HF-style Trainer loop (backward, clip and step each under
+# amp / apex / deepspeed / TPU settings and two accumulation tests) has 133 through 47 nodes,
+# and saying nothing there missed every bug in it.  Linear in the loop's size, like the bounds below.
+PATHS_PER_NODE = 4
 # Work per loop is bounded by its size (the nodes of its model): a path enumeration may take
 # STEPS_PER_NODE steps per node, and the walks may hold WALK_EVENTS_PER_NODE events per node
 # (the rules read every event of every walk).  Inner loops run once or twice, so each level of
@@ -67,6 +71,7 @@ class _Enumeration:
         # varying key that nothing reads again only splits equal paths, and the splits multiply
         self.read_again = read_again
         self.steps_left = STEPS_PER_NODE * max(size, 1)
+        self.max_paths = max(MAX_PATHS, PATHS_PER_NODE * size)
         self._codes: dict = {}  # an Event (by value: equal events are one code) -> its code
         self._by_id: dict[int, tuple[Event, int]] = {}  # the same, by identity (held: ids stay unique)
         self._sequences: dict[tuple[int, int], _Sequence] = {}  # (id of the sequence before, code)
@@ -136,7 +141,7 @@ def _run(run: _Enumeration, nodes, states: list[_State]) -> list[_State]:
         for state in active:
             produced.extend(_step(run, node, state))
         states = finished + list(dict.fromkeys(produced))
-        if len(states) > MAX_PATHS:
+        if len(states) > run.max_paths:
             raise TooComplex
     return states
 

@@ -1144,12 +1144,15 @@ def _mark_single_steps(nodes: list[Node], single_steps: dict) -> None:
 
 
 def _mark_boundary(nodes: list[Node], key: str) -> list[Node]:
-    """Set `boundary` on the events of `nodes` that have none yet (an inner accumulation
-    condition, marked first, is the one an event runs under)."""
+    """Set `boundary` on the clears and steps of `nodes` that have none yet (an inner
+    accumulation condition, marked first, is the one an event runs under).  Only they: GL002
+    compares a clear's boundary with its step's, and a backward marked with the side it runs
+    on made the two sides' equal backwards two events, doubling a loop's paths."""
     out: list[Node] = []
     for node in nodes:
         if isinstance(node, Event):
-            out.append(node if node.boundary is not None else replace(node, boundary=key))
+            marks = node.kind in (api.Z, api.S) and node.boundary is None
+            out.append(replace(node, boundary=key) if marks else node)
         elif isinstance(node, Branch):
             out.append(replace(node, then=_mark_boundary(node.then, key), orelse=_mark_boundary(node.orelse, key)))
         elif isinstance(node, (Nested, Helper)):

@@ -1,5 +1,7 @@
 """GL006: clipping AMP-scaled gradients without unscaling them first."""
 
+from dataclasses import replace
+
 from gradlint.core.findings import SAFE, UNSAFE
 from gradlint.fix import insert, move
 from gradlint.core.events import B, C, S, U
@@ -17,14 +19,44 @@ def check(file):
             continue
         if misplaced is None:
             misplaced = misplaced_clips(file)  # GL004's or GL005's: moving the clip is the one finding
+        found: dict = {}  # clip key -> its first finding
+        together: set = set()  # pairs of flagged clips that one iteration runs both of
         for walk in walks(loop):
+            flagged = []
             for i, clip in enumerate(walk.events):
                 if clip.kind != C or clip.unscales or clip.key in misplaced:
                     continue
                 finding = _judge(loop, walk, i)
                 if finding is not None:
-                    yield finding
+                    found.setdefault(clip.key, finding)
+                    if walk.iteration[i] == 0:
+                        flagged.append(clip.key)
+            together.update((a, b) for a in flagged for b in flagged if a != b)
+        yield from _one_per_missing_unscale(found, together)
     yield from _functions(file)
+
+
+def _one_per_missing_unscale(found: dict, together: set):
+    """One finding for clips that are alternatives of each other (no iteration runs two of
+    them: `if hasattr(opt, "clip_grad_norm"): ... else: clip_grad_norm_(...)`) after the same
+    scaled backward: one missing unscale_ before them is one bug.  It is reported on the first
+    of them, with the others as related locations."""
+    groups: dict = {}
+    for key, finding in found.items():
+        backward = finding.related[0][0].key if finding.related else None
+        groups.setdefault(backward, []).append(finding)
+    for group in groups.values():
+        group.sort(key=lambda f: (f.event.path or "", f.event.span.line, f.event.span.col))
+        while group:
+            first = group.pop(0)
+            alternatives = [f for f in group if all((f.event.key, o.event.key) not in together for o in [first])]
+            alternatives = [f for i, f in enumerate(alternatives)
+                            if all((f.event.key, o.event.key) not in together for o in alternatives[:i])]
+            group = [f for f in group if f not in alternatives]
+            if alternatives:
+                extra = tuple((f.event, "another clip of these scaled gradients, on another path") for f in alternatives)
+                first = replace(first, related=first.related + extra)
+            yield first
 
 
 def _functions(file):
