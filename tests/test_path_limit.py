@@ -85,3 +85,49 @@ def test_clips_that_are_alternatives_give_one_finding(exclusive, expected):
     assert result.findings[0].line == 7
     if exclusive:
         assert [r.span.line for r in result.findings[0].related] == [5, 9]
+
+
+def test_a_trainer_loop_with_many_logging_ifs_is_judged(monkeypatch):
+    """fixtures/gl006's Trainer-like loop with logging / evaluation / saving ifs (no gradient
+    event: they add no path) around backward, clip and step settings: 89 paths, over the old
+    fixed 64, so its clip before `scaler.unscale_` was never reported; the twin is silent."""
+    import os
+
+    folder = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gl006")
+    counted = []
+    original = flow.iteration_paths
+
+    def counting(loop):
+        found = original(loop)
+        counted.append(None if found is None else len(found))
+        return found
+
+    monkeypatch.setattr(flow, "iteration_paths", counting)
+    for name, expected in (("wrong_trainer_loop_logging_ifs_clip_before_unscale.py", [(59, "GL006")]),
+                           ("right_trainer_loop_logging_ifs_unscale_then_clip.py", [])):
+        counted.clear()
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
+            assert findings(handle.read()) == expected, name
+        assert counted == [89], name  # judged (not None), and more than the old fixed limit
+
+
+@pytest.mark.parametrize("events", [300])
+def test_hundreds_of_sequential_ifs_each_with_an_event_stop_at_the_bound(events):
+    """A generated loop of hundreds of independent ifs, each holding a clip: 2**300 paths.  The
+    enumeration must return (the loop is too tangled: nothing is said), and the states it ever
+    holds stay under the bound of the loop's size, not the number of paths."""
+    source = settings_loop(events, bug=True)
+    seen = []
+    original = flow._run
+
+    def counting(run, nodes, states):
+        out = original(run, nodes, states)
+        seen.append(len(out))
+        return out
+
+    flow._run = counting
+    try:
+        assert findings(source) == []
+    finally:
+        flow._run = original
+    assert max(seen, default=0) <= flow.PATHS_PER_NODE * (2 * events + 10)
