@@ -20,9 +20,8 @@ def check(file):
         if misplaced is None:
             misplaced = misplaced_clips(file)  # GL004's or GL005's: moving the clip is the one finding
         found: dict = {}  # clip key -> its first finding
-        together: set = set()  # pairs of flagged clips that one iteration runs both of
-        for walk in walks(loop):
-            flagged = []
+        runs: dict = {}  # flagged clip key -> the walks whose first iteration runs it (linear, not pairs)
+        for number, walk in enumerate(walks(loop)):
             for i, clip in enumerate(walk.events):
                 if clip.kind != C or clip.unscales or clip.key in misplaced:
                     continue
@@ -30,13 +29,23 @@ def check(file):
                 if finding is not None:
                     found.setdefault(clip.key, finding)
                     if walk.iteration[i] == 0:
-                        flagged.append(clip.key)
-            together.update((a, b) for a in flagged for b in flagged if a != b)
-        yield from _one_per_missing_unscale(found, together)
+                        runs.setdefault(clip.key, set()).add(number)
+        yield from _one_per_missing_unscale(found, _Together(runs))
     yield from _functions(file)
 
 
-def _one_per_missing_unscale(found: dict, together: set):
+class _Together:
+    """`(a, b) in together`: one iteration (one walk) runs both flagged clips."""
+
+    def __init__(self, runs: dict):
+        self.runs = runs
+
+    def __contains__(self, pair) -> bool:
+        a, b = pair
+        return a != b and not self.runs.get(a, set()).isdisjoint(self.runs.get(b, set()))
+
+
+def _one_per_missing_unscale(found: dict, together):
     """One finding for clips that are alternatives of each other (no iteration runs two of
     them: `if hasattr(opt, "clip_grad_norm"): ... else: clip_grad_norm_(...)`) after the same
     scaled backward: one missing unscale_ before them is one bug.  It is reported on the first
