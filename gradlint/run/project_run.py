@@ -60,10 +60,14 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         merge(methods, found.methods)
     for name in _NOT_HELPER_METHODS:
         methods.pop(name, None)
+    builders = set().union(*(s.builders for s in scans.values()))
+    builders |= _factories(index, scans, builders)
+    index.builder_words = frozenset(builders)
     if not functions and not methods:
+        views = _builder_views(index, scans, run_keys, builders, {})
         index.freeze()
         forget_calls()
-        return index, {}
+        return index, views
     from gradlint.project.construction import Deliveries
     from gradlint.project.view import walk
 
@@ -152,9 +156,45 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         view = view_of(index, key)
         if view is not None:
             views[path] = view
+    views = _builder_views(index, scans, run_keys, builders, views)
     index.freeze()
     forget_calls()
     return index, views
+
+
+def _factories(index: Index, scans: dict, builders: set) -> set:
+    """Functions of the modules that import such a class which return an instance of it
+    (`create_model(opt)` of a package's __init__.py): their callers' loops may step its
+    optimizers too.  Only those modules are parsed."""
+    out: set = set()
+    if not builders:
+        return out
+    for key, found in list(scans.items()):
+        if found.imports.isdisjoint(builders):
+            continue
+        module = index.module(key)
+        for function in module.functions.values() if module is not None else ():
+            made = index.factory_class(key, module, function)
+            if made is not None and made[1].name in builders:
+                out.add(function.name)
+    return out
+
+
+def _builder_views(index: Index, scans: dict, run_keys: list, builders: set, views: dict) -> dict:
+    """`views`, and the view of each other file of the run whose import lines name a class that
+    stores an optimizer on self (scan.py's builders): its loops may clear and step it through
+    an instance (`self.policy.optimizer`, foreign.py's Project.learn_instances)."""
+    if not builders:
+        return views
+    out = dict(views)
+    for path, key in run_keys:
+        if path in out or scans[key].imports.isdisjoint(builders):
+            continue
+        module = index.module(key)
+        view = view_of(index, key) if module is not None else None
+        if view is not None:
+            out[path] = view
+    return out
 
 
 def _seeds(index: Index, scans: dict, functions: set, methods: dict) -> tuple:
