@@ -123,3 +123,12 @@ def test_the_index_names_the_classes_and_factories_that_build_optimizers(tmp_pat
     assert scan(POLICY).builders == {"Policy"}
     assert scan(FACTORY).builders == set()
     assert scan("class A:\n    def f(self):\n        opt = torch.optim.SGD(p)\n").builders == set()
+
+
+def test_a_method_of_a_factorys_model_is_followed(tmp_path):
+    """`model.backward_g(fake)` of `model = create_model(...)`: the method of the class the factory
+    returns is inlined (its backward is seen), not an opaque call before the generator's step."""
+    model = MODEL + "\n    def backward_g(self, fake):\n        (-self.net_d(fake).mean()).backward()\n"
+    train = TRAIN.format(cleared="optimizer_D").replace("    (-model.net_d(fake).mean()).backward()\n", "    model.backward_g(fake)\n")
+    write(tmp_path, {"models/__init__.py": FACTORY, "models/pair_model.py": model, "train.py": train})
+    assert found(run(tmp_path)) == []

@@ -374,6 +374,8 @@ class Project:
         found = self.index.lookup(bindings.imports.qualify(callee), self.key)
         if found is not None and found[0] == "class":
             return found[1], found[3]
+        if found is not None and found[0] == "function":  # `model = create_model(opt)`: the class it returns
+            return self.index.factory_class(found[1], found[2], found[3])
         return None
 
     def _base_class(self, class_name: Optional[str], bindings) -> Optional[tuple[str, Class]]:
