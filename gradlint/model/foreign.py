@@ -256,6 +256,55 @@ class Project:
                     out.update(self.member_values(hit[1], hit[0], inner, name, depth + 1))
         return out
 
+    def learn_instances(self, bindings) -> None:
+        """The attributes of the checked file's objects that are instances of a class of
+        another module (`self.policy = Policy(...)`, `model = create_model(opt)` with the
+        factory returning one class's instance): what that class builds them from, as if the
+        class were in this file (`self.policy.optimizer` = `torch.optim.Adam(...)`).  One
+        look-up per name the file assigns from an imported call; what does not resolve to one
+        class stays unknown."""
+        learned: dict = {}
+        for name, values in list(bindings.assigns.items()):
+            if not values or name.count(".") > 1 or (name.count(".") == 1 and not name.startswith("self.")):
+                continue
+            hit = self._instance_of(values, bindings)
+            if hit is None:
+                continue
+            module = self.index.module(hit[0])
+            if module is not None:
+                learned.update(self.member_values(hit[1], hit[0], module, name))
+        if learned:
+            bindings.learn(learned)
+
+    def _instance_of(self, values, bindings) -> Optional[tuple[str, Class]]:
+        """The class of the project every value instantiates: a call of an imported class,
+        or of an imported function of the project whose returns all build that class."""
+        hits = set()
+        for value in values:
+            if not isinstance(value, cst.Call):
+                return None
+            callee = dotted(value.func)
+            if callee is None or not bindings.imports.is_imported(callee):
+                return None
+            found = self.index.lookup(bindings.imports.qualify(callee), self.key)
+            if found is None:
+                return None
+            if found[0] == "class":
+                hits.add((found[1], found[3].name))
+            elif found[0] == "function":
+                made = self.index.factory_class(found[1], found[2], found[3])
+                if made is None:
+                    return None
+                hits.add((made[0], made[1].name))
+            else:
+                return None
+        if len(hits) != 1:
+            return None
+        key, name = hits.pop()
+        module = self.index.module(key)
+        cls = module.classes.get(name) if module is not None else None
+        return (key, cls) if cls is not None else None
+
     def _bare(self, name: str, ctx, scope):
         if scope is None:
             imports = ctx.bindings.imports
@@ -325,6 +374,8 @@ class Project:
         found = self.index.lookup(bindings.imports.qualify(callee), self.key)
         if found is not None and found[0] == "class":
             return found[1], found[3]
+        if found is not None and found[0] == "function":  # `model = create_model(opt)`: the class it returns
+            return self.index.factory_class(found[1], found[2], found[3])
         return None
 
     def _base_class(self, class_name: Optional[str], bindings) -> Optional[tuple[str, Class]]:
@@ -354,3 +405,4 @@ class Project:
                 if plateau:
                     out[f"{owner}.{attr}\0plateau"] = True
         return out
+

@@ -1621,6 +1621,8 @@ def build(
     `project`: the other modules of the project (gradlint/model/foreign.py's Project);
     `context`: the check's FileContext (its CPython trees; the model keeps it for the fixes)."""
     bindings = collect(module, event_names(wrappers))
+    if project is not None:
+        project.learn_instances(bindings)  # `self.policy.optimizer` of a class of another module
     builder = Builder(module, path, wrappers, bindings, project=project)
     text = source if parsed_text is None else parsed_text
     builder.positions = Positions(module, text, bindings, builder.code, context=context)

@@ -215,6 +215,7 @@ class _Build:
         self.models = models
         # what a model depends on besides its tree, place and answers (the project's modules too)
         self.model_key = (path, wrappers, project.digest if project is not None else None)
+        self.project = project
         self.table = table
         self.names = event_names(wrappers)
         self.bindings = Bindings(self.names)
@@ -233,6 +234,8 @@ class _Build:
         for first, last in spans:
             self.first_pass(first, last if last > 0 else len(self.line_starts))
         self.builder.use_piece(self.config, self.bindings)
+        if self.project is not None:  # what another module's classes build (foreign.py): pieces that asked otherwise are modelled again
+            self.project.learn_instances(self.bindings)
         memo: dict = {}
         for piece in self.pieces:
             log = piece.log

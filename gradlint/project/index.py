@@ -428,6 +428,9 @@ class Index:
         self.roots = sorted({os.path.abspath(r) if os.path.isdir(r) else os.path.dirname(os.path.abspath(r)) for r in roots})
         self.relevant: set[tuple[str, str]] = set()  # (absolute path, qualname) of functions that touch gradients
         self.reachable_words: frozenset = frozenset()
+        # names of classes that store an optimizer on self (scan.py's builders): importing one
+        # gives a file a view (view.py), so its loops know those optimizers
+        self.builder_words: frozenset = frozenset()
         # (module, class) -> {attr: (module, class)}: an attribute stored from a constructor
         # parameter, and the class of the project every construction site hands it (construction.py)
         self.delivered: dict = {}
@@ -588,6 +591,7 @@ class Index:
         new.pending = dict(self.pending)
         new.frozen = self.frozen
         new.delivered = dict(self.delivered)
+        new.builder_words = self.builder_words
         return new
 
     # --- resolution (any process) -------------------------------------------------------
@@ -758,6 +762,53 @@ class Index:
             if found is not None and found[0] == "class":
                 return found[1], found[3]
         return None
+
+    def factory_class(self, key: str, module: Module, function: Function) -> Optional[tuple[str, Class]]:
+        """The class a factory function of the project returns an instance of: every `return`
+        gives a call of one class, or a name the function assigns only from calls of it."""
+        try:
+            tree = ast.parse(function.text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        definition = tree.body[0] if tree.body else None
+        if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        built: dict = {}
+        returned = []
+        for node in ast.walk(definition):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not definition:
+                return None  # a nested def: its returns are not the factory's
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        built.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                target = node.target
+                if isinstance(target, ast.Name):
+                    built.setdefault(target.id, []).append(None)
+            elif isinstance(node, ast.Return):
+                returned.append(node.value)
+        values = []
+        for value in returned:
+            if isinstance(value, ast.Name):
+                values += built.get(value.id) or [None]
+            else:
+                values.append(value)
+        classes = set()
+        for value in values:
+            if not isinstance(value, ast.Call):
+                return None
+            callee = _dotted(value.func)
+            hit = self.class_named(callee, key, module) if callee else None
+            if hit is None:
+                return None
+            classes.add((hit[0], hit[1].name))
+        if len(classes) != 1:
+            return None
+        found_key, name = classes.pop()
+        found = self.module(found_key)
+        cls = found.classes.get(name) if found is not None else None
+        return (found_key, cls) if cls is not None else None
 
     def delivered_class(self, key: str, class_name: Optional[str], attr: str) -> Optional[tuple[str, Class]]:
         """(module, class) of `self.attr` in the class `class_name` of module `key`, when every

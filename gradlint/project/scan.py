@@ -57,6 +57,11 @@ _CLIP_NAMES = CLIP_FUNCTIONS | SELF_UNSCALING_CLIPS
 _STEPPER = re.compile(r"opt|scaler|engine", re.I)
 IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import\b([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
 _WORD = re.compile(r"\w+")
+# `self.opt = torch.optim.Adam(...)` in a method: the class builds an optimizer of its own,
+# which a loop of another module may clear and step through an instance (`self.policy.opt`,
+# gradlint/model/foreign.py's Project.learn_instances).  No backtracking: each part is a run
+# of one character class.
+OPTIMIZER_BUILT = re.compile(r"\bself\.\w+[ \t]*=[ \t]*[\w.]*\boptim\.[A-Z]\w*[ \t]*\(")
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Scan:
     imports: set = field(default_factory=set)  # words of the import lines
     functions: set = field(default_factory=set)  # names of top-level (or nested) functions around a spelling
     methods: dict = field(default_factory=dict)  # names of methods around a spelling -> their classes
+    builders: set = field(default_factory=set)  # classes whose methods store an optimizer on self
 
 
 def continued_names(text: str, match: "re.Match") -> str:
@@ -275,8 +281,19 @@ def _spellings(text: str) -> list[int]:
     )
 
 
+def builds_optimizer(text: str) -> bool:
+    return "optim." in text and OPTIMIZER_BUILT.search(text) is not None
+
+
 def scan(text: str, wrappers=None) -> Scan:
     found = Scan(import_words(text))
+    if builds_optimizer(text):
+        inside, heads = _layout(text)
+        for match in OPTIMIZER_BUILT.finditer(text):
+            if not inside(match.start()):
+                cls = _class_around(heads, match.start())
+                if cls:
+                    found.builders.add(cls)
     spellings = _spellings(text)
     inside = _layout(text)[0] if spellings else None
     spellings = [offset for offset in spellings if not inside(offset)]

@@ -158,9 +158,27 @@ def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
             cls = target_module.classes.get(class_name) if target_module is not None else None
             if cls is not None:
                 words |= _relevant_words(index, ("class", target, target_module, cls), callbacks)
+    words |= _builder_words(index, key, module)
     if not words:
         return None
     return View(key, tuple(sorted(words)), index_digest(index), tuple(sorted(callbacks - words)))
+
+
+def _builder_words(index: Index, key: str, module: Module) -> set[str]:
+    """The names this module imports of classes of the project that store an optimizer on self
+    (`from policies import Policy`): its loops may step that optimizer through an instance."""
+    out = set()
+    for local, qualified in module.aliases.items():
+        if local not in index.builder_words and qualified.rsplit(".", 1)[-1] not in index.builder_words:
+            continue
+        found = index.lookup(qualified, key)
+        if found is not None and found[0] == "class" and found[3].portable:
+            out.add(local)
+        elif found is not None and found[0] == "function":
+            made = index.factory_class(found[1], found[2], found[3])
+            if made is not None and made[1].portable:
+                out.add(local)
+    return out
 
 
 def index_digest(index: Index) -> str:

@@ -4,13 +4,16 @@ process that analyses them (the command line's own, or each worker of the pool).
 from __future__ import annotations
 
 import os
+import re
 from typing import Optional
 
 from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
-from gradlint.project.scan import called_names, calls_of, merge, scan, star_words
+from gradlint.project.scan import called_names, calls_of, has_spelling, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
 from gradlint.project.view import View, view_of
+
+_TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.M)
 
 # What this process knows of the run's project: the index and each checked file's view.
 _INDEX: Optional[Index] = None
@@ -60,10 +63,14 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         merge(methods, found.methods)
     for name in _NOT_HELPER_METHODS:
         methods.pop(name, None)
+    builders = set().union(*(s.builders for s in scans.values()))
+    builders |= _factories(index, scans, texts, builders)
+    index.builder_words = frozenset(builders)
     if not functions and not methods:
+        views = _builder_views(index, scans, texts, run_keys, builders, {})
         index.freeze()
         forget_calls()
-        return index, {}
+        return index, views
     from gradlint.project.construction import Deliveries
     from gradlint.project.view import walk
 
@@ -152,9 +159,51 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         view = view_of(index, key)
         if view is not None:
             views[path] = view
+    views = _builder_views(index, scans, texts, run_keys, builders, views)
     index.freeze()
     forget_calls()
     return index, views
+
+
+def _factories(index: Index, scans: dict, texts: dict, builders: set) -> set:
+    """Functions of the modules that import such a class which return an instance of it
+    (`create_model(opt)` of a package's __init__.py): their callers' loops may step its
+    optimizers too.  Only those modules are parsed whose text has a top-level def and names
+    an imported such class again after its import."""
+    out: set = set()
+    if not builders:
+        return out
+    for key, found in list(scans.items()):
+        named = found.imports & builders
+        if not named:
+            continue
+        text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else ""
+        if _TOP_DEF.search(text) is None or all(text.count(name) < 2 for name in named):
+            continue
+        module = index.module(key)
+        for function in module.functions.values() if module is not None else ():
+            made = index.factory_class(key, module, function)
+            if made is not None and made[1].name in builders:
+                out.add(function.name)
+    return out
+
+
+def _builder_views(index: Index, scans: dict, texts: dict, run_keys: list, builders: set, views: dict) -> dict:
+    """`views`, and the view of each other file of the run whose import lines name a class that
+    stores an optimizer on self (scan.py's builders) and whose text has a gradient spelling (a
+    clear, a backward, a step): its loops may clear and step that optimizer through an instance
+    (`self.policy.optimizer`, foreign.py's Project.learn_instances)."""
+    if not builders:
+        return views
+    out = dict(views)
+    for path, key in run_keys:
+        if path in out or scans[key].imports.isdisjoint(builders) or not has_spelling(texts[key]):
+            continue
+        module = index.module(key)
+        view = view_of(index, key) if module is not None else None
+        if view is not None:
+            out[path] = view
+    return out
 
 
 def _seeds(index: Index, scans: dict, functions: set, methods: dict) -> tuple:
