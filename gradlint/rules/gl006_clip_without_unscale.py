@@ -21,23 +21,15 @@ def check(file):
             misplaced = misplaced_clips(file)  # GL004's or GL005's: moving the clip is the one finding
         found: dict = {}  # clip key -> its first finding
         runs: dict = {}  # flagged clip key -> the walks whose first iteration runs it (linear, not pairs)
-        guarded: set = set()  # clips that some path reaches after an unscale_ of this iteration
         for number, walk in enumerate(walks(loop)):
             for i, clip in enumerate(walk.events):
                 if clip.kind != C or clip.unscales or clip.key in misplaced:
                     continue
-                before = _last_backward_or_unscale(walk, i, first_only=True)
-                if before is not None and before.kind == U:
-                    guarded.add(clip.key)
                 finding = _judge(loop, walk, i)
                 if finding is not None:
                     found.setdefault(clip.key, finding)
                     if walk.iteration[i] == 0:
                         runs.setdefault(clip.key, set()).add(number)
-        # An unscale_ on some paths before the clip and not on others is an unscale_ skipped when
-        # it already ran (allennlp: `if stage is not OptState.UNSCALED: scaler.unscale_(opt)`, as
-        # torch forbids a second one): the checker cannot tell that from a missing one, so no finding.
-        found = {key: finding for key, finding in found.items() if key not in guarded}
         yield from _one_per_missing_unscale(found, _Together(runs))
     yield from _functions(file)
 
@@ -258,19 +250,6 @@ for x, y in loader:
     opt.zero_grad()
     scaler.scale(loss_fn(model(x), y)).backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    scaler.step(opt)
-    scaler.update()
-""",
-        """
-scaler = torch.amp.GradScaler()
-for x, y in loader:
-    opt.zero_grad()
-    scaler.scale(loss_fn(model(x), y)).backward()
-    log(grad_norm(model, scaler, opt))
-    # a second unscale_ raises: skipped when a helper above already unscaled
-    if scaler._per_optimizer_states[id(opt)]["stage"] is not OptState.UNSCALED:
-        scaler.unscale_(opt)
-    torch.nn.utils.clip_grad_value_(model.parameters(), 1.0)
     scaler.step(opt)
     scaler.update()
 """,
