@@ -1147,6 +1147,69 @@ for batch in loader:
     assert result.errors == [] and result.findings == []
 
 
+# --- an unscale_ under a test of the scaler's own state always ran for the clip after it
+# (study: allennlp's `clip_gradient`, which unscales only if the optimizer is not unscaled yet) --
+
+_STATE_GUARD = """
+import torch
+from torch.cuda.amp.grad_scaler import OptState
+def train(model, loader, scaler, max_norm, args):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        opt.zero_grad()
+        scaler.scale(model(x).sum()).backward()
+{guard}
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm){mark}
+        scaler.step(opt)
+        scaler.update()
+"""
+
+SCALER_STATE_GUARDS = {
+    "a local taken from the scaler": """\
+        state = scaler._per_optimizer_states[id(opt)]
+        if state["stage"] is not OptState.UNSCALED:
+            scaler.unscale_(opt)""",
+    "the state read in the test": """\
+        if scaler._per_optimizer_states[id(opt)]["stage"] != OptState.UNSCALED:
+            scaler.unscale_(opt)""",
+    "the unscale_ on the else side": """\
+        if scaler._per_optimizer_states[id(opt)]["stage"] is OptState.UNSCALED:
+            pass
+        else:
+            scaler.unscale_(opt)""",
+    "an enabled scaler": """\
+        if scaler.is_enabled():
+            scaler.unscale_(opt)""",
+}
+
+OTHER_GUARDS = {
+    "a setting": """\
+        if args.unscale_first:
+            scaler.unscale_(opt)""",
+    "the scaler's state and a setting": """\
+        if scaler.is_enabled() and args.unscale_first:
+            scaler.unscale_(opt)""",
+    "the scaler's state, with another call under it": """\
+        if scaler.is_enabled():
+            scaler.unscale_(opt)
+            opt.zero_grad()""",
+}
+
+
+@pytest.mark.parametrize("name", list(SCALER_STATE_GUARDS))
+def test_an_unscale_under_a_test_of_the_scaler_s_state_ran_for_the_clip(name):
+    source = case(_STATE_GUARD.format(guard=SCALER_STATE_GUARDS[name], mark=""))
+    result = check_source(source, "train.py", Settings.default())
+    assert result.errors == [] and marks(source) == []
+
+
+@pytest.mark.parametrize("name", list(OTHER_GUARDS))
+def test_an_unscale_under_any_other_test_may_not_run(name):
+    source = case(_STATE_GUARD.format(guard=OTHER_GUARDS[name], mark="  # expect: GL006"))
+    found = marks(source)
+    assert expected_marks(source) == [mark for mark in found if mark[1] == "GL006"] != []
+
+
 # --- an and/or test's side decides its parts once the others are known (study27b: tnt) -------
 
 _UNIT = """

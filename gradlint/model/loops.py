@@ -437,7 +437,40 @@ class Builder:
             self.scaled = _scaled_after(stmt.test, after_then, self.scaled)
         if _only_rebinds(then) and _only_rebinds(orelse):
             return pre + then + orelse  # no event, no jump: only what it may assign counts
+        if self.unscale_once(stmt, then, orelse):
+            return pre + then + orelse
         return pre + [self.branch(stmt.test, ctx, then, orelse)]
+
+    def unscale_once(self, stmt: cst.If, then: list, orelse: list) -> bool:
+        """Whether the test only asks the scaler whether this unscale_ is still to do.
+
+        An unscale_ alone under a test that reads the scaler's own state (`if state["stage"]
+        is not OptState.UNSCALED:` with `state` taken from the scaler, `if scaler.is_enabled():`)
+        is skipped only when the gradients are already unscaled or were never scaled: for
+        what comes after it, it always ran.  A test of anything else (`if args.unscale:`)
+        stays a branch whose other side clips scaled gradients."""
+        sides = [side for side in (then, orelse) if not _only_rebinds(side)]
+        if len(sides) != 1 or not all(isinstance(n, Rebind) or (isinstance(n, Event) and n.kind == api.U)
+                                      for n in sides[0]):
+            return False
+        scalers = _unscale_receivers(stmt.body if sides[0] is then else stmt.orelse)
+        if not scalers:
+            return False
+        return all(self.reads_state_of(part, scalers) for part in conditions.operands(stmt.test))
+
+    def reads_state_of(self, test: cst.BaseExpression, objects: frozenset) -> bool:
+        """Whether a test reads an attribute of one of `objects`, itself or through a local
+        taken from one (`state = scaler._per_optimizer_states[id(opt)]`)."""
+        names = ExpressionNames()
+        walk(test, names)
+        read = set(names.names)
+        for name in names.names:
+            for value in self.bindings.assigns.get(name, ()):
+                if isinstance(value, cst.BaseExpression):
+                    taken = ExpressionNames()
+                    walk(value, taken)
+                    read |= taken.names
+        return any(name.startswith(owner + ".") for name in read for owner in objects)
 
     @staticmethod
     def name_filtered(test: cst.BaseExpression, ctx: Context) -> Context:
@@ -1105,6 +1138,26 @@ def _mark(nodes: list[Node], **flags) -> list[Node]:
         else:
             out.append(node)
     return out
+
+
+def _unscale_receivers(block) -> frozenset:
+    """The receivers of the `X.unscale_(...)` calls written in a block (not in its nested defs)."""
+    found = set()
+
+    class Calls(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == api_names.SCALER_UNSCALE:
+                name = dotted(func.value)
+                if name:
+                    found.add(name)
+
+    if block is not None:
+        walk(block, Calls())
+    return frozenset(found)
 
 
 def _only_rebinds(nodes: list[Node]) -> bool:
