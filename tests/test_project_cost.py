@@ -104,6 +104,27 @@ def test_called_names_are_the_words_before_an_opening_parenthesis():
         assert called_names(text) == frozenset(plain.findall(text)), text
 
 
+def test_call_sites_are_the_places_of_those_words():
+    """The calls read backwards from each `(` (scan._call_sites): the same names at the same
+    offsets as the plain definition, on texts of many parentheses or long blank runs too."""
+    import re
+
+    from gradlint.project.scan import _calls
+
+    plain = re.compile(r"(?<!\w)(\w+)[ \t]*\(")
+    texts = [
+        "f(x)\nself.opt.step ()\n  g\t(1)\nh\n(2)\n",
+        "a_b1(c(d))\n_e (f)\nx.y.z(w) + q[0](r)\n((()))\n",
+        " " * 5000 + "(" * 5000 + "w" * 5000 + " \t (",
+        "é(1)\nnon_ascii_名前(2)\n1f(3)\n(start",
+    ]
+    for text in texts:
+        expected: dict = {}
+        for match in plain.finditer(text):
+            expected.setdefault(match.group(1), []).append(match.start())
+        assert _calls(text) == expected, text[:40]
+
+
 def test_stores_read_plain_and_annotated_assignments_of_a_name():
     """`self.attr = name` with or without an annotation (one without a `:`, so that a long line
     of `self.x:` is read in linear time) and with a comment; not a constant or a call."""
@@ -112,3 +133,15 @@ def test_stores_read_plain_and_annotated_assignments_of_a_name():
     text = "self.a: int = a\nself.b = b  # c\nself.c: Dict[str, int] = c\nself.d = d()\nself.e = None\n"
     assert [m.groups() for m in _STORE.finditer(text)] == [("a", "a"), ("b", "b"), ("c", "c"), ("e", "None")]
     assert _STORE.findall("self.a:" * 2000) == []
+
+
+def test_an_optimizer_built_on_self_is_found_only_after_a_whole_word_self():
+    from gradlint.project.scan import builds_optimizer, optimizers_built
+
+    assert builds_optimizer("class A:\n    def __init__(self):\n        self.opt = torch.optim.Adam(p)\n")
+    assert builds_optimizer("x = 1;self.o=optim.SGD (p)\n")
+    assert not builds_optimizer("myself.opt = torch.optim.Adam(p)\n")
+    assert not builds_optimizer("self.opt = make(torch.optim.Adam)\n")
+    # a rejected `myself.` does not hide a real build later on the text
+    text = "myself.a = optim.Adam(p)\n        self.b = optim.SGD(q)\n"
+    assert [m.group().split("=")[0].strip() for m in optimizers_built(text)] == ["self.b"]

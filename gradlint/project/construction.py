@@ -25,6 +25,7 @@ import os
 import re
 from typing import Optional
 
+from gradlint.parse.ast_nodes import ast_nodes
 from gradlint.project.index import Index, Module, _dotted, _parse
 from gradlint.project.scan import member_calls
 
@@ -285,16 +286,16 @@ def _calls_of_class(statements: Optional[list], class_name: str) -> Optional[lis
             if callee is not None and callee.rsplit(".", 1)[-1] == class_name:
                 calls.append((node, scope))
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
-                allowed.update(id(sub) for sub in ast.walk(node.args[1]))
+                allowed.update(id(sub) for sub in ast_nodes(node.args[1]))
         elif isinstance(node, ast.ClassDef):
             if any((_dotted(base) or "").rsplit(".", 1)[-1] == class_name for base in node.bases):
                 return None  # a subclass: its own construction sites hand the parameter too
         elif isinstance(node, ast.arg) and node.annotation is not None:
-            allowed.update(id(sub) for sub in ast.walk(node.annotation))
+            allowed.update(id(sub) for sub in ast_nodes(node.annotation))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
-            allowed.update(id(sub) for sub in ast.walk(node.returns))
+            allowed.update(id(sub) for sub in ast_nodes(node.returns))
         elif isinstance(node, ast.AnnAssign):
-            allowed.update(id(sub) for sub in ast.walk(node.annotation))
+            allowed.update(id(sub) for sub in ast_nodes(node.annotation))
         elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             if (node.id if isinstance(node, ast.Name) else node.attr) == class_name:
                 named.append(node)
@@ -307,7 +308,7 @@ def _builds_itself(tree: ast.Module, class_name: str) -> bool:
     """Does the class build instances of itself (`cls(...)` in a classmethod, `type(self)(...)`)?"""
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for sub in ast.walk(node):
+            for sub in ast_nodes(node):
                 if isinstance(sub, ast.Call):
                     func = sub.func
                     if (isinstance(func, ast.Name) and func.id == "cls") or isinstance(func, ast.Call) \

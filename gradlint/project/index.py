@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from gradlint.core.digest import hex_digest
+from gradlint.parse.ast_nodes import ast_nodes
 from gradlint.core.events import MODULE_FORWARD, OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.scan import IMPORT_LINE, continued_names
 
@@ -154,7 +155,7 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
     # Calls by kind, for what reaches what (mark_relevant): `x.update()` of any other object
     # says nothing (a dict's update is no metric's), so only these count.
     bare, on_self, through, members, other = set(), set(), set(), set(), set()
-    for sub in ast.walk(node):
+    for sub in ast_nodes(node):  # (sets: the order of the walk does not matter)
         if isinstance(sub, ast.Call):
             func = sub.func
             if isinstance(func, ast.Name):
@@ -185,7 +186,7 @@ def _without_strings(node, lines: list[str], first: int, indent: int) -> str:
     """The definition's text with its string literals blanked: an example in a docstring
     (`loss.backward()` in ignite's Engine docs) is no gradient spelling."""
     rows = [list(line) for line in lines]
-    for sub in ast.walk(node):
+    for sub in ast_nodes(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.end_lineno is not None:
             for number in range(sub.lineno, sub.end_lineno + 1):
                 row = rows[number - first] if 0 <= number - first < len(rows) else None
@@ -277,8 +278,8 @@ def _portable_members(node: ast.ClassDef, aliases: dict, own: set) -> dict:
             continue
         texts = []
         for value in built:
-            bound = {n.arg for lam in ast.walk(value) if isinstance(lam, ast.Lambda) for n in lam.args.args}
-            bound |= {n.id for c in ast.walk(value) if isinstance(c, ast.comprehension) for n in ast.walk(c.target) if isinstance(n, ast.Name)}
+            bound = {n.arg for lam in ast_nodes(value) if isinstance(lam, ast.Lambda) for n in lam.args.args}
+            bound |= {n.id for c in ast_nodes(value) if isinstance(c, ast.comprehension) for n in ast_nodes(c.target) if isinstance(n, ast.Name)}
             try:
                 text = ast.unparse(_Portable(aliases, own, bound).visit(_copy(value)))
             except (ValueError, TypeError, RecursionError, SyntaxError):
