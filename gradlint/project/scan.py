@@ -291,7 +291,7 @@ def _spellings(text: str) -> list[int]:
 
 # A word several spellings contain: a text without it holds none of them, so one search over
 # the text stands for theirs (a 45 MB tree read 12 times for 12 names was a quarter second).
-_GATES = ("clip_" + GRAD, BACKWARD, GRAD)
+_GATES = (BACKWARD, GRAD)
 _GATED = tuple(
     (gate, tuple((literal, pattern) for literal, pattern in _SPELLINGS
                  if next((g for g in _GATES if g in literal), literal) == gate))
