@@ -28,10 +28,13 @@ def _run(tree: str) -> tuple[float, int]:
     from gradlint.run.discover import discover
     from gradlint.check.engine import RunOptions, check_files
     from gradlint.options.settings import Settings
+    from gradlint.check.notebook import check_notebook_data
 
     start = time.process_time()
     files = discover([tree]).files
-    results = check_files([(p, Settings.default()) for p in files], RunOptions(jobs=1, cache_dir=None, roots=(tree,)))
+    # notebooks as the command line checks them (their cells, in the analysis), not as Python text
+    options = RunOptions(jobs=1, cache_dir=None, roots=(tree,), notebooks=check_notebook_data)
+    results = check_files([(p, Settings.default()) for p in files], options)
     return time.process_time() - start, sum(len(r.findings) for r in results)
 
 

@@ -199,3 +199,19 @@ def test_a_run_of_the_runner_alone_reads_no_construction_site(tmp_path):
     """`gradlint runner.py`: the sites are in files the run does not read; silent, as before."""
     project(tmp_path)
     assert found(run(tmp_path, "runner.py")) == []
+
+
+def test_the_construction_sites_trees_kept_are_bounded(monkeypatch):
+    """Deliveries keeps the latest few parsed sites (every site of a big tree at once was most
+    of a run's peak memory); one asked again after it was let go is parsed again, the same."""
+    from gradlint.project import construction
+    from gradlint.project.index import Index
+
+    monkeypatch.setattr(construction, "_TREES_KEPT", 3)
+    texts = {f"/p/m{i}.py": f"class C{i}:\n    pass\n" for i in range(8)}
+    deliveries = construction.Deliveries(Index(["/p"]), texts, {})
+    trees = [deliveries._tree(key) for key in texts]
+    assert len(deliveries._trees) == 3
+    again = deliveries._tree("/p/m0.py")
+    assert again is not trees[0] and again.body[0].name == "C0"
+    assert deliveries._tree("/p/m0.py") is again  # kept now: no second parse

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections import OrderedDict
 from typing import Optional
 
 from gradlint.parse.ast_nodes import ast_nodes
@@ -36,6 +37,9 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+_TREES_KEPT = 16
+
+
 class Deliveries:
     """Resolves, for one index build, the attributes stored from constructor parameters."""
 
@@ -43,7 +47,8 @@ class Deliveries:
         self.index = index
         self.texts = texts  # key -> text of every module the build scanned
         self.imports = imports  # key -> the words of its import lines
-        self._trees: dict = {}  # key -> ast of a construction site's module (None: no parse)
+        # key -> ast of a construction site's module (None: no parse), the latest _TREES_KEPT
+        self._trees: OrderedDict = OrderedDict()
         # (key, class) -> [(site key, call, scope)] (None: unknown); ("stored", key, class) -> its
         # stored attributes; ("candidates", key, class) -> the files that may name it
         self._sites: dict = {}
@@ -162,12 +167,19 @@ class Deliveries:
         return out
 
     def _tree(self, key: str) -> Optional[ast.Module]:
-        if key not in self._trees:
-            text = self.texts.get(key)
-            self._trees[key] = _parse(text) if text is not None else None
-            if self._trees[key] is not None and key in self.index.pending:
-                self.index.trees[key] = self._trees[key]  # its summary, if asked, needs no parse
-        return self._trees[key]
+        if key in self._trees:
+            self._trees.move_to_end(key)
+            return self._trees[key]
+        text = self.texts.get(key)
+        tree = self._trees[key] = _parse(text) if text is not None else None
+        if tree is not None and key in self.index.pending:
+            self.index.trees[key] = tree  # its summary, if asked, needs no parse
+        if len(self._trees) > _TREES_KEPT:
+            # the oldest goes (parsed again if asked): every construction site of a big tree
+            # kept at once was most of a run's peak memory (139 MB of torch's 268)
+            old, _ = self._trees.popitem(last=False)
+            self.index.trees.pop(old, None)
+        return tree
 
     def _module(self, key: str, tree: Optional[ast.Module] = None) -> Optional[Module]:
         """The index's entry for a module (parsed now, from `tree` when given: it joins the
