@@ -421,8 +421,6 @@ class _Call:
         return self.begin
 
 
-
-
 # A call read backwards: `(`, spaces or tabs, then the name reversed.  On the reversed text
 # the pattern starts with its literal, which the engine searches for first; a pattern tried
 # at every word of the text (`(?<!\w)(\w+)[ \t]*\(`) took ten times as long on a 45 MB
