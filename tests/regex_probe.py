@@ -22,7 +22,7 @@ LEADS = ("", "backward", "step", "grad", "p.grad", "p.grad.data", "# noqa", "# n
          "[", "[tool", "def step", "x =", "x", "%", "a.b", "(at line 1, column 2)")
 # Runs that overlap the alternatives a careless pattern repeats.
 FILLERS = ("#", " ", "\\", "\\\n", "# ", "\t", "\n", "a ", " ,", "(", ")", ".", " #\n", "GL001", "=",
-           "step(", "x.grad=", "backward(", "def step(")
+           "step(", "x.grad=", "backward(", "def step(", "import ", "for ", "self.a.b(")
 RECHECK_ABOVE = 0.002  # seconds per KB
 SIZE = 10_000  # characters of filler: a quadratic pattern needs seconds here, a linear one microseconds
 
@@ -74,6 +74,12 @@ def main() -> None:
             results[name] = slowest(lambda text, p=pattern: (p.search(text), p.match(text)))
     prefilter = Prefilter()
     results["Prefilter.event_lines"] = slowest(prefilter.event_lines)
+    # the project index's text scans: patterns tried at the lines or words they look for
+    from gradlint.project import index, scan
+
+    for name, run in [("scan.scan", scan.scan), ("scan.called_names", scan._call_names),
+                      ("index.text_aliases", index.text_aliases), ("index.import_targets", index.import_targets)]:
+        results[name] = slowest(run)
     json.dump(results, sys.stdout)
 
 

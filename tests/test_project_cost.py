@@ -145,3 +145,68 @@ def test_an_optimizer_built_on_self_is_found_only_after_a_whole_word_self():
     # a rejected `myself.` does not hide a real build later on the text
     text = "myself.a = optim.Adam(p)\n        self.b = optim.SGD(q)\n"
     assert [m.group().split("=")[0].strip() for m in optimizers_built(text)] == ["self.b"]
+
+
+# Texts for the scans anchored at a line's start: imports in parentheses over several lines,
+# a word inside a longer one, in a string, tabs, Windows line ends, `async`, no final newline.
+LINE_TEXTS = [
+    "import os\nfrom a.b import (c,\n    d)\n",
+    "from .utils import (\n    clip_grad_norm_,  # a comment\n    important,\n)\nimport q\n",
+    "from x import (a,\nimport b\n)\n",  # a line inside an earlier match is no new one
+    "x = 1\n    import torch.nn as nn  # comment import y\n",
+    "import a; import b\nreimport = 3\nprint('import z')\n",
+    "from . import trainer\r\nfrom .. import util\r\nimport q\r\n",
+    "def f():\n\tfrom x import y, z as w\n    return 'no import here' if importable else None\n",
+    "class A(B):\n    async def f(self):\n        for x in y:\n            while z: pass\n",
+    "undefined = 1\nforward(x)\nclassy = [a for a in b]\n  # for comment\ns = '''\nfor in string\n'''\n",
+    "async  def g(): pass\n\tclass\tC: pass\nfor",
+    "import",
+    "",
+]
+
+
+def test_a_line_holding_the_word_many_times_is_read_once():
+    """line_starts yields each line once: a long line with the word at every step is not read
+    back to its start once per occurrence (quadratic in the line's length)."""
+    from gradlint.project.scan import line_starts
+
+    assert list(line_starts("x = 'import ' * 3; " * 5000, "import")) == [0]
+    text = "a import\nb\nimport c import d\n  import"
+    assert list(line_starts(text, "import")) == [0, 11, 29]
+
+
+def test_patterns_tried_at_the_lines_holding_their_word_find_what_finditer_finds():
+    """The import scans and the head scan try their `^` patterns only at lines holding their
+    word (scan.matches_at_lines, scan._head_matches): the same matches as the pattern run over
+    the whole text."""
+    from gradlint.project.index import _FROM_IMPORT, _PLAIN_IMPORT
+    from gradlint.project.scan import _HEAD, IMPORT_LINE, _head_matches, matches_at_lines
+
+    def spans(matches):
+        return [(m.span(), m.groups()) for m in matches]
+
+    for text in LINE_TEXTS:
+        for pattern in (IMPORT_LINE, _FROM_IMPORT, _PLAIN_IMPORT):
+            assert spans(matches_at_lines(text, "import", pattern)) == spans(pattern.finditer(text)), text
+        assert spans(_head_matches(text)) == spans(_HEAD.finditer(text)), text
+
+
+def test_spellings_tried_where_their_shared_word_occurs_are_those_of_every_pattern():
+    """_spellings tries each spelling only where its word (`grad`, `backward`) occurs: the same
+    places as each spelling's pattern run over the whole text (the definition, spelled out)."""
+    from gradlint.project.scan import _SPELLINGS, _counts, _spellings, has_spelling
+
+    def every_pattern(text: str) -> list[int]:
+        return sorted(m.start() for _, pattern in _SPELLINGS for m in pattern.finditer(text) if _counts(text, m))
+
+    texts = [
+        "loss.backward()\nself.manual_backward(loss)\nopt.zero_grad ()\n",
+        "torch.nn.utils.clip_grad_norm_(p, 1)\nclip_grad_norm(p)\nclip_grad_value_(p, 1)\ndispatch_clip_grad(p)\n",
+        "p.grad = g\np.grad.data += g\np.grad == g\np.grad.zero_()\nrequires_grad = True\nwith torch.no_grad(): pass\n",
+        "scaler.unscale_(opt)\nopt.step()\nscheduler.step(noise, t, x)\noptimizer.step (closure)\n",
+        "grad" * 300 + "backward" * 100 + "(",
+        "",
+    ]
+    for text in texts:
+        assert _spellings(text) == every_pattern(text), text[:40]
+        assert has_spelling(text) is bool(every_pattern(text)), text[:40]

@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 from gradlint.core.digest import hex_digest
 from gradlint.parse.ast_nodes import ast_nodes
 from gradlint.core.events import MODULE_FORWARD, OWN_PROTOCOL_METHODS, PROTOCOL_FREE_BASES, WRAPPER_METHODS, ZERO_GRAD_METHODS
-from gradlint.project.scan import IMPORT_LINE, continued_names
+from gradlint.project.scan import IMPORT_LINE, continued_names, matches_at_lines
 
 # How far a name is followed through re-exports (`from .trainer import Trainer` in a
 # package's __init__.py) and how deep modules are read through each other's imports.
@@ -156,8 +156,12 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
     # Calls by kind, for what reaches what (mark_relevant): `x.update()` of any other object
     # says nothing (a dict's update is no metric's), so only these count.
     bare, on_self, through, members, other = set(), set(), set(), set(), set()
+    strings = []  # its string literals, blanked below if its text holds a gradient spelling
     for sub in ast_nodes(node):  # (sets: the order of the walk does not matter)
-        if isinstance(sub, ast.Call):
+        if isinstance(sub, ast.Constant):
+            if isinstance(sub.value, str):
+                strings.append(sub)
+        elif isinstance(sub, ast.Call):
             func = sub.func
             if isinstance(func, ast.Name):
                 bare.add(func.id)
@@ -175,7 +179,7 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
                 else:
                     other.add(func.attr)
     qualname = f"{class_name}.{node.name}" if class_name else node.name
-    gradient = words(text) and words(_without_strings(node, body, first, len(indent)))
+    gradient = words(text) and words(_without_strings(strings, body, first, len(indent)))
     return Function(
         node.name, qualname, params, text, first, indent,
         frozenset(bare | on_self | through | other | {m for _, m in members}), gradient,
@@ -183,12 +187,12 @@ def _function(node, lines: list[str], class_name: Optional[str], words, aliases=
     )
 
 
-def _without_strings(node, lines: list[str], first: int, indent: int) -> str:
-    """The definition's text with its string literals blanked: an example in a docstring
-    (`loss.backward()` in ignite's Engine docs) is no gradient spelling."""
+def _without_strings(strings: list, lines: list[str], first: int, indent: int) -> str:
+    """The definition's text with its string literals (`strings`, str constants) blanked: an
+    example in a docstring (`loss.backward()` in ignite's Engine docs) is no gradient spelling."""
     rows = [list(line) for line in lines]
-    for sub in ast_nodes(node):
-        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.end_lineno is not None:
+    for sub in strings:
+        if sub.end_lineno is not None:
             for number in range(sub.lineno, sub.end_lineno + 1):
                 row = rows[number - first] if 0 <= number - first < len(rows) else None
                 if row is None:
@@ -367,11 +371,11 @@ def text_aliases(text: str) -> dict:
     """Import aliases as `_aliases` gives them, read from the import lines without a parse
     (a caller that holds no def of interest needs no more: the index does not parse it)."""
     out: dict = {}
-    for match in _PLAIN_IMPORT.finditer(text):
+    for match in matches_at_lines(text, "import", _PLAIN_IMPORT):
         for name, alias in _ALIAS.findall(match.group(1)):
             if name:
                 out[alias or name.split(".", 1)[0]] = name if alias else name.split(".", 1)[0]
-    for match in _FROM_IMPORT.finditer(text):
+    for match in matches_at_lines(text, "import", _FROM_IMPORT):
         base = match.group(1)
         for name, alias in _ALIAS.findall(match.group(2) or match.group(3) or ""):
             if name and name != "*" and "." not in name:
@@ -383,7 +387,7 @@ def import_targets(text: str) -> list[str]:
     """The qualified names (as Imports writes them) that the file's import lines name, read
     without a parse: `from .a import b, c` gives `.a`, `.a.b`, `.a.c`."""
     out: list[str] = []
-    for match in IMPORT_LINE.finditer(text):
+    for match in matches_at_lines(text, "import", IMPORT_LINE):
         base, names, plain = match.groups()
         if base is not None:
             out.append(base)

@@ -9,7 +9,7 @@ from typing import Optional
 
 from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
-from gradlint.project.scan import called_names, calls_of, has_spelling, merge, scan, star_words
+from gradlint.project.scan import called_names, calls_of, has_spelling, matches_at_lines, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
 from gradlint.project.view import View, view_of
 
@@ -178,7 +178,7 @@ def _factories(index: Index, scans: dict, texts: dict, builders: set) -> set:
         if not named:
             continue
         text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else ""
-        if _TOP_DEF.search(text) is None or all(text.count(name) < 2 for name in named):
+        if next(matches_at_lines(text, "def", _TOP_DEF), None) is None or all(text.count(name) < 2 for name in named):
             continue
         module = index.module(key)
         for function in module.functions.values() if module is not None else ():
