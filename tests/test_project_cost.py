@@ -194,10 +194,11 @@ def test_patterns_tried_at_the_lines_holding_their_word_find_what_finditer_finds
 def test_spellings_tried_where_their_shared_word_occurs_are_those_of_every_pattern():
     """_spellings tries each spelling only where its word (`grad`, `backward`) occurs: the same
     places as each spelling's pattern run over the whole text (the definition, spelled out)."""
-    from gradlint.project.scan import _SPELLINGS, _counts, _spellings, has_spelling
+    from gradlint.project.scan import _SPELLINGS, _called_name, _counts, _spellings, has_spelling
 
     def every_pattern(text: str) -> list[int]:
-        return sorted(m.start() for _, pattern in _SPELLINGS for m in pattern.finditer(text) if _counts(text, m))
+        return sorted(m.start() for literal, pattern in _SPELLINGS for m in pattern.finditer(text)
+                      if _called_name(text, m.start(), literal) and _counts(text, m))
 
     texts = [
         "loss.backward()\nself.manual_backward(loss)\nopt.zero_grad ()\n",
@@ -210,3 +211,19 @@ def test_spellings_tried_where_their_shared_word_occurs_are_those_of_every_patte
     for text in texts:
         assert _spellings(text) == every_pattern(text), text[:40]
         assert has_spelling(text) is bool(every_pattern(text)), text[:40]
+
+
+def test_a_spelling_is_a_whole_name_called_not_a_tail_or_a_defined_name():
+    """`ctx.save_for_backward(x)` and an autograd Function's `def backward(ctx, grad):` hold no
+    backward (the analysis reads a call by its whole name); a def named as a clip is one."""
+    from gradlint.project.scan import has_spelling, scan
+
+    assert not has_spelling("ctx.save_for_backward(x)\n_apply_optimizer_in_backward(opt)\n")
+    assert not has_spelling("class F(torch.autograd.Function):\n    def backward(ctx, grad):\n        return grad\n")
+    assert not has_spelling("torch._amp_foreach_non_finite_check_and_unscale_(grads, inf, inv)\n")
+    assert has_spelling("self.manual_backward(loss)\n") and has_spelling("backward(loss)\n")
+    assert has_spelling("(loss).backward()\n") and has_spelling("x=clip_grad_norm_(p, 1)\n")
+    found = scan("def op(x):\n    class F(Function):\n        def forward(ctx, x):\n"
+                 "            ctx.save_for_backward(x)\n        def backward(ctx, g):\n            return g\n"
+                 "    return F.apply(x)\n\ndef clip_grad_norm_(params, max_norm):\n    pass\n")
+    assert found.functions == {"clip_grad_norm_"} and not found.methods

@@ -266,10 +266,19 @@ class _Portable(ast.NodeTransformer):
             return node
         target = self.aliases.get(name)
         if target is not None and not target.startswith("."):
-            return ast.parse(target, mode="eval").body
+            return _dotted_node(target)
         if target is not None or name in self.own:
             return ast.Attribute(ast.Name(PORTABLE_PROJECT, ast.Load()), name, ast.Load())
         return ast.Name(PORTABLE_UNKNOWN, ast.Load())
+
+
+def _dotted_node(dotted: str) -> ast.expr:
+    """`a.b.c` as the expression ast.parse gives it (Attribute(Attribute(Name)))."""
+    first, *rest = dotted.split(".")
+    node: ast.expr = ast.Name(first, ast.Load())
+    for part in rest:
+        node = ast.Attribute(node, part, ast.Load())
+    return node
 
 
 def _portable_members(node: ast.ClassDef, aliases: dict, own: set) -> dict:

@@ -343,11 +343,23 @@ def _spelling_starts(text: str):
         while at >= 0:
             for literal, offset, pattern in spellings:
                 start = at - offset
-                if start >= 0 and text.startswith(literal, start):
+                if start >= 0 and text.startswith(literal, start) and _called_name(text, start, literal):
                     match = pattern.match(text, start)
                     if match is not None and _counts(text, match):
                         yield start
             at = text.find(gate, at + 1)
+
+
+def _called_name(text: str, start: int, literal: str) -> bool:
+    """Is the name at `start` the whole name of a call?  Not the tail of a longer one
+    (`ctx.save_for_backward(x)` calls no backward), nor the name a `def` line gives (an autograd
+    Function's `def backward(ctx, grad):` runs nothing), except a clip's: a def named as a clip
+    is one where it is called (named_def).  `.grad`, `.step`: an attribute, always whole."""
+    if literal.startswith("."):
+        return True
+    if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        return False
+    return literal in _CLIP_NAMES or _word_before(text, start) != "def"
 
 
 def builds_optimizer(text: str) -> bool:
