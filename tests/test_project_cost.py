@@ -153,6 +153,7 @@ LINE_TEXTS = [
     "import os\nfrom a.b import (c,\n    d)\n",
     "from .utils import (\n    clip_grad_norm_,  # a comment\n    important,\n)\nimport q\n",
     "from x import (a,\nimport b\n)\n",  # a line inside an earlier match is no new one
+    "from a import (b,\nfrom c import d)\n",
     "x = 1\n    import torch.nn as nn  # comment import y\n",
     "import a; import b\nreimport = 3\nprint('import z')\n",
     "from . import trainer\r\nfrom .. import util\r\nimport q\r\n",
@@ -227,3 +228,24 @@ def test_a_spelling_is_a_whole_name_called_not_a_tail_or_a_defined_name():
                  "            ctx.save_for_backward(x)\n        def backward(ctx, g):\n            return g\n"
                  "    return F.apply(x)\n\ndef clip_grad_norm_(params, max_norm):\n    pass\n")
     assert found.functions == {"clip_grad_norm_"} and not found.methods
+
+
+def test_a_summarised_function_whose_only_spelling_is_in_its_docstring_touches_no_gradients():
+    """The string literals a summary blanks are collected in the same walk that reads the
+    function's calls: an example in a docstring is no gradient spelling, a call is one."""
+    from gradlint.project.index import summarize
+
+    text = ('def documented(engine):\n    """Usage: `loss.backward(); opt.step()`."""\n    return engine\n\n'
+            'def trains(loss, opt):\n    """Runs a step."""\n    loss.backward()\n    opt.step()\n')
+    module = summarize("m.py", text, "d")
+    assert not module.functions["documented"].gradient
+    assert module.functions["trains"].gradient
+
+
+def test_an_imported_name_made_portable_is_the_expression_a_parse_gives():
+    import ast
+
+    from gradlint.project.index import _dotted_node
+
+    for dotted in ("torch", "torch.optim.Adam", "a.b"):
+        assert ast.dump(_dotted_node(dotted)) == ast.dump(ast.parse(dotted, mode="eval").body)

@@ -134,13 +134,9 @@ def star_words(text: str) -> set[str]:
     """The words of the modules the text imports everything from (`from .trainer import *`):
     a package's __init__.py re-exports whatever a def of those modules is."""
     words: set[str] = set()
-    at = text.find("*")
-    while at >= 0:  # each line holding a `*` is tried once, from its start
-        match = IMPORT_LINE.match(text, text.rfind("\n", 0, at) + 1)
-        if match is not None and match.group(1) and match.group(2).strip() == "*":
+    for match in matches_at_lines(text, "*", IMPORT_LINE):
+        if match.group(1) and match.group(2).strip() == "*":
             words.update(_WORD.findall(match.group(1)))
-        end = text.find("\n", at)
-        at = text.find("*", end) if end >= 0 else -1
     return words
 
 
@@ -317,22 +313,23 @@ def _spellings(text: str) -> list[int]:
     return sorted(_spelling_starts(text))
 
 
-# A word several spellings contain: every spelling holds one of these, so the text is searched
-# once per word and each spelling is tried only where its word occurs (`clip_grad_norm_` at
-# each `grad`, 10 characters before it).  Searching the whole text once per spelling (12
-# names, then a pattern per name present) took three times as long on a 45 MB tree.
+# Words several spellings contain (a spelling holding neither is its own word): the text is
+# searched once per word and each spelling is tried only where its word occurs
+# (`clip_grad_norm_` at each `grad`, 10 characters before it).  Searching the whole text once
+# per spelling (12 names, then a pattern per name present) took three times as long on a 45 MB tree.
 _GATES = (BACKWARD, GRAD)
 
 
-def _gate(literal: str) -> str:
-    return next((gate for gate in _GATES if gate in literal), literal)
+def _gated() -> dict:
+    """word -> ((literal, where the word starts in it, pattern), ...) of every spelling."""
+    out: dict = {}
+    for literal, pattern in _SPELLINGS:
+        word = next((gate for gate in _GATES if gate in literal), literal)
+        out.setdefault(word, []).append((literal, literal.index(word), pattern))
+    return {word: tuple(spellings) for word, spellings in out.items()}
 
 
-# gate -> ((literal, where the gate starts in it, pattern), ...)
-_GATED = {}
-for _literal, _pattern in _SPELLINGS:
-    _GATED.setdefault(_gate(_literal), []).append((_literal, _literal.index(_gate(_literal)), _pattern))
-_GATED = {gate: tuple(spellings) for gate, spellings in _GATED.items()}
+_GATED = _gated()
 
 
 def _spelling_starts(text: str):
