@@ -267,3 +267,20 @@ def test_the_50000_line_file_of_issue_13_stays_within_300_mb():
     """8,333 five-line loops with a blank line between them: 1.0 GB before issue 13."""
     _, peak = peak_of("pieces", 8333, blank=True)
     assert peak < 300 * 1024, peak
+
+
+def test_the_loop_dense_benchmark_child_runs_on_a_file_built_in_pieces(tmp_path):
+    """benchmarks/loop_dense.py's child wraps piecewise._Build.run to count pieces: it must
+    keep working when run() changes its arguments (it once broke that way, unseen, since the
+    benchmark is not run by the suite)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("loop_dense", os.path.join(ROOT, "benchmarks", "loop_dense.py"))
+    loop_dense = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loop_dense)
+    loops = piecewise.PIECES_FROM // 5 + 1  # five lines a loop: a file built in pieces
+    path = tmp_path / "dense.py"
+    path.write_text(loop_dense.HEADER + loop_dense.UNCLEARED_LOOP + loop_dense.LOOP * loops)
+    out = loop_dense.measure("check", str(path), 1)  # the child's JSON, read
+    assert out["pieces"] >= 2
+    assert [code for code, _ in out["findings"]] == ["GL001"]

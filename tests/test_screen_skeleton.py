@@ -221,3 +221,42 @@ def test_calls_that_make_an_engine_stay_wherever_they_are():
     assert "    engine.backward(loss)" in text.split("\n")
     assert "    engine.step()" in text.split("\n")
     assert "    return 1" not in text.split("\n")  # while what nothing reaches goes
+
+
+@pytest.mark.parametrize("spelling", ["engine.backward(loss)", "engine.backward( loss )", "engine.backward (loss)",
+                                      "engine.backward(\n        loss)"])
+def test_an_engine_backward_is_found_however_it_is_spelled(spelling):
+    text = screen(ENGINE.replace("engine.backward(loss)", spelling))
+    assert "    engine.step()" in text.split("\n")
+
+
+def test_a_text_whose_every_backward_is_bare_has_no_engine_to_look_for(monkeypatch):
+    """An engine is a receiver of `X.backward(arg)` and `X.step()`: when every `backward` of
+    the text is `backward()`, there is none, and no statement is walked for one (a loop-dense
+    file's statements are the whole file)."""
+    from gradlint.check import screen as screen_module
+
+    walked = []
+    real = screen_module._receiver_calls
+    monkeypatch.setattr(screen_module, "_receiver_calls", lambda statement: walked.append(statement) or real(statement))
+    bare = ENGINE.replace("engine.backward(loss)", "engine.backward()")
+    assert screen(bare) is not None
+    assert walked == []
+    assert screen(ENGINE) is not None
+    assert walked  # the same text with an argument is read
+
+
+def test_a_function_without_a_clip_name_is_not_read_for_clips(monkeypatch):
+    """_clips_and_steps reads every node of a function with a mark; one whose lines never
+    name a clip cannot clip, and is not read."""
+    from gradlint.check import screen as screen_module
+
+    read = []
+    real = screen_module._clips_and_steps
+    monkeypatch.setattr(screen_module, "_clips_and_steps", lambda node: read.append(node.name) or real(node))
+    screen(ENGINE)
+    assert read == []
+    clipping = ENGINE.replace("        opt.step()", "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                                                  "        grad_scaler.step(opt)")
+    screen(clipping)
+    assert read == ["train"]

@@ -155,3 +155,58 @@ def test_no_field_holding_code_is_skipped():
             annotation = str(field.type)
             for base in code_types:
                 assert base.__name__ not in annotation, (kind.__name__, name, annotation)
+
+
+# A helper inlined by three loops, each with a nested loop: every statement of it is modelled
+# in each loop that reaches it, and each condition read once per path that holds it.
+_REPEATED = """\
+import torch
+
+def take_step(model, opt, batch, every):
+    loss = model(batch).sum()
+    loss.backward()
+    if every > 1 and batch.sum() > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    for p in model.parameters():
+        p.data -= 0.1 * p.grad
+    opt.step()
+    opt.zero_grad()
+
+def train(model, opt, loader, every):
+    for epoch in range(3):
+        for batch in loader:
+            take_step(model, opt, batch, every)
+    for batch in loader:
+        take_step(model, opt, batch, every)
+    while True:
+        take_step(model, opt, next(loader), every)
+"""
+
+
+def test_the_model_walks_each_expression_once_however_often_it_is_modelled(monkeypatch):
+    """builder.walked: a statement is modelled again in every loop, branch and inlined call that
+    holds it; the walk of its expression (its calls, the `.grad` it reads, a condition's names)
+    is done once per node, not once per modelling."""
+    from collections import Counter
+
+    from gradlint.model import classify, loops
+    from gradlint.model.names import ExpressionNames
+
+    walks: Counter = Counter()
+    nodes: dict = {}
+    real = loops.walk
+
+    def counted(node, visitor):
+        walks[id(node), type(visitor)] += 1
+        nodes[id(node)] = node  # alive for the test: ids stay distinct
+        return real(node, visitor)
+
+    monkeypatch.setattr(loops, "walk", counted)
+    monkeypatch.setattr(classify, "walk", counted)  # the `.grad` a manual update reads
+    module = cst.parse_module(_REPEATED)
+    model = loops.build(module, "repeated.py", _REPEATED)
+    assert len(model.loops) >= 3
+    memoised = (loops._CallsInOrder, ExpressionNames, classify._GradReaders)  # (a clip's limit, a Float: not)
+    walks = Counter({key: n for key, n in walks.items() if key[1] in memoised})
+    assert {kind for _, kind in walks} == set(memoised)
+    assert max(walks.values()) == 1, [(type(nodes[key]).__name__, kind.__name__, n) for (key, kind), n in walks.items() if n > 1]

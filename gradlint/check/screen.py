@@ -244,6 +244,10 @@ _STEP_HOOK_CALL = re.compile(
 )
 
 
+# The names a clip is called by (_clips_and_steps's test), longest first: an alternation of words.
+_CLIP_NAMES = re.compile("|".join(map(re.escape, sorted(CLIP_FUNCTIONS, key=lambda name: (-len(name), name)))))
+
+
 def _handler(node: ast.stmt) -> bool:
     """`@trainer.on(Events.EPOCH_COMPLETED)`: a function a framework may run once per iteration."""
     return any(
@@ -323,10 +327,20 @@ def screen(
     # A function a framework runs once per iteration (`Engine(update)`) is a loop body too.
     run = {match.group(1) for match in _at_words(_RUNNER_ARGUMENT, source)}
     run |= {match.group(1) for match in _at_words(_REGISTRATION, source)}
+    clip_lines: list[int] = []  # (read when a function with a mark is asked about)
+
+    def clips_and_steps(unit: "_Unit", node: ast.stmt) -> bool:
+        # a clip is called by its name: a function without the word on its lines clips nothing,
+        # and its nodes are not read (a loop-dense file's one function is the whole file)
+        if not clip_lines:
+            clip_lines.extend(sorted(_lines_of(_CLIP_NAMES, source)) or [0])
+        return _contains(clip_lines, unit.start, unit.end) and _clips_and_steps(node)
+
     handlers = [
         (unit.start, unit.end, unit.top, node)
         for name, unit, node, _ in walk.functions
-        if (name in run or _handler(node) or _clips_and_steps(node)) and _contains(marked, unit.start, unit.end)
+        # the cheap tests first: a function holding no mark is no candidate
+        if _contains(marked, unit.start, unit.end) and (name in run or _handler(node) or clips_and_steps(unit, node))
     ]
     candidates += handlers
     if handlers:
@@ -359,7 +373,7 @@ def screen(
     engine_marks = _engine_call_lines(
         [walk.piece_nodes[i] for i, (s, e, _, parent) in enumerate(pieces) if parent < 0 and _contains(token_marks, s, e)],
         memo,
-    )
+    ) if _backward_with_argument(source) else []
     engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source)  # bindings reads them anywhere
                           | _lines_of(_RUNNER_ARGUMENT, source))  # `trainer = Engine(update)`: its handlers
     keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
@@ -685,6 +699,14 @@ def _skip_back(text: str, i: int) -> int:
     return i
 
 
+def _backward_with_argument(source: str) -> bool:
+    """Can the text hold a call `X.backward(arg)`?  Its name is followed by something other
+    than `()` (an argument, a space, a line break), so not when every `backward` of the text,
+    comments and strings included, is `backward()`.  False spares _engine_call_lines a walk of
+    every statement with a mark: it finds engines by their backward with an argument."""
+    return source.count(BACKWARD) != source.count(BACKWARD + "()")
+
+
 def _engine_call_lines(statements, memo=None) -> list[int]:
     """Lines of `X.backward(loss)` and `X.step()` on a receiver that has both: bindings.py
     finds DeepSpeed-style engines from these calls wherever they are, so they stay."""
@@ -992,8 +1014,12 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
             elif isinstance(func.value, ast.Name):
                 self_calls.add(name)
             if name in aliases or any(word in name for word in eventish):
-                out |= _names_in(node)
-                closures |= {sub.id for sub in ast_nodes(node) if isinstance(sub, ast.Name)}
+                for sub in ast_nodes(node):  # (one walk for both: the names, the plain ones)
+                    if isinstance(sub, ast.Name):
+                        out.add(sub.id)
+                        closures.add(sub.id)
+                    elif isinstance(sub, ast.Attribute):
+                        out.add(sub.attr)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             out |= _names_in(node.iter)
         elif isinstance(node, (ast.If, ast.While, ast.IfExp)):

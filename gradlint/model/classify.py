@@ -448,10 +448,7 @@ def _manual_update(anchor: cst.CSTNode, target: cst.BaseExpression, reads, ctx) 
     param = ctx.name(target)
     if param is None or "." in param:
         return None
-    readers = _GradReaders()
-    for node in reads:
-        walk(node, readers)
-    if param not in readers.owners:
+    if not any(param in ctx.builder.walked(node, _GradReaders, _owners_found) for node in reads):
         return None
     owner = ctx.parameter_owner(param)
     name = owner[1] if owner is not None else param
@@ -471,6 +468,10 @@ class _GradReaders(cst.CSTVisitor):
                 owner = owner.value
             if isinstance(owner, cst.Name):
                 self.owners.add(owner.value)
+
+
+def _owners_found(readers: _GradReaders) -> frozenset:
+    return frozenset(readers.owners)
 
 
 def accumulate_with(stmt: cst.With, ctx) -> Optional[str]:

@@ -259,6 +259,14 @@ class _CallsInOrder(cst.CSTVisitor):
         self.calls.append(original_node)
 
 
+def _itself(visitor):
+    return visitor  # read, never changed, once walked
+
+
+def _calls_found(collector: _CallsInOrder) -> tuple:
+    return tuple(collector.calls)
+
+
 def event_names(wrappers: Wrappers) -> frozenset:
     """The configured wrappers' call names, for the bindings pass (events.py has the API's)."""
     return frozenset(n.rsplit(".", 1)[-1] for n in wrappers.backward_functions + wrappers.step_functions)
@@ -290,6 +298,10 @@ class Builder:
         # (`loss = scaler.scale(loss)`): SCALED, or (test, side) when only one side of an `if`
         # bound it so; a backward of such a name is a scaled backward on those paths
         self.scaled: dict[str, object] = {}
+        # id of an expression -> what a walk of it found (its calls in order, the names whose
+        # `.grad` it reads): a statement is modelled again in each loop, branch and inlined
+        # call that holds it (4 times on average on training scripts), its subtree walked once
+        self._walked: dict[tuple, object] = {}
 
     def use_piece(self, module: cst.Module, bindings) -> None:
         """Go on with another piece of the file (piecewise.py); node ids of the last one are reused."""
@@ -298,6 +310,7 @@ class Builder:
         self._codes = {}
         self._reassigned = {}
         self._derivations = {}
+        self._walked = {}
 
     def done(self) -> None:
         """The models are built: let go of the positions, whose `code` is this builder's method.
@@ -307,6 +320,17 @@ class Builder:
         self._codes = {}
         self._reassigned = {}
         self._derivations = {}
+        self._walked = {}
+
+    def walked(self, node: cst.CSTNode, visitor_type, result):
+        """`result(visitor)` of a `visitor_type()` walked over `node`, walked once per node."""
+        key = (id(node), visitor_type)
+        found = self._walked.get(key)
+        if found is None:
+            visitor = visitor_type()
+            walk(node, visitor)
+            self._walked[key] = found = (result(visitor), node)  # the node kept: its id stays its own
+        return found[0]
 
     def code(self, node: cst.CSTNode) -> str:
         """The node's source (generated once: messages and position checks both need it)."""
@@ -545,9 +569,8 @@ class Builder:
 
     def condition(self, test: cst.BaseExpression, ctx: Context) -> tuple[str, bool, bool]:
         """A condition's key (its text), whether it is an accumulation test, whether it is loop-invariant."""
-        names = ExpressionNames()
-        walk(test, names)
-        key = " ".join(self.module.code_for_node(test).split())
+        names = self.walked(test, ExpressionNames, _itself)
+        key = " ".join(self.code(test).split())
         key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
         reads = frozenset(ctx.substitute(name) or name for name in names.names)
         self.conditions[key] = self.conditions.get(key, frozenset()) | reads
@@ -572,9 +595,8 @@ class Builder:
     def window(self, test: cst.BaseExpression, ctx: Context, names=None, key=None) -> tuple[bool, bool]:
         """(does this test mark an accumulation window, is it a setting) for one test."""
         if names is None:
-            names = ExpressionNames()
-            walk(test, names)
-            key = " ".join(self.module.code_for_node(test).split())
+            names = self.walked(test, ExpressionNames, _itself)
+            key = " ".join(self.code(test).split())
             key = " ".join(ctx.substitute(part) or part for part in key.split(" "))
         assigned = ctx.assigned
         varying = any(n in assigned or root(n) in assigned for n in names.names)
@@ -747,10 +769,8 @@ class Builder:
     # -- expressions --
 
     def expression(self, node: cst.BaseExpression, ctx: Context) -> list[Node]:
-        collector = _CallsInOrder()
-        walk(node, collector)
         out: list[Node] = []
-        for call in collector.calls:
+        for call in self.walked(node, _CallsInOrder, _calls_found):
             out.extend(self.call(call, ctx))
         return out
 
