@@ -284,3 +284,87 @@ def test_the_loop_dense_benchmark_child_runs_on_a_file_built_in_pieces(tmp_path)
     out = loop_dense.measure("check", str(path), 1)  # the child's JSON, read
     assert out["pieces"] >= 2
     assert [code for code, _ in out["findings"]] == ["GL001"]
+
+
+# A long def parsed a part of its body at a time (piecewise.def_chunks, _Build.parse_piece).
+LONG_DEF = '''\
+import torch
+
+
+@torch.no_grad
+async def train(model, opt, loader):  # a header comment
+    """Doc."""
+    for x in loader:
+        opt.zero_grad()
+        model(x).sum().backward()
+
+        # the step
+        opt.step()
+
+    total = 0; count = (
+        1)
+
+
+    class Inner:
+        def f(self):
+            return 1
+        
+    while True:
+        break
+    # before the last one
+    if total:
+        pass
+        # a footer of the if
+    return total
+'''
+
+
+@pytest.mark.parametrize("name,source", SAMPLES + [("long def", LONG_DEF)], ids=[n for n, _ in SAMPLES] + ["long def"])
+def test_a_def_parsed_in_chunks_is_the_tree_of_a_whole_parse(name, source):
+    """Chunks of one statement each: every body statement of every def is a cut where only
+    empty lines lie before it; the tree put together equals libcst's whole parse, node for
+    node and in its code (a comment or an indented blank line between keeps the two together)."""
+    import libcst as cst
+
+    tree = python_ast.parse(source)
+    chunks = piecewise.def_chunks(tree, source.split("\n"), piece_lines=1)
+    build = piecewise._Build(source, "f.py", Wrappers(), AstTable(tree), chunks=chunks)
+    for first, (_, parts) in chunks.items():
+        last = parts[-1][1]
+        whole = cst.parse_module(build.piece_text(first, last))
+        together = build.parse_piece(first, last)
+        assert together.deep_equals(whole) and together.code == whole.code
+
+
+def test_a_long_def_has_chunks_only_where_empty_lines_part_its_statements():
+    tree = python_ast.parse(LONG_DEF)
+    chunks = piecewise.def_chunks(tree, LONG_DEF.split("\n"), piece_lines=1)
+    is_async, parts = chunks[4]  # from its decorator's line
+    assert is_async
+    # cuts before `for` (right after the docstring, line 7), `total = 0` and `class Inner`
+    # (their chunks begin with the empty lines before them, lines 13 and 16); none inside
+    # `total = 0; count = (...)`, nor before `while` (an indented blank line before it), nor
+    # `if` (a comment)
+    assert [first for first, _ in parts] == [4, 7, 13, 16]
+    assert parts[-1][1] == len(LONG_DEF.split("\n")) - 1
+    assert piecewise.def_chunks(tree, LONG_DEF.split("\n")) == {}  # shorter than a piece
+
+
+def test_a_function_of_twenty_thousand_lines_is_never_parsed_whole(monkeypatch):
+    """libcst's parser holds memory in proportion to what it parses at once (a 20,000-line
+    `def train():` of loops: 290 MB): such a def is parsed a piece at a time, with the same
+    findings as a whole parse."""
+    loop = "    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        opt.step()\n"
+    source = "import torch\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\ndef train():\n" + loop * 1500
+    import libcst as cst
+
+    parsed: list[int] = []
+    real = cst.parse_module
+    monkeypatch.setattr(cst, "parse_module", lambda text, *a, **k: parsed.append(text.count("\n")) or real(text, *a, **k))
+    result = engine.check_source(source, "f.py", EVERYTHING)
+    assert [f.code for f in result.findings] == ["GL001"] * 1500
+    assert len(parsed) > 2 and max(parsed) <= 2 * piecewise.PIECE_LINES
+    monkeypatch.setattr(cst, "parse_module", real)
+    with pieces_of(None):
+        whole = engine.check_source(source, "f.py", EVERYTHING)
+    assert [(f.code, f.span, f.message) for f in whole.findings] == [(f.code, f.span, f.message) for f in result.findings]

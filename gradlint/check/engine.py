@@ -222,13 +222,15 @@ def _model_in_pieces(context: "FileContext", text: str, settings: Settings, proj
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the whole parse says what is wrong
     spans = piecewise.grouped(tree)
-    if not spans or (len(spans) < 2 and 2 * (spans[0][1] - spans[0][0] + 1) > text.count("\n") + 1):
+    chunks = piecewise.def_chunks(tree, text.split("\n"))
+    if not spans or (len(spans) < 2 and not chunks and 2 * (spans[0][1] - spans[0][0] + 1) > text.count("\n") + 1):
         return None  # one piece of most of the text: a whole parse costs the same
     table = AstTable(tree)
     del tree
     context.forget_trees()  # tens of megabytes; the table holds what positions need
     return piecewise.build_in_pieces(
-        text, context.path, context.source, settings.wrappers, table, spans, project=project, context=context
+        text, context.path, context.source, settings.wrappers, table, spans, project=project, context=context,
+        chunks=chunks,
     )
 
 

@@ -99,6 +99,44 @@ def statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
     return spans
 
 
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def def_chunks(tree: ast.Module, lines: list[str], piece_lines: Optional[int] = None) -> dict[int, tuple]:
+    """The top-level defs longer than piece_lines lines (default PIECE_LINES) that libcst can
+    parse a part of the body at a time: first line (its decorators') -> (async, the chunks'
+    (first line, last line)).  The first chunk holds the header; the others begin where the
+    one before ended, on a body statement's line or on the blank lines before it, never on a
+    comment or inside a statement.  `lines`: the text's lines (0-based).
+
+    libcst's native parser holds memory in proportion to what it parses at once: a
+    20,000-line `def train():` of loops peaks at 290 MB parsed whole (benchmarks/loop_dense.py).
+    Only empty lines may lie between two chunks: a comment there, or a line of indentation
+    only, can belong to the block that ends above it (its footer) in a whole parse; an empty
+    line is the next statement's."""
+    piece_lines = PIECE_LINES if piece_lines is None else piece_lines
+    out: dict[int, tuple] = {}
+    for stmt in tree.body:
+        start = min([stmt.lineno] + [d.lineno for d in stmt.decorator_list]) if isinstance(stmt, _DEFS) else 0
+        if not start or (stmt.end_lineno or 0) - start < piece_lines:
+            continue
+        chunks = [(start, 0)]
+        body = stmt.body
+        for before, after in zip(body, body[1:]):
+            next_start = min([after.lineno] + [d.lineno for d in getattr(after, "decorator_list", ())])
+            end = before.end_lineno or before.lineno
+            if next_start <= end or any(lines[n - 1] for n in range(end + 1, next_start)):
+                continue  # `a; b`, or a comment or indented whitespace between: no cut here
+            if end - chunks[-1][0] >= piece_lines:
+                chunks[-1] = (chunks[-1][0], end)
+                chunks.append((end + 1, 0))
+        if len(chunks) > 1:
+            chunks[-1] = (chunks[-1][0], stmt.end_lineno)
+            out[start] = (isinstance(stmt, ast.AsyncFunctionDef), tuple(chunks))
+    return out
+
+
 @dataclass
 class Log:
     """One piece's questions to the bindings and their answers."""
@@ -193,25 +231,29 @@ def build_in_pieces(
     models=None,
     project=None,
     context=None,
+    chunks: Optional[dict] = None,
 ) -> Optional[FileModel]:
     """The file's model built piece by piece (`text` is what libcst would parse whole,
     `table` its ast positions); None when only a whole parse can give it.  `spans` need not
     cover the lines between pieces that hold no statement; `parse` may hand back the tree
     of an equal text parsed before (gradlint/incremental: trees are never changed); `models`
     (a gradlint.incremental.ByIdentity) keeps each piece's first-pass models for the next build;
-    `context`: the check's FileContext, which the model keeps for the fixes."""
+    `context`: the check's FileContext, which the model keeps for the fixes; `chunks`: def_chunks
+    of the text, the long defs libcst parses a part of the body at a time."""
     try:
-        return _Build(text, path, wrappers, table, parse, models, project).run(spans, source, context)
+        return _Build(text, path, wrappers, table, parse, models, project, chunks).run(spans, source, context)
     except (_Disagrees, PositionsDisagree, cst.ParserSyntaxError):
         return None
 
 
 class _Build:
     def __init__(
-        self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=parse_module, models=None, project=None
+        self, text: str, path: str, wrappers: Wrappers, table: AstTable, parse=parse_module, models=None, project=None,
+        chunks: Optional[dict] = None,
     ) -> None:
         self.text = text
         self.parse = parse
+        self.chunks = chunks or {}
         self.models = models
         # what a model depends on besides its tree, place and answers (the project's modules too)
         self.model_key = (path, wrappers, project.digest if project is not None else None)
@@ -256,10 +298,31 @@ class _Build:
         end = starts[last] if last < len(starts) else len(self.text)
         return self.text[starts[first - 1] : end]
 
+    def parse_piece(self, first: int, last: int) -> cst.Module:
+        """libcst's tree of lines first..last; a long def (def_chunks) that is the whole piece
+        is parsed a part of its body at a time and its statements put together in one def: the
+        tree a whole parse gives (tests/test_piecewise.py compares them)."""
+        found = self.chunks.get(first)
+        if found is None or found[1][-1][1] != last:
+            return self.parse(self.piece_text(first, last))
+        is_async, chunks = found
+        module = self.parse(self.piece_text(*chunks[0]))
+        definition = module.body[-1]
+        statements = list(definition.body.body)
+        header = "async def _():\n" if is_async else "def _():\n"  # (its body's indentation is the text's)
+        for chunk in chunks[1:]:
+            part = self.parse(header + self.piece_text(*chunk))
+            statements += part.body[0].body.body
+        block = definition.body.with_changes(body=tuple(statements), footer=part.body[0].body.footer)
+        return module.with_changes(
+            body=(*module.body[:-1], definition.with_changes(body=block)),
+            footer=part.footer, has_trailing_newline=part.has_trailing_newline,
+        )
+
     def first_pass(self, first: int, last: int) -> None:
         bindings = self.bindings
         before = dict(bindings.counts)
-        module = self.parse(self.piece_text(first, last))
+        module = self.parse_piece(first, last)
         if self.config is None:
             self.config = module.with_changes(body=(), header=(), footer=())
         walk(module, bindings)  # leave_Module runs bindings.finish()
@@ -307,7 +370,7 @@ class _Build:
     def second_pass(self, piece: _Piece) -> None:
         """Model a piece again with the complete bindings (its first answers have changed)."""
         self.second_passes += 1
-        module = piece.module or self.parse(self.piece_text(piece.first, piece.last))
+        module = piece.module or self.parse_piece(piece.first, piece.last)
         again = Bindings(self.names)  # numbers, outline and loop facts of the new nodes only
         again.counts = dict(piece.counts_before)
         walk(module, again)
