@@ -14,11 +14,15 @@ import libcst as cst
 
 def dotted(node: cst.BaseExpression) -> Optional[str]:
     """`self.model.head` for Name/Attribute chains, else None."""
+    # (by exact type: libcst's node classes have no subclasses, and isinstance goes through
+    # ABCMeta's check, a microsecond; the model asks this about every call and name it reads)
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
+        if not parts:
+            return node.value
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None

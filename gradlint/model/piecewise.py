@@ -40,8 +40,11 @@ from gradlint.model.positions import KINDS, AstTable, Positions, PositionsDisagr
 from gradlint.model.walk import walk
 from gradlint.options.settings import Wrappers
 
-PIECE_LINES = 2000  # about 20 MB of libcst tree at a time
-PIECES_FROM = 2 * PIECE_LINES  # below this a whole parse costs little memory
+# libcst's parse costs more per line the more it parses at once (training loops: 0.17 ms a
+# five-line loop in a 500-line text, 0.22 in 2,000 lines, 0.29 in 20,000), so the pieces are
+# small: a 10,000-line file of loops is checked in a tenth less time than in 2,000-line pieces.
+PIECE_LINES = 500
+PIECES_FROM = 4000  # below this a whole parse costs little memory
 
 _LINE_END = re.compile(r"\r\n|\r|\n")  # the line ends CPython counts (str.splitlines counts more)
 
