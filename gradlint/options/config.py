@@ -39,10 +39,16 @@ from typing import Any, Optional
 
 from gradlint.options.settings import DEFAULT_FILE_TIMEOUT, Settings, Wrappers
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
+
+def _toml():
+    """The TOML reader, imported when a configuration file is read (an `--isolated` run, or
+    one that finds no configuration file, never pays for its import)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+    return tomllib
+
 
 CODE_LIST_KEYS = ("select", "ignore", "extend-select")
 GLOB_LIST_KEYS = ("exclude", "extend-exclude")
@@ -207,6 +213,7 @@ def _shown(value: Any, width: int = 60) -> str:
 def _read_toml(path: str) -> tuple[dict, str]:
     """The parsed table and the text (to place a bad key's message on its line)."""
     text = ""
+    tomllib = _toml()
     try:
         with open(path, "rb") as handle:
             text = handle.read().decode("utf-8")
