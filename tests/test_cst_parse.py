@@ -68,3 +68,33 @@ def test_syntax_errors_are_libcsts():
     # the switch is off again after a failed parse: a bad hand-built node still raises
     with pytest.raises(cst.CSTValidationError):
         cst.Subscript(value=cst.Name("x"), slice=())
+
+
+def test_the_only_thread_parses_with_a_no_op_hook_and_puts_it_back(monkeypatch):
+    """The process's only thread (a command-line run, a worker): no node is built elsewhere
+    during its parse, so __post_init__ is a no-op then, not a per-node test of the thread;
+    with another thread alive (the language server), the per-node test stays."""
+    from libcst._nodes.base import CSTNode
+
+    from gradlint.parse import cst_parse
+
+    parse_module(SOURCE)  # installs the switch
+    installed = CSTNode.__post_init__
+    seen = []
+    real = cst.parse_module
+    monkeypatch.setattr(cst, "parse_module", lambda text: seen.append(CSTNode.__post_init__) or real(text))
+    with monkeypatch.context() as alone:
+        alone.setattr(cst_parse, "active_count", lambda: 1)  # (the test runner may have threads of its own)
+        parse_module(SOURCE)
+    assert seen == [cst_parse._unchecked]
+    assert CSTNode.__post_init__ is installed
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        parse_module(SOURCE)
+    finally:
+        release.set()
+        other.join()
+    assert seen[1] is installed
+    assert CSTNode.__post_init__ is installed

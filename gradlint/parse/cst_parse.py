@@ -11,9 +11,11 @@ them; nodes built anywhere else, by any thread, are validated as before.
 from __future__ import annotations
 
 from _thread import get_ident
+from threading import active_count
 
 _parsing: set[int] = set()  # the threads inside parse_module now
 _installed = False
+_node_class = None  # libcst's CSTNode, once installed
 
 
 def _post_init(self) -> None:
@@ -22,13 +24,18 @@ def _post_init(self) -> None:
     self._validate()
 
 
+def _unchecked(self) -> None:
+    """__post_init__ while the process's only thread parses: nothing to ask per node."""
+
+
 def _install() -> None:
-    global _installed
+    global _installed, _node_class
     from libcst._nodes.base import CSTNode
 
     # Only the base class defines __post_init__ (libcst 1.x); a version where a node type
     # defines its own keeps validating those nodes, which is merely slower.
     CSTNode.__post_init__ = _post_init
+    _node_class = CSTNode
     _installed = True
 
 
@@ -41,8 +48,17 @@ def parse_module(text: str):
     me = get_ident()
     if me in _parsing:
         return libcst.parse_module(text)
+    # The process's only thread (the command line, a worker): no node can be built elsewhere
+    # while it parses, so the hook itself is a no-op for the parse, not a test of the thread
+    # per node (half a million nodes on a big training script).  With other threads (the
+    # language server), each node asks which thread builds it.
+    alone = active_count() == 1
     _parsing.add(me)
+    if alone:
+        _node_class.__post_init__ = _unchecked
     try:
         return libcst.parse_module(text)
     finally:
+        if alone:
+            _node_class.__post_init__ = _post_init
         _parsing.discard(me)
