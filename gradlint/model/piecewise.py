@@ -102,7 +102,6 @@ def statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
     return spans
 
 
-
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -313,13 +312,15 @@ class _Build:
         definition = module.body[-1]
         statements = list(definition.body.body)
         header = "async def _():\n" if is_async else "def _():\n"  # (its body's indentation is the text's)
+        last, block = module, definition.body  # the text's end: its footers
         for chunk in chunks[1:]:
-            part = self.parse(header + self.piece_text(*chunk))
-            statements += part.body[0].body.body
-        block = definition.body.with_changes(body=tuple(statements), footer=part.body[0].body.footer)
+            last = self.parse(header + self.piece_text(*chunk))
+            block = last.body[0].body
+            statements += block.body
+        block = definition.body.with_changes(body=tuple(statements), footer=block.footer)
         return module.with_changes(
             body=(*module.body[:-1], definition.with_changes(body=block)),
-            footer=part.footer, has_trailing_newline=part.has_trailing_newline,
+            footer=last.footer, has_trailing_newline=last.has_trailing_newline,
         )
 
     def first_pass(self, first: int, last: int) -> None:
