@@ -210,3 +210,16 @@ def test_the_model_walks_each_expression_once_however_often_it_is_modelled(monke
     walks = Counter({key: n for key, n in walks.items() if key[1] in memoised})
     assert {kind for _, kind in walks} == set(memoised)
     assert max(walks.values()) == 1, [(type(nodes[key]).__name__, kind.__name__, n) for (key, kind), n in walks.items() if n > 1]
+
+
+def test_a_visitor_method_libcst_defines_as_a_no_op_is_never_called():
+    """The walk's plan has no method for a node type whose visit_X / leave_X the visitor inherits
+    unchanged from libcst's CSTVisitor (they do nothing): such nodes cost no call."""
+    class NamesOnly(cst.CSTVisitor):
+        def visit_Name(self, node):
+            pass
+
+    walk(cst.parse_module("f(a.b, c)\n"), NamesOnly())
+    plans = walk_module._PLANS[NamesOnly]
+    assert plans[cst.Name][0] is NamesOnly.visit_Name
+    assert plans[cst.Call][:2] == (None, None) and plans[cst.Name][1] is None
