@@ -327,7 +327,7 @@ def test_a_def_parsed_in_chunks_is_the_tree_of_a_whole_parse(name, source):
     import libcst as cst
 
     tree = python_ast.parse(source)
-    chunks = piecewise.def_chunks(tree, source.split("\n"), piece_lines=1)
+    chunks = piecewise.def_chunks(tree, source, piece_lines=1)
     build = piecewise._Build(source, "f.py", Wrappers(), AstTable(tree), chunks=chunks)
     for first, (_, parts) in chunks.items():
         last = parts[-1][1]
@@ -338,7 +338,7 @@ def test_a_def_parsed_in_chunks_is_the_tree_of_a_whole_parse(name, source):
 
 def test_a_long_def_has_chunks_only_where_empty_lines_part_its_statements():
     tree = python_ast.parse(LONG_DEF)
-    chunks = piecewise.def_chunks(tree, LONG_DEF.split("\n"), piece_lines=1)
+    chunks = piecewise.def_chunks(tree, LONG_DEF, piece_lines=1)
     is_async, parts = chunks[4]  # from its decorator's line
     assert is_async
     # cuts before `for` (right after the docstring, line 7), `total = 0` and `class Inner`
@@ -347,7 +347,7 @@ def test_a_long_def_has_chunks_only_where_empty_lines_part_its_statements():
     # `if` (a comment)
     assert [first for first, _ in parts] == [4, 7, 13, 16]
     assert parts[-1][1] == len(LONG_DEF.split("\n")) - 1
-    assert piecewise.def_chunks(tree, LONG_DEF.split("\n")) == {}  # shorter than a piece
+    assert piecewise.def_chunks(tree, LONG_DEF) == {}  # shorter than a piece
 
 
 def test_a_function_of_twenty_thousand_lines_is_never_parsed_whole(monkeypatch):
@@ -368,3 +368,17 @@ def test_a_function_of_twenty_thousand_lines_is_never_parsed_whole(monkeypatch):
     with pieces_of(None):
         whole = engine.check_source(source, "f.py", EVERYTHING)
     assert [(f.code, f.span, f.message) for f in whole.findings] == [(f.code, f.span, f.message) for f in result.findings]
+
+
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_a_long_def_with_other_line_ends_is_put_together_as_a_whole_parse(end):
+    import libcst as cst
+
+    source = LONG_DEF.replace("\n", end)
+    tree = python_ast.parse(source)
+    chunks = piecewise.def_chunks(tree, source, piece_lines=1)
+    assert [first for first, _ in chunks[4][1]] == [4, 7, 13, 16]
+    build = piecewise._Build(source, "f.py", Wrappers(), AstTable(tree), chunks=chunks)
+    whole = cst.parse_module(build.piece_text(4, chunks[4][1][-1][1]))
+    together = build.parse_piece(4, chunks[4][1][-1][1])
+    assert together.deep_equals(whole) and together.code == whole.code

@@ -222,7 +222,7 @@ def _model_in_pieces(context: "FileContext", text: str, settings: Settings, proj
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # the whole parse says what is wrong
     spans = piecewise.grouped(tree)
-    chunks = piecewise.def_chunks(tree, text.split("\n"))
+    chunks = piecewise.def_chunks(tree, text)
     if not spans or (len(spans) < 2 and not chunks and 2 * (spans[0][1] - spans[0][0] + 1) > text.count("\n") + 1):
         return None  # one piece of most of the text: a whole parse costs the same
     table = AstTable(tree)

@@ -105,12 +105,12 @@ def statement_spans(tree: ast.Module) -> list[tuple[int, int]]:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def def_chunks(tree: ast.Module, lines: list[str], piece_lines: Optional[int] = None) -> dict[int, tuple]:
+def def_chunks(tree: ast.Module, text: str, piece_lines: Optional[int] = None) -> dict[int, tuple]:
     """The top-level defs longer than piece_lines lines (default PIECE_LINES) that libcst can
     parse a part of the body at a time: first line (its decorators') -> (async, the chunks'
     (first line, last line)).  The first chunk holds the header; the others begin where the
     one before ended, on a body statement's line or on the blank lines before it, never on a
-    comment or inside a statement.  `lines`: the text's lines (0-based).
+    comment or inside a statement.  `text`: what `tree` was parsed from.
 
     libcst's native parser holds memory in proportion to what it parses at once: a
     20,000-line `def train():` of loops peaks at 290 MB parsed whole (benchmarks/loop_dense.py).
@@ -119,10 +119,12 @@ def def_chunks(tree: ast.Module, lines: list[str], piece_lines: Optional[int] = 
     line is the next statement's."""
     piece_lines = PIECE_LINES if piece_lines is None else piece_lines
     out: dict[int, tuple] = {}
+    lines: list[str] = []  # the text's lines (0-based), split when a def is long enough to ask
     for stmt in tree.body:
         start = min([stmt.lineno] + [d.lineno for d in stmt.decorator_list]) if isinstance(stmt, _DEFS) else 0
         if not start or (stmt.end_lineno or 0) - start < piece_lines:
             continue
+        lines = lines or _LINE_END.split(text)  # (the line ends CPython counts, as the tree's numbers)
         chunks = [(start, 0)]
         body = stmt.body
         for before, after in zip(body, body[1:]):
@@ -311,7 +313,10 @@ class _Build:
         module = self.parse(self.piece_text(*chunks[0]))
         definition = module.body[-1]
         statements = list(definition.body.body)
-        header = "async def _():\n" if is_async else "def _():\n"  # (its body's indentation is the text's)
+        # a header of its own for each later part, ended as the text's lines are (libcst reads
+        # the first line end as the module's newline); the body's indentation is the text's
+        line_end = _LINE_END.search(self.text, self.line_starts[first - 1]).group()
+        header = ("async def _():" if is_async else "def _():") + line_end
         last, block = module, definition.body  # the text's end: its footers
         for chunk in chunks[1:]:
             last = self.parse(header + self.piece_text(*chunk))
