@@ -260,3 +260,60 @@ def test_a_function_without_a_clip_name_is_not_read_for_clips(monkeypatch):
                                                   "        grad_scaler.step(opt)")
     screen(clipping)
     assert read == ["train"]
+
+
+# A script's training code in a top-level block: the block is cut down to its loops and what
+# they reach (the assignment of `opt` decides GL003), like a def's body.
+TRAINING = """
+    opt = torch.optim.SGD(model.parameters())
+    for x in loader:
+        other.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+"""
+
+ROOT_BLOCKS = {
+    "main guard": 'if __name__ == "__main__":\n    print("setup")\n{training}    print("done")\n',
+    "else": 'if debug:\n    print("debug")\nelse:\n    print("setup")\n{training}',
+    "elif": 'if debug:\n    print("debug")\nelif (fast and\n      debug):\n    print("setup")\n{training}'
+            'else:\n    print("no")\n',
+    "with": 'with open("log") as log:\n    print("setup")\n{training}',
+    "try": 'try:\n    print("setup")\n{training}except KeyboardInterrupt:\n    print("stopped")\n',
+    "except": 'try:\n    print("setup")\nexcept ImportError:\n    print("fallback")\n{training}',
+    "finally": 'try:\n    print("setup")\nfinally:\n    print("finally")\n{training}',
+    # a mark outside the loops (a step before the first iteration): the block stays whole
+    "mark outside the loop (kept whole)": 'if __name__ == "__main__":\n    print("setup")\n    opt.step()\n'
+                                          '{training}',
+}
+
+
+def _script(shape: str) -> str:
+    body = ROOT_BLOCKS[shape].format(training=TRAINING.lstrip("\n"))
+    return f"import torch\n\nmodel = torch.nn.Linear(2, 2)\nother = torch.nn.Linear(2, 2)\n\n{body}"
+
+
+@pytest.mark.parametrize("shape", sorted(ROOT_BLOCKS))
+def test_a_scripts_top_level_block_keeps_its_loop_and_what_it_reaches(shape, monkeypatch):
+    from gradlint.check import engine
+
+    source = _script(shape)
+    text = screen(source)
+    ast.parse(text)  # still Python
+    source_lines, text_lines = source.split("\n"), text.split("\n")
+    assert len(text_lines) == len(source_lines)
+    for n, line in enumerate(source_lines):
+        if line.strip().startswith(("opt = ", "for x", "other.zero_grad()", "model(x)", "opt.step()")):
+            column = len(line) - len(line.lstrip())
+            assert text_lines[n][column:] == line[column:]  # in place
+    setup = '    print("setup")'
+    if "kept whole" in shape:
+        assert setup in text_lines
+    else:
+        assert setup not in text_lines  # what no loop reaches is gone
+        assert not any("print(" in line for line in text_lines)
+
+    screened = check_source(source, "s.py", Settings.default()).findings
+    monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)
+    whole = check_source(source, "s.py", Settings.default()).findings
+    assert screened == whole
+    assert [f.code for f in whole] == ["GL003"]  # the assignment decides the finding

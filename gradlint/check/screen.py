@@ -66,6 +66,9 @@ from gradlint.options.settings import Wrappers
 
 _WORD = re.compile(r"(?!\d)\w+")
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Top-level blocks a script's training code sits in (`if __name__ == "__main__":`, `with run:`,
+# `try:`): cut down to a skeleton around their loops like a def's body (see _loop_holders).
+_ROOT_BLOCKS = (ast.If, ast.With, ast.Try) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _ASSIGNS = (ast.Assign, ast.AnnAssign)
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -119,7 +122,7 @@ class _Walk:
             if isinstance(stmt, ast.ClassDef):
                 self._class_piece(stmt, index)
             else:
-                self._statement(stmt, index)
+                self._statement(stmt, index, root=True)
 
     @classmethod
     def of_statement(cls, stmt: ast.stmt) -> "_Walk":
@@ -184,8 +187,11 @@ class _Walk:
         header_end = node.body[0].lineno - 1 if node.body[0].lineno > node.lineno else node.lineno
         self.classes.append((node.name, _Unit(top, _start(node), node.end_lineno, node), header_end))
 
-    def _statement(self, stmt: ast.stmt, top: int, in_class: bool = False) -> None:
-        root_path: Optional[tuple] = () if isinstance(stmt, _FUNCS) else None
+    def _statement(self, stmt: ast.stmt, top: int, in_class: bool = False, root: bool = False) -> None:
+        # The paths of a def's statements start inside its body; those of a top-level block's
+        # at the block itself (its `else:` or `except` holds statements too).
+        def_body = isinstance(stmt, _FUNCS)
+        root_path: Optional[tuple] = () if def_body or (root and isinstance(stmt, _ROOT_BLOCKS)) else None
         stack = [(stmt, root_path, in_class, None)]
         while stack:
             node, path, method, owner = stack.pop()
@@ -220,7 +226,7 @@ class _Walk:
                 if children:
                     # Every block can be cut down to a header (see _block_header) but a match's.
                     cut = path is not None and field != "cases" and not isinstance(node, ast.match_case)
-                    child_path = (path if node is stmt else path + ((node, field),)) if cut else None
+                    child_path = (path if node is stmt and def_body else path + ((node, field),)) if cut else None
                     in_body = isinstance(node, ast.ClassDef)
                     stack.extend((child, child_path, in_body, owner) for child in reversed(children))
 
@@ -360,13 +366,15 @@ def screen(
     # and what the analysis can reach by name.
     pieces = walk.pieces
     token_marks = sorted(token_lines)
-    keep = {i for i, (_, _, droppable, _) in enumerate(pieces) if not droppable}
     # A function whose marks all lie in its candidate loops (or in defs inside it, which are
     # reached on their own) is needed for those loops only: it keeps them and what the
     # analysis reaches in it (a skeleton, as for assignments), not its whole body; the words
     # of the rest of it reach nothing (holders: not read as a whole by _needed_tops).  Its calls
-    # of functions holding marks do not count: only a loop inlines them.
+    # of functions holding marks do not count: only a loop inlines them.  So is a script's
+    # top-level block (`if __name__ == "__main__":`) whose marks all lie in its loops.
     holders = _loop_holders(walk, token_marks, candidates)
+    roots = {i for i in _root_blocks(walk) if id(walk.piece_nodes[i]) in holders}
+    keep = {i for i, (_, _, droppable, _) in enumerate(pieces) if not droppable and i not in roots}
     in_skeleton = _outermost([loop for loop in candidates if _in_holder(walk, loop, holders)])
     keep |= {loop[2] for loop in candidates if not _in_holder(walk, loop, holders)} | walk.training_step_tops
     # `X.backward(loss)` and `X.step()` are spelled with a mark: only statements holding one can hold them.
@@ -376,7 +384,8 @@ def screen(
     ) if _backward_with_argument(source) else []
     engine_marks = sorted(set(engine_marks) | _lines_of(_STEP_HOOK_CALL, source)  # bindings reads them anywhere
                           | _lines_of(_RUNNER_ARGUMENT, source))  # `trainer = Engine(update)`: its handlers
-    keep |= {i for i, (s, e, droppable, _) in enumerate(pieces) if droppable and _contains(engine_marks, s, e)}
+    keep |= {i for i, (s, e, droppable, _) in enumerate(pieces)
+             if (droppable or i in roots) and _contains(engine_marks, s, e)}
     keep |= _sharing_lines(walk)
     hooks = {match.group(1) for match in _at_words(_STEP_HOOK_CALL, source)}  # a hook function bindings looks into
     keep |= {unit.top for name, unit, _, _ in walk.functions if name in hooks}
@@ -431,8 +440,11 @@ def _loop_holders(walk: "_Walk", marked: list[int], candidates) -> set[int]:
             i += 1
         if reach >= line:
             covered.add(line)
-    # The innermost def around each other mark (defs nest or are disjoint): a stack sweep.
-    defs = sorted((unit.start, -unit.end, id(node)) for _, unit, node, _ in walk.functions)
+    # The innermost def around each other mark (defs nest or are disjoint; a top-level block
+    # holds defs, none holds it): a stack sweep.
+    defs = [(unit.start, -unit.end, id(node)) for _, unit, node, _ in walk.functions]
+    defs += [(walk.pieces[i][0], -walk.pieces[i][1], id(walk.piece_nodes[i])) for i in _root_blocks(walk)]
+    defs.sort()
     holding: set[int] = set()
     open_defs: list[tuple[int, int]] = []  # (end, id)
     j = 0
@@ -451,10 +463,16 @@ def _loop_holders(walk: "_Walk", marked: list[int], candidates) -> set[int]:
     return {key for key in holding if key >= 0 and -1 - key not in holding}
 
 
+def _root_blocks(walk: "_Walk") -> list[int]:
+    """The pieces that are top-level blocks a skeleton can be cut from (_ROOT_BLOCKS)."""
+    return [i for i, node in enumerate(walk.piece_nodes) if isinstance(node, _ROOT_BLOCKS) and walk.pieces[i][3] < 0]
+
+
 def _in_holder(walk: "_Walk", loop, holders: set[int]) -> bool:
-    """Is this candidate inside a def (a piece of its own) that needs only a skeleton around it?"""
+    """Is this candidate inside a def or a top-level block (a piece of its own) that needs only a
+    skeleton around it?"""
     piece = walk.piece_nodes[loop[2]]
-    return loop[3] is not piece and isinstance(piece, _FUNCS) and id(piece) in holders
+    return loop[3] is not piece and isinstance(piece, _FUNCS + _ROOT_BLOCKS) and id(piece) in holders
 
 
 def _outermost(loops: list) -> list:
@@ -493,10 +511,14 @@ def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dic
     for top, statements in partial.items():
         if top in keep:
             continue
-        if not isinstance(walk.piece_nodes[top], _FUNCS):
+        node = walk.piece_nodes[top]
+        if isinstance(node, _FUNCS):
+            kept: Optional[dict[int, str]] = _block_header(node, "body", lines)
+        elif isinstance(node, _ROOT_BLOCKS) and walk.pieces[top][3] < 0:
+            kept = {}  # (its statements' paths start at the block: its headers come with them)
+        else:
             keep.add(top)
             continue
-        kept: Optional[dict[int, str]] = _block_header(walk.piece_nodes[top], "body", lines)
         first = walk.pieces[top][0]
         # How many of the statements kept whole span each line of the piece: a block inside one
         # of them keeps its own header line as written, never rewritten for another statement.
