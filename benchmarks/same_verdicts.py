@@ -6,10 +6,10 @@
 
 Each script is run once under the probes (this checkout's child: torch, a few
 seconds each), and the event log it writes is judged twice: by the base
-checkout's gradlint/verify/verdicts.py and by this one's, against this
-checkout's static findings (benchmarks/same_output.py shows those are the
-base's too).  Running the script twice would not do: parameters start from
-random values, so the norms in the evidence differ from run to run.
+checkout's gradlint and by this one's (each with its own static findings,
+verdicts.py and rules' runtime criteria, in a process of its own).  Running
+the script twice would not do: parameters start from random values, so the
+norms in the evidence differ from run to run.
 
 Compared, as JSON: every verdict (code, line, column, message, verdict,
 evidence), the runtime-only detections (code, file, line, column, evidence,
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
 import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,14 +46,29 @@ def scripts(paths: list[str]) -> list[str]:
     return found
 
 
-def load_verdicts(checkout: Path):
-    """A checkout's verdicts module, under its own name (it imports gradlint only lazily)."""
-    name = f"verdicts_{abs(hash(str(checkout)))}"
-    spec = importlib.util.spec_from_file_location(name, checkout / "gradlint" / "verify" / "verdicts.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+# A checkout's judge runs in a process of its own, with that checkout first on the path: the
+# runtime criteria live in the rule modules (each rule's `runtime`), not in verdicts.py alone, so
+# loading one file of the base beside this checkout's package would mix the two versions.
+JUDGE = r"""
+import json, os, sys
+records_file, target, checkout = sys.argv[1:4]
+sys.path.insert(0, checkout)  # before the current directory, which is this checkout for both
+from gradlint.verify import verdicts as module
+from gradlint.verify.command import static_findings
+assert os.path.realpath(module.__file__).startswith(os.path.realpath(checkout) + os.sep), module.__file__
+with open(records_file) as handle:
+    records = json.load(handle)
+findings = static_findings(target)[0] if os.path.isfile(target) else []
+run = module.Run.from_records(records)
+home = run.target_file or os.path.realpath(target)
+verdicts, runtime_only = module.judge(findings, run, home)
+print(json.dumps({
+    "verdicts": [v.to_dict() for v in verdicts],
+    "runtime_only": [[d.code, d.file, d.line, d.col, d.evidence, d.count] for d in runtime_only],
+    "end": module.end_reason(run, home),
+    "unverified": module.unverified_reason(run, home),
+}, sort_keys=True, indent=1))
+"""
 
 
 def record_run(path: str) -> list[dict]:
@@ -74,16 +90,12 @@ def record_run(path: str) -> list[dict]:
     return seen[-1] if seen else []
 
 
-def judged(module, records: list[dict], findings, target: str) -> str:
-    run = module.Run.from_records(copy.deepcopy(records))
-    home = run.target_file or os.path.realpath(target)
-    verdicts, runtime_only = module.judge(findings, run, home)
-    return json.dumps({
-        "verdicts": [v.to_dict() for v in verdicts],
-        "runtime_only": [[d.code, d.file, d.line, d.col, d.evidence, d.count] for d in runtime_only],
-        "end": module.end_reason(run, home),
-        "unverified": module.unverified_reason(run, home),
-    }, sort_keys=True, indent=1)
+def judged(checkout: Path, records_file: str, target: str) -> str:
+    """The checkout's verdicts (its static findings, its judge) on one recorded run, as JSON."""
+    # the same working directory for both: paths in the evidence are printed relative to it
+    proc = subprocess.run([sys.executable, "-c", JUDGE, records_file, target, str(checkout)], cwd=str(ROOT),
+                          capture_output=True, text=True, timeout=300)
+    return proc.stdout if proc.returncode == 0 else f"judge failed ({proc.returncode}):\n{proc.stderr[-2000:]}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,15 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", type=Path, required=True, help="a checkout of gradlint before the change")
     ap.add_argument("paths", nargs="*", help="scripts or folders (default: fixtures/)")
     args = ap.parse_args(argv)
-    from gradlint.verify.command import static_findings
-
-    before, after = load_verdicts(args.base.resolve()), load_verdicts(ROOT)
+    base = args.base.resolve()
     different = confirmed = 0
     paths = scripts(args.paths)
     for path in paths:
-        records = record_run(path)
-        findings = static_findings(path)[0] if os.path.isfile(path) else []
-        old, new = judged(before, records, findings, path), judged(after, records, findings, path)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+            json.dump(record_run(path), handle)
+        try:
+            old, new = judged(base, handle.name, path), judged(ROOT, handle.name, path)
+        finally:
+            os.unlink(handle.name)
         confirmed += new.count('"verdict": "confirmed"')
         if old != new:
             different += 1

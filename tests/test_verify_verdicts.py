@@ -313,3 +313,21 @@ def test_a_message_of_several_lines_is_not_followed_by_a_dangling_line_number():
     assert end_reason(run, F) == "the script raised ValueError at line 8: first\nsecond"
     run.end["message"] = "ValueError: one line"
     assert end_reason(run, F) == "the script raised ValueError: one line at line 8"
+
+
+def test_a_clear_of_other_parameters_between_two_updates_is_gl001_as_the_checker_reads_it():
+    """`Z_g; B; S_g; Z_d; B; S_g`: the clear between the generator's two updates is the other
+    network's; the generator's parameters are cleared elsewhere (at the top), so the second
+    backward into used gradients is GL001, the checker's code; a clear of none of the stepped
+    parameters anywhere in the run, while another network's runs, is GL003 (the wrong target)."""
+    g, d = (1, 1), (2, 2)
+    second_update = log(Z(9, oid=1, pids=(1,)), B(10), S(11), Z(12, oid=2, pids=(2,)), B(13), S(14),
+                        params=(g, d))
+    assert codes(second_update) == [("GL001", 13)]
+    never_cleared = log(Z(12, oid=2, pids=(2,)), B(10), S(11), Z(12, oid=2, pids=(2,)), B(10), S(11),
+                        params=(g, d))
+    assert [code for code, _ in codes(never_cleared)] == ["GL003"]
+    part_cleared = log(Z(9, oid=1, pids=(1, 2)), B(10, pid=2), S(11, pids=(1, 2), state=has(2)),
+                       Z(12, oid=2, pids=(1,)), B(13, pid=2), S(14, pids=(1, 2), state=has(2)),
+                       params=((1, 1), (2, 1)))
+    assert [code for code, _ in codes(part_cleared)] == ["GL003"]  # a clear of some of them, misplaced

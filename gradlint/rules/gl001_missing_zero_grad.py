@@ -204,11 +204,13 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A step uses gradients that also hold backward passes an earlier step already used, and
-    nothing cleared them in between (GL003 when something did, but not these)."""
+    nothing cleared them in between (GL003 when a clear stood in the wrong place: stale_use)."""
     found = replay.stale_use(i, event)
-    if found is not None and not found[3]:
-        pid, consumer, writer_index, clears, evidence = found
-        replay.detect("GL001", replay.events[writer_index], evidence + ": nothing cleared them in between", also=[event])
+    if found is not None and not found[5]:
+        pid, consumer, writer_index, clears, evidence, _ = found
+        why = ": nothing cleared them in between" if not clears else f": {replay.call(replay.events[clears[0]])} " \
+            f"ran in between, a clear of other parameters ({replay.run.param(pid)} is cleared elsewhere)"
+        replay.detect("GL001", replay.events[writer_index], evidence + why, also=[event])
 
 
 RULE = Rule(

@@ -166,11 +166,12 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A step uses gradients that also hold backward passes an earlier step already used, though
-    clears ran in between: they did not clear these parameters (GL001 when none ran)."""
+    clears ran in between: they did not clear these parameters, and stood where a clear of them
+    belonged (stale_use; GL001 otherwise)."""
     found = replay.stale_use(i, event)
-    if found is None or not found[3]:
+    if found is None or not found[5]:
         return
-    pid, consumer, writer_index, clears, evidence = found
+    pid, consumer, writer_index, clears, evidence, _ = found
     stepped = {p for o in replay.stepped_oids() for p, owners in replay.owners.items() if o in owners}
     orphans = [j for j in clears if not (set(replay.events[j].params) & stepped)]
     zs = [replay.events[j] for j in clears]

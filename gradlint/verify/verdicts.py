@@ -242,6 +242,7 @@ class Analysis:
         self.clear_runs: dict[tuple, int] = {}  # a clear's site -> index of its last run
         self.stepping: tuple = (0, "")  # the step being replayed: its number, its optimizer's name
         self._stale_at: Optional[tuple] = None  # (step index, stale_use's answer) for the last step asked
+        self._ever_cleared: Optional[set] = None  # the parameters some clear of the run covered
 
     # --- helpers ---------------------------------------------------------------
 
@@ -391,10 +392,14 @@ class Analysis:
     def stale_use(self, i, event):
         """A step uses a gradient that also holds backward passes an earlier step already used:
         (the parameter, the index of that earlier step, of the first backward after it, the
-        clears that ran in between, the evidence), or None.  Checked when a step consumes, not
-        when the backward writes: piled-up gradients cleared before any step uses them did no
-        harm.  GL001's criterion when nothing was cleared in between, GL003's when something
-        was; worked out once per step, both ask."""
+        clears that ran in between, the evidence, whether a clear stood in the wrong place), or
+        None.  Checked when a step consumes, not when the backward writes: piled-up gradients
+        cleared before any step uses them did no harm.  Worked out once per step, GL001 and
+        GL003 both ask; which one it is follows the checker's reading (rules.md): a clear of
+        some of the step's parameters ran in between, or the run never clears them at all
+        while it clears others: GL003 (the clear is misplaced or aimed at the wrong target);
+        no clear of them in between, though they are cleared elsewhere (a second update of the
+        optimizer after another network's clear): GL001."""
         if self._stale_at and self._stale_at[0] == i:
             return self._stale_at[1]
         found = None
@@ -414,10 +419,22 @@ class Analysis:
                     f"step {number} of {name} at {self.where(event)} used gradients accumulated over backward "
                     f"passes at {_join(lines)} in iterations {_join(iterations)}"
                 )
-                found = (pid, consumer, writer_index, clears, evidence)
+                found = (pid, consumer, writer_index, clears, evidence, self._misplaced(clears, event))
                 break
         self._stale_at = (i, found)
         return found
+
+    def _misplaced(self, clears: list, step: Event) -> bool:
+        if not clears:
+            return False
+        stepped = set(step.params)
+        if any(set(self.events[j].params) & stepped for j in clears):
+            return True
+        if self._ever_cleared is None:
+            self._ever_cleared = {
+                pid for e in self.events if e.kind == "Z" and not e.raw.get("inferred") for pid in e.params
+            }
+        return not (stepped & self._ever_cleared)
 
     @staticmethod
     def join(numbers) -> str:
