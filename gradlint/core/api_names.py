@@ -86,6 +86,7 @@ CUDA_DEVICE = "cuda"
 # --- tensors and their gradients ---------------------------------------------------
 
 GRAD = "grad"  # `p.grad`
+REQUIRES_GRAD = "requires_grad"  # `p.requires_grad`: False for a frozen parameter, which gets no gradient
 DATA = "data"  # `p.data`, `p.grad.data`
 PRIVATE_GRAD = "_grad"  # the attribute behind `p.grad`, written by hand to share a tensor
 GRAD_ZERO = "zero_"  # `p.grad.zero_()`

@@ -459,6 +459,16 @@ class Builder:
             orelse = []
         if after_then or self.scaled:
             self.scaled = _scaled_after(stmt.test, after_then, self.scaled)
+        # `if p.grad is not None: p.grad.zero_()` (Module.zero_grad's own way), `if p.grad is None:
+        # continue`: for a parameter without a gradient there is nothing to clear or update, so
+        # the side that has one is what runs, when the other does nothing but go on to the next
+        # parameter (and the side kept leaves nothing: an A3C hand-off's `if shared.grad is not
+        # None: return` is a decision, not a skip)
+        present = self.gradient_present(stmt.test, ctx)
+        if present is not None:
+            kept, skipped = (then, orelse) if present else (orelse, then)
+            if _nothing_but_go_on(skipped) and not any(isinstance(node, Jump) for node in kept):
+                return pre + kept
         if _only_rebinds(then) and _only_rebinds(orelse):
             return pre + then + orelse  # no event, no jump: only what it may assign counts
         if self.unscale_once(stmt, then, orelse):
@@ -654,6 +664,27 @@ class Builder:
         if name in ctx.assigned or not self.bindings.surely_built(name):
             return None
         return not swapped
+
+    @staticmethod
+    def gradient_present(test: cst.BaseExpression, ctx: Context) -> Optional[bool]:
+        """The truth of a test that only asks whether a parameter of a loop over parameters
+        has a gradient (`p.grad is not None`, `p.requires_grad`, their negations, an `and` of
+        them), on the side where it has one; None for any other test."""
+        if not ctx.param_vars:
+            return None
+        test, swapped = conditions.positive(test)
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and not swapped:
+            sides = (Builder.gradient_present(test.left, ctx), Builder.gradient_present(test.right, ctx))
+            return True if sides == (True, True) else None
+        present = None
+        if isinstance(test, cst.Comparison):  # `p.grad is None` (positive() took a `not` off)
+            target = test.comparisons[0]
+            if (isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name)
+                    and target.comparator.value == "None" and _parameter_attribute(test.left, api_names.GRAD, ctx)):
+                present = False
+        elif _parameter_attribute(test, api_names.REQUIRES_GRAD, ctx):
+            present = True
+        return None if present is None else present != swapped
 
     def only_first(self, atom: cst.BaseExpression, side: bool, ctx: Context) -> bool:
         return _only_first(atom, side, ctx.assigned, self.bindings)
@@ -1182,6 +1213,17 @@ def _unscale_receivers(block) -> frozenset:
 
 def _only_rebinds(nodes: list[Node]) -> bool:
     return all(isinstance(node, Rebind) for node in nodes)
+
+
+def _nothing_but_go_on(nodes: list[Node]) -> bool:
+    """No event, only assignments or a `continue` to the next parameter."""
+    return all(isinstance(node, Rebind) or (isinstance(node, Jump) and node.kind == "continue") for node in nodes)
+
+
+def _parameter_attribute(node: cst.BaseExpression, attribute: str, ctx: Context) -> bool:
+    """`p.grad` (attribute "grad") where p is the variable of a loop over parameters."""
+    return (isinstance(node, cst.Attribute) and node.attr.value == attribute
+            and isinstance(node.value, cst.Name) and node.value.value in ctx.param_vars)
 
 
 def _resolve_rebinds(nodes: list[Node], read: dict, index: dict) -> list[Node]:
