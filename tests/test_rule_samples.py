@@ -33,3 +33,15 @@ def test_valid_samples_clean_under_every_rule(rule, kind, index, sample):
     """A valid sample is correct code: no default rule may fire on it."""
     result = check_source(sample, "sample.py", Settings.default())
     assert found_marks(result.findings) == []
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
+def test_the_short_wrong_example_is_found_and_the_right_one_is_not(rule):
+    """The Wrong / Right pair `gradlint explain` and the rule's page show first: what a reader
+    copies to try the rule must behave as shown."""
+    settings = Settings(select=frozenset({rule.code}))
+    wrong = check_source(rule.wrong, "wrong.py", settings)
+    right = check_source(rule.right, "right.py", settings)
+    assert not wrong.errors and not right.errors
+    assert [f.code for f in wrong.findings] == [rule.code]
+    assert right.findings == []

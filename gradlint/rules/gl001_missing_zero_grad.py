@@ -204,7 +204,8 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A step uses gradients that also hold backward passes an earlier step already used, and
-    nothing cleared them in between (GL003 when a clear stood in the wrong place: stale_use)."""
+    no clear of them ran in between (GL003 when a clear of some of them did, or when they are
+    never cleared while other parameters are)."""
     found = replay.stale_use(i, event)
     if found is not None and not found[5]:
         pid, consumer, writer_index, clears, evidence, _ = found

@@ -166,8 +166,9 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A step uses gradients that also hold backward passes an earlier step already used, though
-    clears ran in between: they did not clear these parameters, and stood where a clear of them
-    belonged (stale_use; GL001 otherwise)."""
+    clears ran in between that did not clear them: a clear of some of the step's parameters, or
+    of others while these are never cleared (GL001 when they are cleared elsewhere but not in
+    between)."""
     found = replay.stale_use(i, event)
     if found is None or not found[5]:
         return
@@ -197,12 +198,12 @@ RULE = Rule(
         "The parameters left out keep accumulating gradients across iterations."
     ),
     wrong=(
-        "opt = SGD(model_b.parameters(), lr=0.1)\nfor x, y in loader:\n    model_a.zero_grad()\n"
-        "    loss_fn(model_b(x), y).backward()\n    opt.step()\n"
+        "model_a, model_b = Net(), Net()\nopt = SGD(model_b.parameters(), lr=0.1)\nfor x, y in loader:\n"
+        "    model_a.zero_grad()\n    loss_fn(model_b(x), y).backward()\n    opt.step()\n"
     ),
     right=(
-        "opt = SGD(model_b.parameters(), lr=0.1)\nfor x, y in loader:\n    opt.zero_grad()\n"
-        "    loss_fn(model_b(x), y).backward()\n    opt.step()\n"
+        "model_a, model_b = Net(), Net()\nopt = SGD(model_b.parameters(), lr=0.1)\nfor x, y in loader:\n"
+        "    opt.zero_grad()\n    loss_fn(model_b(x), y).backward()\n    opt.step()\n"
     ),
     default=True,
     check=check,
