@@ -16,6 +16,14 @@ from gradlint.check import engine, quick
 PLAIN = "import os\n\n\ndef main():\n    for name in os.listdir('.'):\n        print(name)\n"
 TRAINING = "for x in data:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
 WRAPPED = "for x in data:\n    run_backward(model(x))\n    apply_update(opt)\n"
+# A loop whose training step is in a module beside it (the project index follows it, issue 27)
+CALLER = "from trainer import Trainer\n\nt = Trainer()\nfor x in range(3):\n    t.train_step(x)\n"
+PACKAGE_CALLER = "from .trainer import Trainer\n\nt = Trainer()\nfor x in range(3):\n    t.train_step(x)\n"
+TRAINER = (
+    "import torch\n\n\nclass Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(2, 1)\n"
+    "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n\n"
+    "    def train_step(self, x):\n        self.model(torch.randn(4, 2)).sum().backward()\n        self.opt.step()\n"
+)
 WRAPPER_CONFIG = '[tool.gradlint]\nbackward-functions = ["run_backward"]\nstep-functions = ["apply_update"]\n'
 
 
@@ -50,7 +58,12 @@ def files(tmp_path):
         "under invalid toml": make("invalid/proj/plain.py", PLAIN),
         "under a table-less pyproject": make("tableless/proj/plain.py", PLAIN),
         "under build": make("build/plain.py", PLAIN),
+        "caller of a module beside it": make("project/train.py", CALLER),
+        "caller in a package": make("package/sub/train.py", PACKAGE_CALLER),
     }
+    make("project/trainer.py", TRAINER)
+    make("package/sub/trainer.py", TRAINER)
+    make("package/sub/__init__.py", "")
     make("wrapped/proj/pyproject.toml", WRAPPER_CONFIG)
     make("invalid/pyproject.toml", "[project\nname = 'x'\n")
     make("tableless/pyproject.toml", "[project]\nname = 'x'\n")
@@ -90,6 +103,8 @@ ARGVS = [
     ["{plain}", "{plain}", "{empty}"],
     ["{under build}"],
     ["{under build}", "--force-exclude"],
+    ["{caller of a module beside it}"],
+    ["{caller in a package}"],
     ["{missing}"],
     [],
 ]
@@ -119,6 +134,9 @@ def test_the_shortcut_is_taken_for_plain_files(tmp_path):
     assert not quick.clean_run([names["syntax error, no event"]])
     assert not quick.clean_run([names["wrapped, configured"]])  # its pyproject.toml names gradlint
     assert not quick.clean_run([names["training"]])
+    # a loop that may call a training step of a module beside it: the project index decides
+    assert not quick.clean_run([names["caller of a module beside it"]])
+    assert not quick.clean_run([names["caller in a package"]])
 
 
 def test_a_clean_run_imports_neither_the_cli_nor_the_analysis(tmp_path):

@@ -18,6 +18,9 @@ sure:
   which the prefilter finds no spelling of a gradient event and which
   CPython parses (gradlint/parse/syntax.py): such a file has no finding, and no
   error either;
+* no FILE imports a module that may be the project's (a relative import, or a
+  name that is a module or folder beside it or beside its package): a loop
+  may call a training step there, which the full CLI's project index follows;
 * no pyproject.toml on the way up from a FILE could change that: one that
   mentions gradlint (its table can name wrappers, or be invalid) sends the
   run to the full CLI, and one that does not must still be valid TOML, as
@@ -128,9 +131,46 @@ def _clean_file(path: str) -> bool:
 
     if may_hold_events(text):
         return False
+    if _imports_a_neighbour(path, text):
+        return False
     from gradlint.parse.syntax import parses
 
     return parses(text)  # a syntax error is reported by the full CLI (README, exit codes)
+
+
+def _imports_a_neighbour(path: str, text: str) -> bool:
+    """Does the file import a module that may be the project's (a relative import, or one whose
+    first name is a module or folder beside it, or beside the package that holds it)?  Its
+    loops may call a training step there, which the full CLI's project index follows.  Read
+    from the lines' first words, without a parse: a line of a string that reads like an import
+    only sends the run to the full CLI."""
+    names = set()
+    for line in text.splitlines():
+        words = line.split(None, 2)
+        if len(words) < 2 or words[0] not in ("from", "import"):
+            continue
+        if words[0] == "from":
+            if words[1].startswith("."):
+                return True
+            names.add(words[1].split(".")[0])
+        else:
+            for part in line.split("import", 1)[1].split(","):
+                first = part.split(None, 1)
+                if first:
+                    names.add(first[0].strip("()\\").split(".")[0])
+    if not names:
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:  # its folder, then each folder of the package that holds it, and the one above
+        try:
+            listing = set(os.listdir(folder))
+        except OSError:
+            return True
+        if any(name + ".py" in listing or name in listing for name in names if name):
+            return True
+        if "__init__.py" not in listing or os.path.dirname(folder) == folder:
+            return False
+        folder = os.path.dirname(folder)
 
 
 def _regular_file_bytes(path: str):
