@@ -1253,9 +1253,13 @@ class Bindings(Numbering):
         return last(callee)[:1].isupper() and not words.names & arguments
 
     def instance_class(self, name: str) -> Optional[str]:
-        """The class of the file that every assignment of `name` instantiates (`agent = Agent()`)."""
+        """The class of the file that every assignment of `name` instantiates (`agent = Agent()`);
+        a wrapper that hands the same object back (`(self.d_optim, ...) = accelerator.prepare(
+        self.d_optim, ...)`, recorded as `name` itself) keeps it."""
         found = set()
         for value in self.assigns.get(name, ()):
+            if dotted(value) == name:
+                continue
             callee = dotted(value.func) if isinstance(value, cst.Call) else None
             if callee is None or callee not in self.classes or self.imports.is_imported(callee):
                 return None

@@ -197,7 +197,10 @@ class Context:
             return None
         head, dot, rest = name.partition(".")
         if head in self.substitution:
-            return self.substitution[head] + dot + rest
+            value = self.substitution[head]
+            if head == "self" and (name == value or name.startswith(value + ".")):
+                return name  # already the receiver's (`self.d_optim.optimizer` for `self` -> `self.d_optim`)
+            return value + dot + rest
         return name
 
     def name(self, node: cst.BaseExpression) -> Optional[str]:
@@ -924,6 +927,16 @@ class Builder:
             found = self.bindings.find_method(owner, method)
             if found is not None:
                 return found[0], found[1], f"{receiver}.{method}()"
+        elif isinstance(func, cst.Attribute) and _self_attribute(func.value):
+            # `self.d_optim.step()` on an attribute that every assignment makes an instance of a
+            # class of the file (`self.d_optim = OptimWrapper(...)` in `__init__`; screen.py
+            # keeps the methods such a call may reach)
+            receiver = dotted(func.value)
+            owner = self.bindings.instance_class(receiver) if receiver is not None else None
+            method = func.attr.value
+            found = self.bindings.find_method(owner, method) if owner is not None else None
+            if found is not None:
+                return found[0], found[1], f"{receiver}.{method}()"
         return None
 
     @staticmethod
@@ -1441,6 +1454,11 @@ def _guessed_step(call: cst.Call, ctx: Context) -> bool:
     return ctx.bindings.is_stepping_wrapper(name)
 
 
+def _self_attribute(node: cst.BaseExpression) -> bool:
+    """`self.x`."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
 def _is_self_call(call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
@@ -1500,9 +1518,13 @@ def _instance_receiver(definition: cst.FunctionDef, call: cst.Call, ctx: Context
     func = call.func
     if not (_passes_self(definition) and definition.params.params[0].name.value == "self"):
         return None
-    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)) or func.value.value in ("self", "cls"):
+    if not isinstance(func, cst.Attribute):
         return None
-    name = ctx.name(func.value)
+    if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        return None
+    if not (isinstance(func.value, cst.Name) or _self_attribute(func.value)):
+        return None
+    name = ctx.name(func.value)  # `q1`, or `self.d_optim` of `self.d_optim.step()`
     return name if name and name != "self" else None
 
 
