@@ -826,20 +826,49 @@ class Bindings(Numbering):
         values = self.assigns.get(container, ())
         kinds: set = set()
         for value in values:
-            if isinstance(value, (cst.List, cst.Tuple)):
-                elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
-            elif isinstance(value, cst.Dict):
-                elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
-                elements = [value.elt]
-            elif isinstance(value, cst.DictComp):
-                elements = [value.value]
-            else:
+            if dotted(value) == container or (isinstance(value, cst.Call) and self._alias_source(value) == container):
+                continue  # handed back by a wrapper (`opts = accelerator.prepare(opts)`)
+            found = self._element_kinds(value, depth)
+            if not found:
                 return None
-            if not elements:
-                return None
-            kinds |= {self._kind_of_value(e, depth + 1) for e in elements}
+            kinds |= found
         return kinds.pop() if len(kinds) == 1 else None
+
+    def _element_kinds(self, value: cst.BaseExpression, depth: int) -> Optional[set]:
+        """The kinds of the elements of a container value: a literal or comprehension, another
+        name bound to one, or what a function or method of the file returns (`self.optimizer =
+        self._build_optimizer()` whose body returns `{"optimizer_g": opt_g, "optimizer_d": opt_d}`)."""
+        if isinstance(value, (cst.List, cst.Tuple)):
+            elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+        elif isinstance(value, cst.Dict):
+            elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            elements = [value.elt]
+        elif isinstance(value, cst.DictComp):
+            elements = [value.value]
+        elif depth >= _MAX_DEPTH:
+            return None
+        elif isinstance(value, (cst.Name, cst.Attribute)):
+            name = dotted(value)
+            kind = self.element_kind(name, depth + 1) if name is not None else None
+            return {kind} if kind is not None else None
+        elif isinstance(value, cst.Call):
+            callee = self.imports.qualify(dotted(value.func))
+            returned = (self.returned_values(callee) or self.method_returns(callee)) if callee else ()
+            if not returned:
+                return None
+            kinds: set = set()
+            for each in returned:
+                found = self._element_kinds(each, depth + 1)
+                if not found:
+                    return None
+                kinds |= found
+            return kinds
+        else:
+            return None
+        if not elements:
+            return None
+        return {self._kind_of_value(e, depth + 1) for e in elements}
 
     def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
         for base in self.classes[class_name].bases:
