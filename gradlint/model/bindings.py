@@ -460,6 +460,24 @@ class Bindings(Numbering):
             class_name = next((b for b in bases if b in self.classes), None)
         return None
 
+    def only_override(self, class_name: str, method: str) -> Optional[tuple[cst.FunctionDef, str]]:
+        """`method` of the one class of the file that derives (through classes of the file) from
+        `class_name` and defines it; None when no class or several do."""
+        found = []
+        for info in self.classes.values():
+            if info.name == class_name or method not in info.methods:
+                continue
+            seen: list[str] = []
+            parent = info.name
+            while parent in self.classes and parent not in seen:
+                seen.append(parent)
+                bases = [b.rsplit(".", 1)[-1] for b in self.classes[parent].bases]
+                parent = next((b for b in bases if b in self.classes), None)
+                if parent == class_name:
+                    found.append((info.methods[method], info.name))
+                    break
+        return found[0] if len(found) == 1 else None
+
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             self._bind_unpacked(target, value)
