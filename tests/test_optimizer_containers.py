@@ -110,3 +110,33 @@ def test_a_generator_attribute_is_no_part_of_critics_built_with_a_setting_of_sel
                     opt_g.step()
         """
     ) == [("GL003", 14)]
+
+
+def test_a_dict_returned_by_a_function_of_the_file_and_handed_back_by_prepare():
+    # `pool = build(nets)` whose body returns a dict name; `accelerator.prepare(pool)` hands it back
+    assert codes(
+        """
+        def build(nets):
+            made = {"a": torch.optim.SGD(nets[0].parameters(), lr=0.1)}
+            return made
+        pool = build(nets)
+        pool = accelerator.prepare(pool)
+        for x in data:
+            nets[0](x).sum().backward()
+            pool["a"].step()
+        """
+    ) == [("GL001", 8)]
+
+
+def test_a_container_of_something_else_returned_by_a_function_stays_unknown():
+    assert codes(
+        """
+        def build(nets):
+            made = {"a": make_thing(nets[0])}
+            return made
+        pool = build(nets)
+        for x in data:
+            nets[0](x).sum().backward()
+            pool["a"].step()
+        """
+    ) == []

@@ -1007,6 +1007,11 @@ def _assignment_needs(node: ast.stmt) -> set[str]:
     return out  # other calls' arguments alias nothing and hold no parameters (bindings.py)
 
 
+def _self_attribute(node: ast.AST) -> bool:
+    """`self.x`: an attribute of the instance, which may hold an instance of a class of the file."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
 def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[str], set[str], set[str]]:
     """The names in `region` that building a loop model can look up: (bare calls `f()`,
     `self.m()` calls, plain names handed to a call that may be an event (a closure for
@@ -1028,12 +1033,13 @@ def _resolved_names(region: ast.AST, eventish, aliases) -> tuple[set[str], set[s
             if name is None:
                 out |= _names_in(func)
                 continue
-            # Only `f(...)`, `self.m(...)` and `x.m(...)` on a plain name (an instance of a
-            # class of the file: `agent.learn()`) are inlined as helpers: `x.y.sum()`
+            # Only `f(...)`, `self.m(...)`, `x.m(...)` on a plain name (an instance of a
+            # class of the file: `agent.learn()`) and `self.x.m(...)` (`self.d_optim.step()`
+            # on such an instance kept in an attribute) are inlined as helpers: `x.y.sum()`
             # names no function of the file the model could follow.
             if isinstance(func, ast.Name):
                 bare.add(name)
-            elif isinstance(func.value, ast.Name):
+            elif isinstance(func.value, ast.Name) or _self_attribute(func.value):
                 self_calls.add(name)
             if name in aliases or any(word in name for word in eventish):
                 for sub in ast_nodes(node):  # (one walk for both: the names, the plain ones)

@@ -89,6 +89,13 @@ def other_framework(packages: set) -> bool:
 
 # `optG`, `opt1` (camelCase, case-sensitive: `optional_ctx`, `options` are no optimizers)
 _OPTIMIZER_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$)|optimi[sz]er|(?-i:^opt[A-Z0-9])", re.I)
+# ...but a setting of one is no optimizer: `optim_dtype` (the dtype the step runs in),
+# `opt_level` (apex), `optimizer_type`, `optim_config`, `optimizer_kwargs`, `optimizer_state`
+_OPTIMIZER_SETTING = re.compile(
+    r"_(dtype|type|level|name|cls|class|config|cfg|conf|args|kwargs|kw|state|states|sd|lr|idx|id|str|"
+    r"mode|kind|key|path|file|dir|ckpt|steps|every|freq|interval)$",
+    re.I,
+)
 _SCALER_NAME = re.compile(r"scaler", re.I)
 # `scheduler`, `lr_sched`, `warmup_scheduler`: what a training function calls the parameter it
 # is handed a scheduler through (`def train(model, optimizer, scheduler, loader)`).
@@ -96,7 +103,8 @@ _SCHEDULER_NAME = re.compile(r"sched", re.I)
 
 
 def named_like_optimizer(name: str) -> bool:
-    return bool(_OPTIMIZER_NAME.search(name.rsplit(".", 1)[-1]))
+    last = name.rsplit(".", 1)[-1]
+    return bool(_OPTIMIZER_NAME.search(last)) and not _OPTIMIZER_SETTING.search(last)
 
 
 def named_like_scaler(name: str) -> bool:

@@ -460,6 +460,24 @@ class Bindings(Numbering):
             class_name = next((b for b in bases if b in self.classes), None)
         return None
 
+    def only_override(self, class_name: str, method: str) -> Optional[tuple[cst.FunctionDef, str]]:
+        """`method` of the one class of the file that derives (through classes of the file) from
+        `class_name` and defines it; None when no class or several do."""
+        found = []
+        for info in self.classes.values():
+            if info.name == class_name or method not in info.methods:
+                continue
+            seen: list[str] = []
+            parent = info.name
+            while parent in self.classes and parent not in seen:
+                seen.append(parent)
+                bases = [b.rsplit(".", 1)[-1] for b in self.classes[parent].bases]
+                parent = next((b for b in bases if b in self.classes), None)
+                if parent == class_name:
+                    found.append((info.methods[method], info.name))
+                    break
+        return found[0] if len(found) == 1 else None
+
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             self._bind_unpacked(target, value)
@@ -826,20 +844,49 @@ class Bindings(Numbering):
         values = self.assigns.get(container, ())
         kinds: set = set()
         for value in values:
-            if isinstance(value, (cst.List, cst.Tuple)):
-                elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
-            elif isinstance(value, cst.Dict):
-                elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
-            elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
-                elements = [value.elt]
-            elif isinstance(value, cst.DictComp):
-                elements = [value.value]
-            else:
+            if dotted(value) == container or (isinstance(value, cst.Call) and self._alias_source(value) == container):
+                continue  # handed back by a wrapper (`opts = accelerator.prepare(opts)`)
+            found = self._element_kinds(value, depth)
+            if not found:
                 return None
-            if not elements:
-                return None
-            kinds |= {self._kind_of_value(e, depth + 1) for e in elements}
+            kinds |= found
         return kinds.pop() if len(kinds) == 1 else None
+
+    def _element_kinds(self, value: cst.BaseExpression, depth: int) -> Optional[set]:
+        """The kinds of the elements of a container value: a literal or comprehension, another
+        name bound to one, or what a function or method of the file returns (`self.optimizer =
+        self._build_optimizer()` whose body returns `{"optimizer_g": opt_g, "optimizer_d": opt_d}`)."""
+        if isinstance(value, (cst.List, cst.Tuple)):
+            elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+        elif isinstance(value, cst.Dict):
+            elements = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            elements = [value.elt]
+        elif isinstance(value, cst.DictComp):
+            elements = [value.value]
+        elif depth >= _MAX_DEPTH:
+            return None
+        elif isinstance(value, (cst.Name, cst.Attribute)):
+            name = dotted(value)
+            kind = self.element_kind(name, depth + 1) if name is not None else None
+            return {kind} if kind is not None else None
+        elif isinstance(value, cst.Call):
+            callee = self.imports.qualify(dotted(value.func))
+            returned = (self.returned_values(callee) or self.method_returns(callee)) if callee else ()
+            if not returned:
+                return None
+            kinds: set = set()
+            for each in returned:
+                found = self._element_kinds(each, depth + 1)
+                if not found:
+                    return None
+                kinds |= found
+            return kinds
+        else:
+            return None
+        if not elements:
+            return None
+        return {self._kind_of_value(e, depth + 1) for e in elements}
 
     def _kind_of_class(self, class_name: str, depth: int) -> Optional[str]:
         for base in self.classes[class_name].bases:
@@ -1253,9 +1300,13 @@ class Bindings(Numbering):
         return last(callee)[:1].isupper() and not words.names & arguments
 
     def instance_class(self, name: str) -> Optional[str]:
-        """The class of the file that every assignment of `name` instantiates (`agent = Agent()`)."""
+        """The class of the file that every assignment of `name` instantiates (`agent = Agent()`);
+        a wrapper that hands the same object back (`(self.d_optim, ...) = accelerator.prepare(
+        self.d_optim, ...)`, recorded as `name` itself) keeps it."""
         found = set()
         for value in self.assigns.get(name, ()):
+            if dotted(value) == name:
+                continue
             callee = dotted(value.func) if isinstance(value, cst.Call) else None
             if callee is None or callee not in self.classes or self.imports.is_imported(callee):
                 return None

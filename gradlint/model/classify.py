@@ -410,6 +410,9 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
             if _is_grad(target.target):
                 if isinstance(node.value, cst.Name) and node.value.value == "None":
                     return _grad_clear(node, target.target, ctx)
+                source = _grad_source(node.value)
+                if source is not None and ctx.name(source) is not None and ctx.name(source) == ctx.name(_grad_owner(target.target)):
+                    return None  # `p.grad = p.grad.to(torch.float32)`: the same gradient, cast or copied
                 return ctx.event(B, node, overwrites=True)
     if isinstance(node, cst.AugAssign) and _is_grad(node.target):
         if not isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):

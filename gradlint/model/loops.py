@@ -197,7 +197,10 @@ class Context:
             return None
         head, dot, rest = name.partition(".")
         if head in self.substitution:
-            return self.substitution[head] + dot + rest
+            value = self.substitution[head]
+            if head == "self" and (name == value or name.startswith(value + ".")):
+                return name  # already the receiver's (`self.d_optim.optimizer` for `self` -> `self.d_optim`)
+            return value + dot + rest
         return name
 
     def name(self, node: cst.BaseExpression) -> Optional[str]:
@@ -953,6 +956,20 @@ class Builder:
             owner = ctx.class_name if receiver == "self" else self.bindings.instance_class(receiver)
             method = func.attr.value
             found = self.bindings.find_method(owner, method)
+            if found is not None and receiver == "self" and _stub(found[0]):
+                # a hook the loop's class leaves to a subclass (`raise NotImplementedError`,
+                # `return 0.0`): the one subclass of the file that overrides it runs
+                found = self.bindings.only_override(owner, method) or found
+            if found is not None:
+                return found[0], found[1], f"{receiver}.{method}()"
+        elif isinstance(func, cst.Attribute) and _self_attribute(func.value):
+            # `self.d_optim.step()` on an attribute that every assignment makes an instance of a
+            # class of the file (`self.d_optim = OptimWrapper(...)` in `__init__`; screen.py
+            # keeps the methods such a call may reach)
+            receiver = dotted(func.value)
+            owner = self.bindings.instance_class(receiver) if receiver is not None else None
+            method = func.attr.value
+            found = self.bindings.find_method(owner, method) if owner is not None else None
             if found is not None:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
@@ -1483,6 +1500,11 @@ def _guessed_step(call: cst.Call, ctx: Context) -> bool:
     return ctx.bindings.is_stepping_wrapper(name)
 
 
+def _self_attribute(node: cst.BaseExpression) -> bool:
+    """`self.x`."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
 def _is_self_call(call: cst.Call) -> bool:
     func = call.func
     return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
@@ -1506,6 +1528,28 @@ def _name_targets(target: cst.BaseExpression, owner_kind: str) -> dict[str, str]
         if isinstance(first, cst.Name) and isinstance(second, cst.Name):
             return {first.value: second.value}
     return {}
+
+
+def _stub(definition: cst.FunctionDef) -> bool:
+    """A method left to subclasses: abstract (_abstract), or a body (after its docstring) of only
+    `return` of a constant (`return 0.0`, `return None`, `return {}`)."""
+    if _abstract(definition):
+        return True
+    body = definition.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
+    small = []
+    for statement in statements:
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        small.extend(statement.body)
+    if small and isinstance(small[0], cst.Expr) and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        small = small[1:]
+    constants = (cst.Integer, cst.Float, cst.SimpleString, cst.Dict, cst.List, cst.Tuple)
+    return len(small) == 1 and isinstance(small[0], cst.Return) and (
+        small[0].value is None
+        or (isinstance(small[0].value, cst.Name) and small[0].value.value in ("None", "True", "False"))
+        or (isinstance(small[0].value, constants) and not getattr(small[0].value, "elements", None))
+    )
 
 
 def _abstract(definition: cst.FunctionDef) -> bool:
@@ -1542,9 +1586,13 @@ def _instance_receiver(definition: cst.FunctionDef, call: cst.Call, ctx: Context
     func = call.func
     if not (_passes_self(definition) and definition.params.params[0].name.value == "self"):
         return None
-    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)) or func.value.value in ("self", "cls"):
+    if not isinstance(func, cst.Attribute):
         return None
-    name = ctx.name(func.value)
+    if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        return None
+    if not (isinstance(func.value, cst.Name) or _self_attribute(func.value)):
+        return None
+    name = ctx.name(func.value)  # `q1`, or `self.d_optim` of `self.d_optim.step()`
     return name if name and name != "self" else None
 
 

@@ -1,0 +1,75 @@
+"""A loop of a base class that calls `self.hook()`, a stub the base leaves to subclasses
+(`raise NotImplementedError`, `return 0.0`): the one subclass of the file that overrides it
+runs.  With several overriding subclasses, or a base method that does work, nothing changes."""
+
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
+
+BASE = (
+    "import torch\n"
+    "\n"
+    "class Base:\n"
+    "    def __init__(self, model):\n"
+    "        self.model = model\n"
+    "        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    def hook(self, x):\n"
+    "{stub}"
+    "    def run(self, data):\n"
+    "        for x in data:\n"
+    "            self.hook(x)\n"
+    "\n"
+)
+NO_CLEAR = (
+    "class {name}(Base):\n"
+    "    def hook(self, x):\n"
+    "        self.model(x).sum().backward()\n"
+    "        self.optimizer.step()\n"
+)
+RIGHT = (
+    "class {name}(Base):\n"
+    "    def hook(self, x):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        self.model(x).sum().backward()\n"
+    "        self.optimizer.step()\n"
+)
+
+
+def findings(source: str) -> list[str]:
+    return [f.code for f in check_source(source, "train.py", Settings.default()).findings]
+
+
+def test_the_one_override_of_an_abstract_hook_runs_in_the_loop():
+    source = BASE.format(stub="        raise NotImplementedError\n") + NO_CLEAR.format(name="Trainer")
+    assert findings(source) == ["GL001"]
+
+
+def test_the_one_override_of_a_hook_that_returns_a_constant_runs_in_the_loop():
+    source = BASE.format(stub="        return 0.0\n") + NO_CLEAR.format(name="Trainer")
+    assert findings(source) == ["GL001"]
+
+
+def test_a_right_override_is_quiet():
+    source = BASE.format(stub="        raise NotImplementedError\n") + RIGHT.format(name="Trainer")
+    assert findings(source) == []
+
+
+def test_two_overriding_subclasses_are_not_guessed_between():
+    source = BASE.format(stub="        raise NotImplementedError\n") + NO_CLEAR.format(name="A") + "\n" + RIGHT.format(name="B")
+    assert findings(source) == []
+
+
+def test_a_base_hook_that_does_work_is_the_one_that_runs():
+    stub = "        self.optimizer.zero_grad()\n        self.model(x).sum().backward()\n        self.optimizer.step()\n"
+    assert findings(BASE.format(stub=stub) + NO_CLEAR.format(name="Trainer")) == []
+
+
+def test_a_sibling_subclass_override_is_not_the_loop_classes():
+    # the loop is in A (a subclass of Base that keeps the stub); B's override never runs in A
+    source = (
+        BASE.format(stub="        raise NotImplementedError\n")
+        + "class A(Base):\n    def run(self, data):\n        for x in data:\n            self.hook(x)\n\n"
+        + NO_CLEAR.format(name="B").replace("(Base)", "(Base)")
+    )
+    assert "GL001" in findings(source)  # Base.run's loop with B's hook
+    source_a_only = source.replace("class B(Base)", "class B(object)")
+    assert findings(source_a_only) == []
