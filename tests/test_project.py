@@ -666,3 +666,26 @@ def test_a_warm_text_run_of_a_file_calling_into_the_project_checks_nothing(tmp_p
     assert runs[1].returncode == 0, runs[1].stderr
     assert "GL004" in cold and "GL002 [*]" in cold and cold.endswith("1\n")
     assert warm == cold
+
+
+def test_a_method_of_a_module_indented_with_tabs_is_followed(tmp_path):
+    """RL course code indents with tabs (`class Agent():` then `\\tdef train(self):`): the text
+    scan places a spelling in its def by indentation, and a tab is one column there, as in the
+    pattern that finds the line closing a block (with tabs expanded to 8 columns, the method's
+    own body lines read as closing it, and the step was never found)."""
+    write(tmp_path, {
+        "agent.py": "import torch\n\n\nclass Agent():\n"
+                    "\tdef __init__(self, net):\n\t\tself.net = net\n"
+                    "\t\tself.opt = torch.optim.Adam(net.parameters())\n\n"
+                    "\tdef train(self, batch):\n\t\tloss = self.net(batch).sum()\n"
+                    "\t\tif loss > 0:\n\t\t\tloss.backward()\n\t\tself.opt.step()\n",
+        "main.py": """\
+            import torch
+            from agent import Agent
+
+            agent = Agent(torch.nn.Linear(2, 1))
+            for x in [torch.randn(4, 2)] * 3:
+                agent.train(x)
+        """,
+    })
+    assert found(run(tmp_path)) == [("main.py", 6, "GL001")]
