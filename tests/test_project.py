@@ -689,3 +689,52 @@ def test_a_method_of_a_module_indented_with_tabs_is_followed(tmp_path):
         """,
     })
     assert found(run(tmp_path)) == [("main.py", 6, "GL001")]
+
+
+def test_an_agent_built_by_a_factory_of_the_loops_own_file(tmp_path):
+    """`agent = make_agent(args)`, a def of the script whose every return builds one class of
+    another module (`else: assert ...` falls off the end): the loop calls that class's step.
+    A factory returning two classes stays unknown."""
+    agent = """\
+        import torch
+
+
+        class Agent:
+            def __init__(self, net, lr):
+                self.net = net
+                self.critic_opt = torch.optim.Adam(net.parameters(), lr=lr)
+
+            def update(self, x):
+                self.net(x).sum().backward()
+                self.critic_opt.step()
+
+
+        class Other(Agent):
+            pass
+    """
+    train = """\
+        import torch
+        from agent import Agent, Other
+
+
+        def make_agent(kind, net):
+            if kind == "sac":
+                return Agent(net, lr=1e-3)
+            else:
+                assert False, kind
+
+
+        def make_either(kind, net):
+            return Agent(net, 1e-3) if kind else Other(net, 1e-3)
+
+
+        def main(kind, loader):
+            agent = make_agent(kind, torch.nn.Linear(2, 1))
+            for x in loader:
+                agent.update(x)
+            either = make_either(kind, torch.nn.Linear(2, 1))
+            for x in loader:
+                either.update(x)
+    """
+    write(tmp_path, {"agent.py": agent, "train.py": train})
+    assert found(run(tmp_path)) == [("train.py", 19, "GL001")]
