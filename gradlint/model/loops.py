@@ -1676,9 +1676,32 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
         inner = [
             keys[j] for j in range(len(loops))
             if j != i and training[j] and keys[j] <= nested and loops[j].span != loop.span
+            and not _aliased_by_the_call(loops[j], loop)
         ]
         if inner:
             loop.foreign = loop.foreign | (nested & frozenset().union(*inner))
+
+
+def _aliased_by_the_call(inner: LoopModel, outer: LoopModel) -> bool:
+    """Does the outer loop run the inner one (a helper's loop it calls) with one object where
+    the inner loop's own model has two (`train_epoch(g, d, loader, g_opt, g_opt)` for
+    `def train_epoch(g, d, loader, g_optimizer, d_optimizer)`)?  Read alone, the inner loop
+    steps two optimizers; only the call shows that they are one, so its events stay the outer
+    loop's to report (a finding both report is one finding: same code, same place)."""
+    mine = {e.key: e for e in outer.events}
+    seen: dict = {}
+    for event in inner.events:
+        if event.kind not in (api.Z, api.S, api.U):
+            continue
+        there = mine.get(event.key)
+        here_target = event.optimizer or event.module
+        there_target = (there.optimizer or there.module) if there is not None else None
+        if here_target is None or there_target is None:
+            continue
+        first = seen.setdefault((event.kind, there_target), here_target)
+        if first != here_target:
+            return True
+    return False
 
 
 def build(
