@@ -879,7 +879,7 @@ class Builder:
             return None
         if ctx.foreign is not None:  # inside another module's function: its names, not this file's
             return self.project.helper_for(call, ctx) or self.handed_back(call, ctx)
-        found = self.file_helper(call, ctx)
+        found = self.file_helper(call, ctx, placed=True)
         if found is None and self.project is not None:
             return self.project.helper_for(call, ctx)
         return found
@@ -904,7 +904,8 @@ class Builder:
         found = self.file_helper(call.with_changes(func=local), home)
         return None if found is None else (*found, HOME)
 
-    def file_helper(self, call: cst.Call, ctx: Context):
+    def file_helper(self, call: cst.Call, ctx: Context, placed: bool = False):
+        """`placed`: `call` is a node of this file's tree (its line is known)."""
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
@@ -914,6 +915,8 @@ class Builder:
             if found is None:
                 return None
             definition, top_level = found
+            if top_level and placed:
+                definition = self.def_in_effect(name, call, definition)
             # a closure such as `def _backward(loss): ...` inside the loop runs in the loop's class
             return definition, None if top_level else ctx.class_name, f"{name}()"
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
@@ -925,6 +928,17 @@ class Builder:
             if found is not None:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
+
+    def def_in_effect(self, name: str, call: cst.Call, first: cst.FunctionDef) -> cst.FunctionDef:
+        """Of several top-level defs of one name (a notebook that redefines `train` for each of
+        its sections), the one a call runs: the last that starts above the call, as the file runs
+        top to bottom (the first when none does: helpers defined below `main()`)."""
+        defs = self.bindings.top_functions.get(name, ())
+        if len(defs) < 2:
+            return first
+        line = self.span(call).line
+        above = [d for d in defs if self.span(d).line < line]
+        return above[-1] if above else first
 
     @staticmethod
     def built_arguments(call: cst.Call, ctx: Context) -> dict:
