@@ -738,3 +738,35 @@ def test_an_agent_built_by_a_factory_of_the_loops_own_file(tmp_path):
     """
     write(tmp_path, {"agent.py": agent, "train.py": train})
     assert found(run(tmp_path)) == [("train.py", 19, "GL001")]
+
+
+def test_an_instance_of_a_class_built_through_its_module(tmp_path):
+    """`import agentmod` then `policy = agentmod.Agent(...)`: the loop calls that class's
+    method as if `from agentmod import Agent` had named it (the index's caller scan took only
+    classes an import line names)."""
+    write(tmp_path, {
+        "agentmod.py": """\
+            import torch
+
+
+            class Agent(object):
+                def __init__(self, net):
+                    self.net = net
+                    self.opt = torch.optim.Adam(net.parameters())
+
+                def update(self, batch):
+                    self.net(batch).sum().backward()
+                    self.opt.step()
+        """,
+        "main.py": """\
+            import torch
+            import agentmod
+
+
+            def run(loader):
+                policy = agentmod.Agent(torch.nn.Linear(2, 1))
+                for batch in loader:
+                    policy.update(batch)
+        """,
+    })
+    assert found(run(tmp_path)) == [("main.py", 8, "GL001")]
