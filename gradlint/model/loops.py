@@ -936,11 +936,10 @@ class Builder:
         defs = self.bindings.top_functions.get(name, ())
         if len(defs) < 2:
             return first
-        body = {id(statement) for statement in self.module.body}
-        if not all(id(d) in body for d in defs):
+        if not all(direct for _, direct in defs):
             return first  # a def under `if use_amp:` / `else:`: which one runs is a setting
         line = self.span(call).line
-        above = [d for d in defs if self.span(d).line < line]
+        above = [d for d, _ in defs if self.span(d).line < line]
         return above[-1] if above else first
 
     @staticmethod
