@@ -47,7 +47,7 @@ def index_project(paths: list[str]) -> None:
 
     files = []
     for path in source_files(paths):
-        if path.endswith(".py"):
+        if path.endswith(SOURCE_SUFFIXES):  # a notebook that imports the project's modules calls into it too
             data = Path(path).read_bytes()
             text = read_source(path)
             if text is not None:
