@@ -270,3 +270,27 @@ def test_a_notebook_too_deeply_nested_as_a_whole_has_that_one_error(tmp_path, mo
     code, out, err = run_cli(capsys, "--no-cache", "nb.ipynb")
     errors = [line for line in out.splitlines() if "error:" in line]
     assert len(errors) == 1 and "too deeply nested" in errors[0], out
+
+
+AGENT = (
+    "import torch\n\n\nclass Agent:\n    def __init__(self, net):\n        self.net = net\n"
+    "        self.opt = torch.optim.Adam(net.parameters())\n\n    def learn(self, batch):\n"
+    "        self.net(batch).sum().backward()\n        self.opt.step()\n"
+)
+
+
+def test_a_notebook_calling_an_agent_of_a_module_beside_it(tmp_path, monkeypatch, capsys):
+    """Course code: the agent's update is in agent.py, the training loop in a notebook that
+    imports it (`from agent import Agent`; `agent.learn(batch)`).  The notebook joins the
+    project index as a caller, so the loop is modelled through the module's method."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "agent.py", AGENT)
+    nb = notebook(
+        ("code", "import torch\nfrom agent import Agent\n"),
+        ("code", "agent = Agent(torch.nn.Linear(2, 1))\nfor batch in [torch.randn(4, 2)] * 3:\n    agent.learn(batch)\n"),
+    )
+    write(tmp_path, "train.ipynb", nb)
+    for paths in ([], ["train.ipynb", "agent.py"]):
+        code, out, err = run_cli(capsys, ".", *paths) if not paths else run_cli(capsys, *paths)
+        assert code == 1, err
+        assert [l.split(": GL")[0] for l in out.splitlines() if ": GL001" in l] == ["train.ipynb:cell 2:3:5"], out

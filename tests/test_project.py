@@ -666,3 +666,107 @@ def test_a_warm_text_run_of_a_file_calling_into_the_project_checks_nothing(tmp_p
     assert runs[1].returncode == 0, runs[1].stderr
     assert "GL004" in cold and "GL002 [*]" in cold and cold.endswith("1\n")
     assert warm == cold
+
+
+def test_a_method_of_a_module_indented_with_tabs_is_followed(tmp_path):
+    """RL course code indents with tabs (`class Agent():` then `\\tdef train(self):`): the text
+    scan places a spelling in its def by indentation, and a tab is one column there, as in the
+    pattern that finds the line closing a block (with tabs expanded to 8 columns, the method's
+    own body lines read as closing it, and the step was never found)."""
+    write(tmp_path, {
+        "agent.py": "import torch\n\n\nclass Agent():\n"
+                    "\tdef __init__(self, net):\n\t\tself.net = net\n"
+                    "\t\tself.opt = torch.optim.Adam(net.parameters())\n\n"
+                    "\tdef train(self, batch):\n\t\tloss = self.net(batch).sum()\n"
+                    "\t\tif loss > 0:\n\t\t\tloss.backward()\n\t\tself.opt.step()\n",
+        "main.py": """\
+            import torch
+            from agent import Agent
+
+            agent = Agent(torch.nn.Linear(2, 1))
+            for x in [torch.randn(4, 2)] * 3:
+                agent.train(x)
+        """,
+    })
+    assert found(run(tmp_path)) == [("main.py", 6, "GL001")]
+
+
+def test_an_agent_built_by_a_factory_of_the_loops_own_file(tmp_path):
+    """`agent = make_agent(args)`, a def of the script whose every return builds one class of
+    another module (`else: assert ...` falls off the end): the loop calls that class's step.
+    A factory returning two classes stays unknown."""
+    agent = """\
+        import torch
+
+
+        class Agent:
+            def __init__(self, net, lr):
+                self.net = net
+                self.critic_opt = torch.optim.Adam(net.parameters(), lr=lr)
+
+            def update(self, x):
+                self.net(x).sum().backward()
+                self.critic_opt.step()
+
+
+        class Other(Agent):
+            pass
+    """
+    train = """\
+        import torch
+        from agent import Agent, Other
+
+
+        def make_agent(kind, net):
+            if kind == "sac":
+                return Agent(net, lr=1e-3)
+            else:
+                assert False, kind
+
+
+        def make_either(kind, net):
+            return Agent(net, 1e-3) if kind else Other(net, 1e-3)
+
+
+        def main(kind, loader):
+            agent = make_agent(kind, torch.nn.Linear(2, 1))
+            for x in loader:
+                agent.update(x)
+            either = make_either(kind, torch.nn.Linear(2, 1))
+            for x in loader:
+                either.update(x)
+    """
+    write(tmp_path, {"agent.py": agent, "train.py": train})
+    assert found(run(tmp_path)) == [("train.py", 19, "GL001")]
+
+
+def test_an_instance_of_a_class_built_through_its_module(tmp_path):
+    """`import agentmod` then `policy = agentmod.Agent(...)`: the loop calls that class's
+    method as if `from agentmod import Agent` had named it (the index's caller scan took only
+    classes an import line names)."""
+    write(tmp_path, {
+        "agentmod.py": """\
+            import torch
+
+
+            class Agent(object):
+                def __init__(self, net):
+                    self.net = net
+                    self.opt = torch.optim.Adam(net.parameters())
+
+                def update(self, batch):
+                    self.net(batch).sum().backward()
+                    self.opt.step()
+        """,
+        "main.py": """\
+            import torch
+            import agentmod
+
+
+            def run(loader):
+                policy = agentmod.Agent(torch.nn.Linear(2, 1))
+                for batch in loader:
+                    policy.update(batch)
+        """,
+    })
+    assert found(run(tmp_path)) == [("main.py", 8, "GL001")]

@@ -121,3 +121,26 @@ def test_verdicts_are_read_by_repository_path_line_and_code(tmp_path):
     table = tmp_path / "verdicts.tsv"
     table.write_text("# comment\no/n\tsrc/t.py\t12\tGL002\treal bug\tclear between backward and step\n")
     assert study.read_verdicts(table) == {("o/n", "src/t.py", 12, "GL002"): ("real bug", "clear between backward and step")}
+
+
+def test_the_dump_shows_a_loop_that_calls_a_training_step_of_another_module(tmp_path, capsys):
+    """The command indexes its folders as a project, as a run does: a loop whose step is a
+    method of another module is printed (it was left out, so the study's list of silent loops
+    missed every one of them)."""
+    from gradlint.run import project_run
+
+    (tmp_path / "agent.py").write_text(
+        "import torch\n\n\nclass Agent:\n    def __init__(self, net):\n        self.net = net\n"
+        "        self.opt = torch.optim.Adam(net.parameters())\n\n    def update(self, x):\n"
+        "        self.opt.zero_grad()\n        self.net(x).sum().backward()\n        self.opt.step()\n"
+    )
+    (tmp_path / "main.py").write_text(
+        "import torch\nfrom agent import Agent\n\nagent = Agent(torch.nn.Linear(2, 1))\n"
+        "for x in [torch.randn(4, 2)] * 3:\n    agent.update(x)\n"
+    )
+    try:
+        assert dump_loops.main([str(tmp_path)]) == 0
+    finally:
+        project_run.install(None, {})
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'main.py'}:5: for loop: Z B S" in out

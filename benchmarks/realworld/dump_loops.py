@@ -47,7 +47,7 @@ def index_project(paths: list[str]) -> None:
 
     files = []
     for path in source_files(paths):
-        if path.endswith(".py"):
+        if path.endswith(SOURCE_SUFFIXES):  # a notebook that imports the project's modules calls into it too
             data = Path(path).read_bytes()
             text = read_source(path)
             if text is not None:
@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+")
     parser.add_argument("--json", action="store_true", help="one JSON object per file with loops")
     args = parser.parse_args(argv)
+    index_project(args.paths)  # loops that call a training step of another module, as a run models them
     for path in source_files(args.paths):
         try:
             loops = loops_of(path)

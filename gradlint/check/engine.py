@@ -616,6 +616,9 @@ class RunOptions:
     mark_fixes: bool = False  # the text report: what --fix would repair (_check_file_marking)
     # notebook.check_notebook_data: .ipynb files are checked as notebooks (None: as Python)
     notebooks: "Callable | None" = None
+    # notebook.joined_code: a notebook's code cells joined, for the project index (a notebook
+    # that calls a module's training step is a caller, as a .py file is); None: notebooks stay out
+    notebook_code: "Callable | None" = None
     # The paths the run was given: absolute imports of the project resolve up to these
     # (gradlint/project); () means the folders of the checked files.
     roots: tuple = ()
@@ -642,17 +645,22 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     pending: list[int] = []
     pending_bytes = 0
     read: list = [None] * len(tasks)
+    cells: dict = {}  # i -> a notebook's joined code cells, for the project index only
     for i, (path, settings) in enumerate(tasks):
         try:
-            read[i] = _digested(_read_for_run(path, options.notebooks))  # the bytes are let go here
+            raw = _read_for_run(path, options.notebooks)
+            if options.notebook_code is not None and isinstance(raw, tuple) and raw[1] is None:
+                cells[i] = options.notebook_code(raw[0], path)
+            read[i] = _digested(raw)  # the bytes are let go here
         except Exception as exc:  # one file's trouble is that file's error: the run goes on
             from gradlint.run.pool import crashed
 
             read[i] = crashed(path, f"{type(exc).__name__}: {exc}")
     # The project index (gradlint/project): what the functions of the run's modules do to
     # gradients, so that a loop calling into another module is modelled through it.
-    files = [(tasks[i][0], r[2], r[0], tasks[i][1].wrappers)
-             for i, r in enumerate(read) if isinstance(r, tuple) and r[2] is not None]
+    files = [(tasks[i][0], r[2] if r[2] is not None else cells.get(i), r[0], tasks[i][1].wrappers)
+             for i, r in enumerate(read) if isinstance(r, tuple) and (r[2] is not None or cells.get(i))]
+    del cells
     index, views = project_run.views_of_run(files, options.roots, cache)
     # views from the cache: an index is built only if a file that calls into the project is
     # analysed, from the files read again (the texts are not kept through the run for that)
@@ -660,7 +668,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     del files
     from functools import partial
 
-    project_run.install(index, views, partial(_index_again, again, options.roots, options.notebooks))
+    project_run.install(index, views, partial(_index_again, again, options.roots, options.notebooks, options.notebook_code))
     for i, (path, settings) in enumerate(tasks):
         try:
             known = _without_analysis(path, settings, cache, options.variant, options.notebooks, read[i], views.get(path))
@@ -730,19 +738,21 @@ def _reported_there(finding: Finding, reported: set) -> bool:
     return (os.path.abspath(first.path), first.span.line, finding.code) in reported
 
 
-def _index_again(files: list, roots: tuple, notebooks=None):
+def _index_again(files: list, roots: tuple, notebooks=None, notebook_code=None):
     """The run's project index, its files read again ((path, wrappers) of each)."""
     from gradlint.run import project_run
 
     texts = []
     for path, wrappers in files:
         try:
-            read = _digested(_read_for_run(path, notebooks))
+            raw = _read_for_run(path, notebooks)
+            code = notebook_code(raw[0], path) if notebook_code is not None and isinstance(raw, tuple) and raw[1] is None else None
+            read = _digested(raw)
         except Exception:  # gone or unreadable since: the run's other files still make the index
             continue
-        if isinstance(read, tuple) and read[2] is not None:
+        if isinstance(read, tuple) and (read[2] is not None or code):
             digest, _, text = read
-            texts.append((path, text, digest, wrappers))
+            texts.append((path, text if text is not None else code, digest, wrappers))
     return project_run.index_files(texts, roots)
 
 

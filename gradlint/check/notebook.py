@@ -146,6 +146,12 @@ def read_notebook(data: bytes, path: str) -> NotebookSource:
     return NotebookSource("\n".join(lines) + "\n", where, None, cell_errors, indices, dedents)
 
 
+def joined_code(data: bytes, path: str) -> str | None:
+    """The code cells joined as the check reads them, or None (no notebook): what the run's
+    project index reads of a notebook (its imports, and its calls of other modules)."""
+    return read_notebook(data, path).source
+
+
 def notebook_source(data: bytes, path: str) -> tuple[str | None, list[tuple[int, int]], FileError | None]:
     """(joined source, line -> (code cell number, line in cell), error)."""
     read = read_notebook(data, path)
@@ -239,13 +245,16 @@ def check_notebook(path: str, settings: Settings) -> tuple[FileResult, str | Non
 
 def check_notebook_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, str | None]:
     """check_notebook on the notebook's bytes.  Findings carry no fix: their edits count lines
-    in the joined cells, which no tool could apply to the JSON (`--fix` maps them to cells)."""
+    in the joined cells, which no tool could apply to the JSON (`--fix` maps them to cells).
+    A notebook that calls a training step of a module of the run (`from agent import Agent`)
+    is checked in the run's project, as a .py file is."""
     from gradlint.check.engine import check_source
+    from gradlint.run.project_run import project_for
 
     read = read_notebook(data, path)
     if read.error is not None:
         return FileResult(path, errors=[read.error]), None
-    result = check_source(read.source, path, settings)
+    result = check_source(read.source, path, settings, project=project_for(path))
     return locate(result, data, read), read.source
 
 

@@ -721,7 +721,7 @@ def _check_paths(args, resolver):
     """discover -> (path, Settings) per file -> engine.check_files -> RunResult."""
     from gradlint.check import engine
     from gradlint.run.discover import discover
-    from gradlint.check.notebook import check_notebook_data
+    from gradlint.check.notebook import check_notebook_data, joined_code
 
     excluded = resolver.is_excluded
     if args.force_exclude:
@@ -738,6 +738,7 @@ def _check_paths(args, resolver):
         prove_fixes=_offers_fixes(args) and not (args.fix or args.diff or args.add_noqa),  # those re-check anyway
         mark_fixes=_marks_fixes(args) and not (args.fix or args.diff or args.add_noqa),
         notebooks=check_notebook_data,
+        notebook_code=joined_code,
         roots=tuple(p for p in args.paths if p != "-"),
     )
     results = engine.check_files(tasks, options) if tasks else []

@@ -245,7 +245,9 @@ TORCH_PROCESS_PACKAGES = ("torch.utils.data", "torch.multiprocessing")
 # never a clear of an optimizer passed to them.
 INSPECTING_BUILTINS = frozenset(
     {"hasattr", "getattr", "isinstance", "issubclass", "type", "id", "len", "repr", "str", "vars", "dir",
-     "callable", "hash", "format", "bool"}
+     "callable", "hash", "format", "bool",
+     # counting and arithmetic: `range(optim_epochs)` is handed a count named after the optimizer
+     "range", "int", "float", "round", "abs", "min", "max", "divmod", "pow", "print"}
 )
 # What a parameter expression goes through and stays parameters: `list(model.parameters())`,
 # `itertools.chain(a.parameters(), b.parameters())`.

@@ -94,6 +94,8 @@ class Bindings(Numbering):
         self.incremented: set[str] = set()
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
         self.all_functions: dict[str, list[cst.FunctionDef]] = {}  # at any depth (closures)
+        # every top-level def of a name, in order, each with whether it is straight in the module's body
+        self.top_functions: dict[str, list[tuple[cst.FunctionDef, bool]]] = {}
         self.plain_functions: dict[str, list[cst.FunctionDef]] = {}  # not methods: callable by bare name
         self.classes: dict[str, ClassInfo] = {}
         self.engines: set[str] = set()  # receivers of `X.backward(loss)` and X.step()
@@ -188,6 +190,8 @@ class Bindings(Numbering):
                 self._class_stack[-1].manual_optimization = True  # `@property def automatic_optimization`
         elif not self._class_stack and self._function_depth == 0:
             self.functions.setdefault(node.name.value, node)
+            # (with whether it stands straight in the module's body: not under an `if`/`try`)
+            self.top_functions.setdefault(node.name.value, []).append((node, not self._blocks))
         self._function_depth += 1
         self._scopes.append(node)
         self._open_functions.append([node, self._enclosing_class(), False, False])

@@ -159,6 +159,34 @@ class HintedBindings:
         return (name in self._hints and self._hints.get(name + "\0plateau") is True) or self._bindings.is_plateau_scheduler(name)
 
 
+def _built_by_factory(callee: str, bindings) -> Optional[str]:
+    """The imported name a factory function of the checked file calls in every `return`
+    (`def make_agent(args): if ...: return SacAeAgent(...) else: assert ...`, RL scripts' way
+    of building the agent whose `update()` is the training step), or None: a return of anything
+    else, a bare `return`, a `yield` or a decorator makes it unknown (a path that falls off the
+    end returns None, which the loop could not call a method of)."""
+    definition = bindings.functions.get(callee) if "." not in callee else None
+    if definition is None or definition.decorators:
+        return None
+    built = set()
+    stack: list = [definition.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue  # its returns are not the factory's
+        if isinstance(node, (cst.Yield, cst.Await)):
+            return None
+        if isinstance(node, cst.Return):
+            value = node.value
+            name = dotted(value.func) if isinstance(value, cst.Call) else None
+            if name is None or not bindings.imports.is_imported(name):
+                return None
+            built.add(name)
+            continue
+        stack.extend(node.children)
+    return built.pop() if len(built) == 1 else None
+
+
 def _kind_of_callee(qualified: str) -> Optional[tuple[str, bool]]:
     from gradlint.model.bindings import Bindings
 
@@ -284,7 +312,9 @@ class Project:
             if not isinstance(value, cst.Call):
                 return None
             callee = dotted(value.func)
-            if callee is None or not bindings.imports.is_imported(callee):
+            if callee is not None and not bindings.imports.is_imported(callee):
+                callee = _built_by_factory(callee, bindings)  # `agent = make_agent(args)`, a def of this file
+            if callee is None:
                 return None
             found = self.index.lookup(bindings.imports.qualify(callee), self.key)
             if found is None:
@@ -370,7 +400,9 @@ class Project:
             return None
         callee = callees.pop()
         if not bindings.imports.is_imported(callee):
-            return None
+            callee = _built_by_factory(callee, bindings)  # `agent = make_agent(args)`, a def of this file
+            if callee is None:
+                return None
         found = self.index.lookup(bindings.imports.qualify(callee), self.key)
         if found is not None and found[0] == "class":
             return found[1], found[3]

@@ -913,7 +913,7 @@ class Builder:
             return None
         if ctx.foreign is not None:  # inside another module's function: its names, not this file's
             return self.project.helper_for(call, ctx) or self.handed_back(call, ctx)
-        found = self.file_helper(call, ctx)
+        found = self.file_helper(call, ctx, placed=True)
         if found is None and self.project is not None:
             return self.project.helper_for(call, ctx)
         return found
@@ -938,7 +938,8 @@ class Builder:
         found = self.file_helper(call.with_changes(func=local), home)
         return None if found is None else (*found, HOME)
 
-    def file_helper(self, call: cst.Call, ctx: Context):
+    def file_helper(self, call: cst.Call, ctx: Context, placed: bool = False):
+        """`placed`: `call` is a node of this file's tree (its line is known)."""
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
@@ -948,6 +949,8 @@ class Builder:
             if found is None:
                 return None
             definition, top_level = found
+            if top_level and placed:
+                definition = self.def_in_effect(name, call, definition)
             # a closure such as `def _backward(loss): ...` inside the loop runs in the loop's class
             return definition, None if top_level else ctx.class_name, f"{name}()"
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
@@ -973,6 +976,19 @@ class Builder:
             if found is not None:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
+
+    def def_in_effect(self, name: str, call: cst.Call, first: cst.FunctionDef) -> cst.FunctionDef:
+        """Of several top-level defs of one name (a notebook that redefines `train` for each of
+        its sections), the one a call runs: the last that starts above the call, as the file runs
+        top to bottom (the first when none does: helpers defined below `main()`)."""
+        defs = self.bindings.top_functions.get(name, ())
+        if len(defs) < 2:
+            return first
+        if not all(direct for _, direct in defs):
+            return first  # a def under `if use_amp:` / `else:`: which one runs is a setting
+        line = self.span(call).line
+        above = [d for d, _ in defs if self.span(d).line < line]
+        return above[-1] if above else first
 
     @staticmethod
     def built_arguments(call: cst.Call, ctx: Context) -> dict:
@@ -1766,9 +1782,32 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
         inner = [
             keys[j] for j in range(len(loops))
             if j != i and training[j] and keys[j] <= nested and loops[j].span != loop.span
+            and not _aliased_by_the_call(loops[j], loop)
         ]
         if inner:
             loop.foreign = loop.foreign | (nested & frozenset().union(*inner))
+
+
+def _aliased_by_the_call(inner: LoopModel, outer: LoopModel) -> bool:
+    """Does the outer loop run the inner one (a helper's loop it calls) with one object where
+    the inner loop's own model has two (`train_epoch(g, d, loader, g_opt, g_opt)` for
+    `def train_epoch(g, d, loader, g_optimizer, d_optimizer)`)?  Read alone, the inner loop
+    steps two optimizers; only the call shows that they are one, so its events stay the outer
+    loop's to report (a finding both report is one finding: same code, same place)."""
+    mine = {e.key: e for e in outer.events}
+    seen: dict = {}
+    for event in inner.events:
+        if event.kind not in (api.Z, api.S, api.U):
+            continue
+        there = mine.get(event.key)
+        here_target = event.optimizer or event.module
+        there_target = (there.optimizer or there.module) if there is not None else None
+        if here_target is None or there_target is None:
+            continue
+        first = seen.setdefault((event.kind, there_target), here_target)
+        if first != here_target:
+            return True
+    return False
 
 
 def build(

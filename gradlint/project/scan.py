@@ -186,7 +186,7 @@ class _Heads:
                 continue
             kind = m.group(2) or "loop"
             bases = _bases_text(text, m.end()) if kind == "class" else ""
-            self.heads.append((m.start(), len(m.group(1).expandtabs()), kind, m.group(3) or "", bases))
+            self.heads.append((m.start(), len(m.group(1)), kind, m.group(3) or "", bases))
         self.offsets = [h[0] for h in self.heads]
 
     def around(self, offset: int) -> list[tuple]:
@@ -214,7 +214,7 @@ class _Heads:
         text = self.text
         line_start = text.rfind("\n", 0, offset) + 1
         prefix = text[line_start:offset]
-        indent = len(prefix[: len(prefix) - len(prefix.lstrip(" \t"))].expandtabs())
+        indent = len(prefix) - len(prefix.lstrip(" \t"))  # a tab is one column, as in _closing
         found = []
         index = bisect_left(self.offsets, line_start) - 1
         while index >= 0 and indent > 0:
@@ -262,7 +262,10 @@ _CLOSERS: dict = {}
 
 
 def _closing(width: int) -> "re.Pattern":
-    """A code line indented at most `width` columns (a tab counts one: close enough for this)."""
+    """A code line indented at most `width` columns, a tab counting one, as the heads and lines
+    are measured (a file Python accepts compares its indents the same with tabs of 1 or 8
+    columns: it raises TabError otherwise; measured with tabs expanded to 8, a tab-indented
+    method's own body lines would read as closing it)."""
     if width not in _CLOSERS:
         _CLOSERS[width] = re.compile(r"\n[ \t]{0,%d}[^\s#)\]}]" % width)
     return _CLOSERS[width]

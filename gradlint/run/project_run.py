@@ -107,6 +107,10 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             # cheapest first: an import line that may reach one, then the name in the text at all
             if imports.isdisjoint(words):
                 continue
+            # `policy = agentmod.Agent(...)` with `import agentmod`: the class, as if imported by name
+            built = _classes_through(texts[key], imports & words)
+            if built:
+                imports = imports | built
             # what calls_of can accept here (its own test): a function, bare or through a module,
             # or a method of a class the import lines name (`model.train()` is no call of a
             # trainer's `train` in a file that never imports the trainer), called in the text
@@ -265,6 +269,25 @@ def _stars(texts: dict, index: Index):
         return known[key]
 
     return stars
+
+
+def _classes_through(text: str, modules: set) -> set[str]:
+    """The capitalised names the text reads through one of `modules` (`agentmod.Agent` of
+    `policy = agentmod.Agent(...)` after `import agentmod`): a class reached through its module
+    is as good as one its import line names.  One search per module word, no pattern."""
+    out: set[str] = set()
+    for word in modules:
+        needle = word + "."
+        at = text.find(needle)
+        while at >= 0:
+            if at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "_."):
+                start = end = at + len(needle)
+                while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+                    end += 1
+                if text[start:start + 1].isupper():
+                    out.add(text[start:end])
+            at = text.find(needle, at + len(needle))
+    return out
 
 
 def _through(receivers: dict, text: str):
