@@ -112,6 +112,12 @@ def test_configured_wrappers_pass(monkeypatch, wrappers, call):
         ("(p.\n\n  grad) = g", True),  # an attribute across lines inside brackets
         ("(p.  # why\n  grad) = g", True),
         ("(p. \\\n  grad) = g", True),
+        # an engine whose documented process function backpropagates and steps
+        ("trainer = create_supervised_trainer(model, opt, loss_fn)", True),
+        ("trainer = ignite.engine.create_supervised_trainer (model, opt, loss_fn)", True),
+        ("from ignite.engine import create_supervised_trainer", False),
+        ("def create_supervised_trainer(model, opt, loss_fn):\n    pass", False),
+        ("my_create_supervised_trainer(model, opt, loss_fn)", False),
     ],
 )
 def test_spellings(text, expected):
