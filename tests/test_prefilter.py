@@ -112,6 +112,12 @@ def test_configured_wrappers_pass(monkeypatch, wrappers, call):
         ("(p.\n\n  grad) = g", True),  # an attribute across lines inside brackets
         ("(p.  # why\n  grad) = g", True),
         ("(p. \\\n  grad) = g", True),
+        # an engine whose documented process function backpropagates and steps
+        ("trainer = create_supervised_trainer(model, opt, loss_fn)", True),
+        ("trainer = ignite.engine.create_supervised_trainer (model, opt, loss_fn)", True),
+        ("from ignite.engine import create_supervised_trainer", False),
+        ("def create_supervised_trainer(model, opt, loss_fn):\n    pass", False),
+        ("my_create_supervised_trainer(model, opt, loss_fn)", False),
     ],
 )
 def test_spellings(text, expected):
@@ -155,6 +161,37 @@ def test_screen_blanks_what_no_loop_reaches(monkeypatch):
 
 def test_screen_without_candidate_loop_means_no_libcst():
     assert screen("import torch\nfor x in range(3):\n    print(x)\ny.backward()\n") is None
+
+
+IGNITE_HANDLERS = """import torch
+from ignite.engine import Engine, Events
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+def process(engine, batch):
+%s
+trainer = %s
+@trainer.on(Events.ITERATION_STARTED)
+def clear(engine):
+    optimizer.zero_grad()
+def clip(engine):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+trainer.add_event_handler(Events.ITERATION_COMPLETED, clip)
+"""
+
+
+def test_screen_keeps_engine_handlers_that_only_clear_or_clip(monkeypatch):
+    # A handler registered on an engine is part of its model whatever it holds (model/engines.py):
+    # a clear before the process function, a clip after its step.
+    source = IGNITE_HANDLERS % ("    model(batch).sum().backward()\n    optimizer.step()", "Engine(process)")
+    text = screen(source)
+    assert text is not None and "optimizer.zero_grad()" in text and "clip_grad_norm_" in text
+    assert engine.check_source(source, "f.py", ALL) == unscreened(monkeypatch, source, ALL)
+    # an engine whose process function the framework documents (it backpropagates and steps)
+    documented = IGNITE_HANDLERS % ("    pass", "create_supervised_trainer(model, optimizer, None)")
+    text = screen(documented)
+    assert text is not None and "optimizer.zero_grad()" in text and "clip_grad_norm_" in text
+    # no backward and no step anywhere: still answered without libcst
+    assert screen(IGNITE_HANDLERS % ("    return model(batch)", "Engine(process)")) is None
 
 
 def test_syntax_error_still_reported_with_position():

@@ -20,6 +20,11 @@ finding and is never parsed:
 * a ``def backward(`` or ``def step(`` defines a name and runs nothing (its
   body holds the events, if any), so it does not count; ``def
   training_step(`` does;
+* a call of a framework's engine factory whose process function the
+  framework documents (``create_supervised_trainer(``, api_names.py's
+  DOCUMENTED_RUNNERS): that process clears, backpropagates and steps, and
+  a handler registered on the engine (a clip after its step) is read
+  against it (model/engines.py);
 * the last name of any configured wrapper (``[tool.gradlint]``
   ``backward-functions``, ``step-functions``, ...): a call matches an
   entry by its dotted text or its last name, so that name is in the text.
@@ -34,7 +39,16 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gradlint.core.api_names import BACKWARD, BACKWARD_NAMES, DATA, GRAD, STEP, STEP_NAMES, TRAINING_STEP
+from gradlint.core.api_names import (
+    BACKWARD,
+    BACKWARD_NAMES,
+    DATA,
+    DOCUMENTED_RUNNERS,
+    GRAD,
+    STEP,
+    STEP_NAMES,
+    TRAINING_STEP,
+)
 
 TYPE_CHECKING = False  # gradlint/check/quick.py imports this module first: no typing, no settings
 if TYPE_CHECKING:
@@ -105,6 +119,9 @@ def _prefixes(names, word: str) -> tuple:
     """`("manual_",)` for the names {"backward", "manual_backward"} and the word "backward"."""
     return tuple(sorted(name[: -len(word)] for name in names if name.endswith(word) and name != word))
 
+
+# `create_supervised_trainer(`: an engine whose process function holds B and S events.
+_RUNNER_CALLS = tuple((name, re.compile(re.escape(name) + r"\s*\(")) for name in sorted(DOCUMENTED_RUNNERS))
 
 _SPELLINGS = (
     (BACKWARD, _backward_use, _prefixes(BACKWARD_NAMES, BACKWARD)),
@@ -179,6 +196,12 @@ class Prefilter:
                     start = _name_start(text, match.start(), prefixes)
                     if start >= 0 and _counts(text, literal, start):
                         yield match.start(), literal == STEP and start == match.start()
+        for name, call in _RUNNER_CALLS:
+            if name in text:
+                for match in call.finditer(text):
+                    start = match.start()
+                    if _name_start(text, start, ()) >= 0 and not _is_definition(text, start):
+                        yield start, False
         for word in self.wrapper_words:
             start = text.find(word)
             while start >= 0:

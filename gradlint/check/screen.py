@@ -12,7 +12,11 @@ libcst sees a file:
    mark can never become a loop model (loops.py keeps only loops with a B
    or S event), nor can a class without ``training_step``: when no loop
    and no such class is left, the file has no finding and libcst is never
-   imported (``screen`` returns None).
+   imported (``screen`` returns None).  A function an engine runs (its
+   process function, a handler registered on it) is a candidate when it
+   holds a mark, and then so is every other one, marked or not: a handler
+   that only clears or only clips is read against the process function's
+   events (model/engines.py).
 3. Otherwise keep every top-level statement except the functions and
    classes that nothing of the analysis can reach, and blank those out line
    by line, so every kept node keeps its line and column.  What the
@@ -348,6 +352,19 @@ def screen(
         # the cheap tests first: a function holding no mark is no candidate
         if _contains(marked, unit.start, unit.end) and (name in run or _handler(node) or clips_and_steps(unit, node))
     ]
+    # An engine's handlers and process function are one model (model/engines.py): once the file
+    # builds an engine and something an engine runs holds a mark (or the engine's process is one
+    # the framework documents: it clears, backpropagates and steps), every function registered on
+    # an engine is kept whatever its body holds, since a handler that only clears or only clips
+    # changes what the process function's events mean (a clear before it, a clip after its step).
+    documented = next(_at_words(_DOCUMENTED_RUNNER, source), None) is not None
+    if (handlers or documented) and (documented or next(_at_words(_RUNNER_ARGUMENT, source), None) is not None):
+        held = {id(node) for _, _, _, node in handlers}
+        handlers += [
+            (unit.start, unit.end, unit.top, node)
+            for name, unit, node, _ in walk.functions
+            if id(node) not in held and (name in run or _handler(node))
+        ]
     candidates += handlers
     if handlers:
         # The statements that register a handler or build an engine a framework documents: the
