@@ -39,6 +39,8 @@ from gradlint.core.api_names import (
     CLIP_VALUE_KEYWORD,
     CLOSURE_KEYWORD,
     CUDA_DEVICE,
+    DATA,
+    GRAD,
     GRAPH_LEAF_ATTRIBUTE,
     LEARNING_RATE_KEY,
     MAX_NORM_KEYWORD,
@@ -178,16 +180,16 @@ def _statement_grad_use(text: str):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     stmt = tree.body[0] if len(tree.body) == 1 else None
-    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Attribute) and stmt.target.attr == "grad":
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Attribute) and stmt.target.attr == GRAD:
         return "adds" if isinstance(stmt.op, (ast.Add, ast.Sub)) else "changes"
     if not isinstance(stmt, ast.Assign):
         return None
-    owners = {ast.dump(t.value) for t in stmt.targets if isinstance(t, ast.Attribute) and t.attr == "grad"}
+    owners = {ast.dump(t.value) for t in stmt.targets if isinstance(t, ast.Attribute) and t.attr == GRAD}
 
     def own(node) -> bool:
-        if isinstance(node, ast.Attribute) and node.attr == "data":
+        if isinstance(node, ast.Attribute) and node.attr == DATA:
             node = node.value
-        return isinstance(node, ast.Attribute) and node.attr == "grad" and ast.dump(node.value) in owners
+        return isinstance(node, ast.Attribute) and node.attr == GRAD and ast.dump(node.value) in owners
 
     def adds(node) -> bool:
         if isinstance(node, ast.IfExp):
