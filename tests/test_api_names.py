@@ -46,7 +46,7 @@ KNOWN_API_WORDS = frozenset(
 # names (builtins, methods of lists).  A literal of one of them is not policed.
 OWN_WORDS = (
     frozenset("""optimizer module scaler scheduler engine model once on zero clip unscale
-    params parameters scale data""".split())
+    params parameters scale data shape size layout""".split())  # (the last three: also a file's size, a layout...)
     | api_names.TORCH_PACKAGES
     | frozenset(dir(builtins))
     | frozenset(dir(list))

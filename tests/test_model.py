@@ -390,3 +390,26 @@ def test_two_models_of_the_same_function_do_not_take_each_others_events():
                       own=frozenset({backward.key, step.key}))
     _mark_foreign([outer, inner])
     assert outer.foreign == {backward.key, step.key}
+
+
+def test_grad_assigned_from_the_same_gradient_overwrites_nothing():
+    # docs-audit #5: `p.grad = p.grad + g` is `p.grad += g` written out (a B that adds); any other
+    # function of the same gradient changes what is there (like `p.grad *= s`): no event; a value
+    # that reads another gradient, or only the shape of this one, is a new gradient (overwrites)
+    m = model(
+        "import torch\n"
+        "for x in data:\n"
+        "    loss.backward()\n"
+        "    for p in net.parameters():\n"
+        "        p.grad = p.grad + 0.1 * torch.randn_like(p)\n"
+        "        p.grad = g - p.grad if p.grad is None else p.grad - g\n"
+        "        p.grad.data = p.grad.data.clamp(-1, 1)\n"
+        "        p.grad = p.grad * mask\n"
+        "        p.grad = torch.ones_like(p.grad, device=p.grad.device)\n"
+        "        p.grad = q.grad + g\n"
+        "    opt.step()\n"
+    )
+    loop = m.loops[0]
+    hand = [e for e in loop.events if e.kind == "B" and e.span.line > 3]
+    assert [(e.span.line, e.overwrites) for e in hand] == [(5, False), (6, False), (9, True), (10, True)]
+

@@ -248,3 +248,17 @@ def test_the_gradlint_process_never_imports_torch():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "RESULT 1 False" in result.stdout
+
+
+def test_probe_reads_an_assignment_from_the_same_gradient_as_the_checker():
+    from gradlint.verify.probes import _statement_grad_use  # (imports torch)
+
+    assert _statement_grad_use("p.grad = p.grad + noise") == "adds"
+    assert _statement_grad_use("p.grad = g if p.grad is None else g + p.grad") == "adds"
+    assert _statement_grad_use("p.grad += g") == "adds"
+    assert _statement_grad_use("p.grad *= s") == "changes"
+    assert _statement_grad_use("w.grad = w.grad.data.clamp(-1, 1)") == "changes"
+    assert _statement_grad_use("p.grad = torch.zeros_like(p.grad)") is None
+    assert _statement_grad_use("p.grad = p.grad.new_zeros(p.grad.shape)") is None
+    assert _statement_grad_use("p.grad = q.grad * 2") is None
+    assert _statement_grad_use("p.grad = (") is None

@@ -93,6 +93,13 @@ GRAD_ZERO = "zero_"  # `p.grad.zero_()`
 # Tensor methods that return the same values (a copy, elsewhere, in another dtype):
 # `p.grad.clone()`, `p.grad.detach().cpu()`.
 SAME_VALUE_METHODS = ("clone", "detach", "cpu", "cuda", "to", "contiguous", "float")
+# What reads only a tensor's shape, type or place, not its values: `torch.zeros_like(p.grad)`,
+# `p.grad.new_zeros(...)`, `p.grad.device`.  A `p.grad = ...` built from these alone is new.
+SHAPE_ONLY_SUFFIX = "_like"
+SHAPE_ONLY_ATTRIBUTES = frozenset({
+    "shape", "size", "dtype", "device", "layout", "ndim", "dim", "numel", "is_sparse", "is_cuda",
+    "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor",
+})
 TENSOR_TO = "to"  # `p.grad.to(device)`
 # The attribute of an AccumulateGrad node of the autograd graph that holds its leaf tensor.
 GRAPH_LEAF_ATTRIBUTE = "variable"

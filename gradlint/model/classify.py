@@ -39,6 +39,8 @@ from gradlint.core.api_names import (
     SCALE_READERS,
     SELF_UNSCALING_CLIPS,
     SET_TO_NONE_KEYWORD,
+    SHAPE_ONLY_ATTRIBUTES,
+    SHAPE_ONLY_SUFFIX,
     STEP,
     STEP_FUNCTIONS,
     TENSOR_TO,
@@ -404,12 +406,22 @@ def _grad_source(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
 
 
 def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
-    """`p.grad = None` clears; `p.grad = g` or `p.grad += g` writes a gradient by hand."""
+    """`p.grad = None` clears; `p.grad = g` or `p.grad += g` writes a gradient by hand.
+
+    A value computed from the same gradient keeps what is there, so it overwrites nothing:
+    `p.grad = p.grad + g` (or `- g`) is `p.grad += g` written out, a B that adds; any other
+    function of it (`p.grad = p.grad * mask`, `p.grad.data = p.grad.data.clamp(-1, 1)`) is
+    like `p.grad *= s`: it changes the gradient there, writes nothing new, no event."""
     if isinstance(node, cst.Assign):
         for target in node.targets:
             if _is_grad(target.target):
                 if isinstance(node.value, cst.Name) and node.value.value == "None":
                     return _grad_clear(node, target.target, ctx)
+                owner = _grad_owner(target.target)
+                if _adds_to_own(node.value, owner):
+                    return ctx.event(B, node)
+                if _reads_own_grad(node.value, owner):
+                    return None
                 source = _grad_source(node.value)
                 if source is not None and ctx.name(source) is not None and ctx.name(source) == ctx.name(_grad_owner(target.target)):
                     return None  # `p.grad = p.grad.to(torch.float32)`: the same gradient, cast or copied
@@ -423,6 +435,54 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
     if isinstance(node, cst.Assign) and len(node.targets) == 1:
         return _manual_update(node, node.targets[0].target, (node.value,), ctx)
     return None
+
+
+def _same_grad(node: cst.BaseExpression, owner: cst.BaseExpression) -> bool:
+    """`node` is `p.grad` or `p.grad.data` of the same `p` as `owner` (same text)."""
+    return _is_grad(node) and _grad_owner(node).deep_equals(owner)
+
+
+def _reads_own_grad(value: cst.BaseExpression, owner: cst.BaseExpression) -> bool:
+    """Does the expression read the values of the gradient of `owner` (`p.grad`, `p.grad.data`)?
+    Not its shape only (`torch.zeros_like(p.grad)`, `p.grad.new_zeros(n)`, `p.grad.device`)."""
+    return any(_same_grad(node, owner) for node in _attributes(value))
+
+
+def _attributes(node: cst.CSTNode) -> list:
+    collector = _ValueAttributes()
+    walk(node, collector)
+    return collector.nodes
+
+
+class _ValueAttributes(cst.CSTVisitor):
+    """The attributes an expression reads the values of (not inside `torch.zeros_like(...)`,
+    nor `x` of `x.shape`)."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        return not name.endswith(SHAPE_ONLY_SUFFIX)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if node.attr.value in SHAPE_ONLY_ATTRIBUTES:
+            return False
+        self.nodes.append(node)
+        return True
+
+
+def _adds_to_own(value: cst.BaseExpression, owner: cst.BaseExpression) -> bool:
+    """`p.grad + g`, `g + p.grad`, `p.grad - g` (either side of a conditional expression:
+    `g if p.grad is None else p.grad + g`): what `p.grad += g` computes."""
+    if isinstance(value, cst.IfExp):
+        return _adds_to_own(value.body, owner) or _adds_to_own(value.orelse, owner)
+    if not isinstance(value, cst.BinaryOperation):
+        return False
+    if isinstance(value.operator, cst.Add):
+        return _same_grad(value.left, owner) or _same_grad(value.right, owner)
+    return isinstance(value.operator, cst.Subtract) and _same_grad(value.left, owner)
 
 
 def fresh_optimizer(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:

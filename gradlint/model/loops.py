@@ -815,6 +815,10 @@ class Builder:
             return [self.documented(kind, target, call, ctx, f"super().{_super_method(call)}()")
                     for kind, target in ctx.super_events[_super_method(call)]]
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
+        if helper is None and _own_backward_call(call) and ctx.foreign is None and len(ctx.helpers) < MAX_HELPER_DEPTH:
+            # only a class of this file: another module's class with its own backward() (the
+            # library's own repository: accelerate's `Accelerator.backward`) is not followed yet
+            helper = self.file_helper(call, ctx)
         if helper is None and self.project is not None and _guessed_step(call, ctx) and len(ctx.helpers) < MAX_HELPER_DEPTH:
             # `self.optimizer_scheduler.step()` on an object the file cannot resolve, which the
             # project knows to be of its own class with a step(): that method, not the API's step
@@ -1519,6 +1523,15 @@ def _guessed_step(call: cst.Call, ctx: Context) -> bool:
 def _self_attribute(node: cst.BaseExpression) -> bool:
     """`self.x`."""
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
+def _own_backward_call(call: cst.Call) -> bool:
+    """`obj.backward(...)` on a name: when `obj` is an instance of a class of the file that
+    defines `backward`, the call runs that method, a helper to follow (rules.md, B row), not
+    autograd's backward.  file_helper decides; an unresolved receiver stays autograd's.  Not
+    `scaler.scale(loss).backward()` or `super().backward(loss)` (a receiver that is a call)."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == api_names.BACKWARD and dotted(func.value) is not None
 
 
 def _is_self_call(call: cst.Call) -> bool:

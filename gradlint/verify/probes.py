@@ -15,6 +15,7 @@ clear.
 
 from __future__ import annotations
 
+import ast
 import json
 import linecache
 import operator
@@ -38,6 +39,8 @@ from gradlint.core.api_names import (
     CLIP_VALUE_KEYWORD,
     CLOSURE_KEYWORD,
     CUDA_DEVICE,
+    DATA,
+    GRAD,
     GRAPH_LEAF_ATTRIBUTE,
     LEARNING_RATE_KEY,
     MAX_NORM_KEYWORD,
@@ -45,6 +48,8 @@ from gradlint.core.api_names import (
     PARAMS_KEYWORD,
     SCALER_DEVICE_ATTRIBUTE,
     SCHEDULER_OPTIMIZER,
+    SHAPE_ONLY_ATTRIBUTES,
+    SHAPE_ONLY_SUFFIX,
     SPAWN_FUNCTION,
     SPAWN_MODULE,
     STEP,
@@ -151,6 +156,66 @@ def _code_text(line: str) -> str:
         elif char == "#":
             return line[:index].strip()
     return line.strip()
+
+
+_OWN_GRAD_USES: dict = {}
+
+
+def _own_grad_use(sites):
+    """How the assignment at the site uses the gradient it replaces: "adds" for
+    `p.grad = p.grad + g`, `g + p.grad`, `p.grad - g`, `p.grad += g`; "changes" for any other
+    value that reads `p.grad` (or `p.grad.data`) of the same `p` and for `p.grad *= s`; None
+    when it does not read it (a real overwrite) or the statement is not on one line."""
+    if not sites:
+        return None
+    key = (sites[0][0], sites[0][1])
+    if key not in _OWN_GRAD_USES:
+        _OWN_GRAD_USES[key] = _statement_grad_use(_code_text(linecache.getline(*key)))
+    return _OWN_GRAD_USES[key]
+
+
+def _statement_grad_use(text: str):
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Attribute) and stmt.target.attr == GRAD:
+        return "adds" if isinstance(stmt.op, (ast.Add, ast.Sub)) else "changes"
+    if not isinstance(stmt, ast.Assign):
+        return None
+    owners = {ast.dump(t.value) for t in stmt.targets if isinstance(t, ast.Attribute) and t.attr == GRAD}
+
+    def own(node) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == DATA:
+            node = node.value
+        return isinstance(node, ast.Attribute) and node.attr == GRAD and ast.dump(node.value) in owners
+
+    def adds(node) -> bool:
+        if isinstance(node, ast.IfExp):
+            return adds(node.body) or adds(node.orelse)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return own(node.left) or own(node.right)
+        return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and own(node.left)
+
+    if adds(stmt.value):
+        return "adds"
+    return "changes" if any(own(node) for node in _value_reads(stmt.value)) else None
+
+
+def _value_reads(node):
+    """The nodes of an expression whose values it reads: not inside `torch.zeros_like(...)`,
+    nor `x` of `x.shape` (api_names.SHAPE_ONLY_*, as the checker reads them)."""
+    yield node
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name.endswith(SHAPE_ONLY_SUFFIX):
+            return
+    if isinstance(node, ast.Attribute) and node.attr in SHAPE_ONLY_ATTRIBUTES:
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _value_reads(child)
 
 
 def _state(param, sums=True):
@@ -648,12 +713,24 @@ class Recorder:
             self.pending["params"].append(pid)
             return
         self.before(frames)
+        # A value made from the gradient that is there keeps it (as the checker reads it,
+        # classify.classify_grad_assign): `p.grad = p.grad + g` (or `p.grad += g`, which hands
+        # the same tensor back) adds to it, a B that overwrites nothing; any other function of
+        # it (`p.grad = p.grad * mask`, `p.grad *= s`) changes it in place, like `p.grad.mul_()`:
+        # no event.
+        use = _own_grad_use(_sites(frames[:1])) if value is not None and _GRAD.__get__(param) is not None else None
+        if use == "changes":
+            _GRAD.__set__(param, value)
+            self.cache.clear()
+            self.fast = None
+            return
+        overwrites = value is not None and use != "adds"
         _GRAD.__set__(param, value)
         kind = "Z" if value is None else "B"
         if pid in self.manual:  # each clear on its own, so that updates between them stay in order
-            self._finish(self._event(kind, frames, api=api, params=[pid], overwrites=value is not None))
+            self._finish(self._event(kind, frames, api=api, params=[pid], overwrites=overwrites))
             return
-        self.emit(self._event(kind, frames, api=api, params=[pid], overwrites=value is not None), mergeable=True)
+        self.emit(self._event(kind, frames, api=api, params=[pid], overwrites=overwrites), mergeable=True)
 
     def zero_grad_tensor(self, tensor, original):
         pid = self._grad_owner(tensor)
