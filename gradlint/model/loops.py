@@ -815,10 +815,11 @@ class Builder:
             return [self.documented(kind, target, call, ctx, f"super().{_super_method(call)}()")
                     for kind, target in ctx.super_events[_super_method(call)]]
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
-        if helper is None and _own_backward_call(call) and ctx.foreign is None and len(ctx.helpers) < MAX_HELPER_DEPTH:
-            # only a class of this file: another module's class with its own backward() (the
-            # library's own repository: accelerate's `Accelerator.backward`) is not followed yet
-            helper = self.file_helper(call, ctx)
+        if helper is None and _own_backward_call(call) and len(ctx.helpers) < MAX_HELPER_DEPTH:
+            # only a class of this file (also on an object this file handed another module's
+            # function): another module's class with its own backward() (the library's own
+            # repository: accelerate's `Accelerator.backward`) is not followed yet
+            helper = self.file_helper(call, ctx) if ctx.foreign is None else self.handed_back(call, ctx)
         if helper is None and self.project is not None and _guessed_step(call, ctx) and len(ctx.helpers) < MAX_HELPER_DEPTH:
             # `self.optimizer_scheduler.step()` on an object the file cannot resolve, which the
             # project knows to be of its own class with a step(): that method, not the API's step
