@@ -280,12 +280,6 @@ def test_across_files_one_misplaced_call_gives_one_finding(across_files):
     assert right > 0 and precision(right, cascades) >= PRECISION
 
 
-# Clean loops that a move to another module makes flagged, a known limit: an instance's own
-# `backward()` method is followed only when its class is in the loop's file (CHANGELOG: not yet
-# across modules; following it there made accelerate's own `Accelerator.backward` a helper).
-MOVED_KNOWN = {"fixtures/gl001/right_own_backward_method_on_instance_clears_first.py"}
-
-
 def test_across_files_a_clean_loop_moved_to_another_module_stays_clean(across_files):
     _, _, flagged = across_files
-    assert [f for f in flagged if f.split(" (")[0] not in MOVED_KNOWN] == []
+    assert flagged == []
