@@ -451,3 +451,30 @@ def test_a_stop_that_python_wraps_in_another_exception_is_still_a_stop(monkeypat
     assert cli.main(["check", "train.py"]) == status
     monkeypatch.setitem(cli._COMMANDS, "check", lambda args: 1 // 0)
     assert cli.main(["check", "train.py"]) == 2  # a bug of gradlint's own stays one
+
+
+def test_a_sigterm_while_threading_is_being_imported_still_stops_the_run(monkeypatch):
+    """The SIGTERM handler starts a watcher thread; when the signal arrives while the main thread
+    is importing threading (a partly initialised module, without Thread yet), it must still raise
+    Terminated (exit 143), not an AttributeError (an internal error, exit 2)."""
+    import signal
+    import types
+
+    from gradlint.commands import cli
+
+    monkeypatch.setitem(sys.modules, "threading", types.ModuleType("threading"))  # no Thread in it
+    started = []
+    import _thread
+
+    # the watcher is not run here: it would interrupt this test process
+    monkeypatch.setattr(_thread, "start_new_thread", lambda function, args: started.append(function))
+    previous = cli._stop_on_sigterm()
+    try:
+        cli._terminating.clear()
+        handler = signal.getsignal(signal.SIGTERM)
+        with pytest.raises(cli.Terminated):
+            handler(signal.SIGTERM, None)
+        assert started  # the watcher was started all the same
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        cli._terminating.clear()

@@ -259,11 +259,14 @@ def _stop_on_sigterm():
 def _watch_the_stop() -> None:
     """Python ignores an exception raised where it cannot propagate (a __del__, an at-fork hook),
     so the Terminated of a SIGTERM can be lost and the run go on.  A daemon thread raises it
-    again each second until main() returns, and ends a process whose shutdown then hangs."""
+    again each second until main() returns, and ends a process whose shutdown then hangs.
+
+    Started with _thread, not threading: the SIGTERM can arrive while the main thread is
+    importing threading (a partly initialised module then has no Thread: an internal error
+    instead of exit 143).  A _thread thread does not keep the process alive, as a daemon."""
     import _thread
     import os
     import signal
-    import threading
     import time
 
     def watch() -> None:
@@ -274,7 +277,7 @@ def _watch_the_stop() -> None:
                 os._exit(EXIT_TERMINATED)
             _thread.interrupt_main(signal.SIGTERM)
 
-    threading.Thread(target=watch, name="gradlint-sigterm", daemon=True).start()
+    _thread.start_new_thread(watch, ())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
