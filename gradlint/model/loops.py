@@ -1565,15 +1565,9 @@ def _stub(definition: cst.FunctionDef) -> bool:
     `return` of a constant (`return 0.0`, `return None`, `return {}`)."""
     if _abstract(definition):
         return True
-    body = definition.body
-    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
-    small = []
-    for statement in statements:
-        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            return False
-        small.extend(statement.body)
-    if small and isinstance(small[0], cst.Expr) and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-        small = small[1:]
+    small = _small_statements(definition)
+    if small is None:
+        return False
     constants = (cst.Integer, cst.Float, cst.SimpleString, cst.Dict, cst.List, cst.Tuple)
     return len(small) == 1 and isinstance(small[0], cst.Return) and (
         small[0].value is None
@@ -1582,21 +1576,28 @@ def _stub(definition: cst.FunctionDef) -> bool:
     )
 
 
+def _small_statements(definition: cst.FunctionDef) -> Optional[list]:
+    """The small statements of a def's body after its docstring; None when it holds a compound one."""
+    body = definition.body
+    small = []
+    for statement in list(body.body) if isinstance(body, cst.IndentedBlock) else [body]:
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return None
+        small.extend(statement.body)
+    if small and isinstance(small[0], cst.Expr) and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        small = small[1:]  # the docstring
+    return small
+
+
 def _abstract(definition: cst.FunctionDef) -> bool:
     """A stub a subclass overrides: `@abstractmethod`, or a body (after its docstring) of only
     `raise NotImplementedError`, `pass` or `...`.  Calling it says nothing about the events the
     real method has; inlined, its `raise` would end every iteration."""
     if any((dotted(d.decorator) or "").rsplit(".", 1)[-1] == "abstractmethod" for d in definition.decorators):
         return True
-    body = definition.body
-    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else [body]
-    small = []
-    for statement in statements:
-        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            return False
-        small.extend(statement.body)
-    if small and isinstance(small[0], cst.Expr) and isinstance(small[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-        small = small[1:]  # the docstring
+    small = _small_statements(definition)
+    if small is None:
+        return False
     if not small:
         return False
     for node in small:
