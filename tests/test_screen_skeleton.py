@@ -39,6 +39,18 @@ def train(model, loader):
 '''
 
 
+def _same_without_the_screen(source, monkeypatch):
+    """The findings of `source`, which must be the same when libcst parses the whole file."""
+    from gradlint.check import engine
+
+    screened = check_source(source, "s.py", Settings.default()).findings
+    monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)
+    whole = check_source(source, "s.py", Settings.default()).findings
+    monkeypatch.undo()
+    assert screened == whole
+    return whole
+
+
 def kept_lines(text):
     return [n for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
@@ -160,7 +172,6 @@ def _module(shape: str) -> str:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_block_around_the_assignment_keeps_it_in_place(shape, monkeypatch):
-    from gradlint.check import engine
 
     source = _module(shape)
     text = screen(source)
@@ -177,20 +188,13 @@ def test_a_block_around_the_assignment_keeps_it_in_place(shape, monkeypatch):
         assert "    print('start')" not in text_lines  # the rest of the function is gone
         assert "    print('end')" not in text_lines
 
-    screened = check_source(source, "s.py", Settings.default()).findings
-    monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)
-    whole = check_source(source, "s.py", Settings.default()).findings
-    assert screened == whole
+    whole = _same_without_the_screen(source, monkeypatch)
     assert [f.code for f in whole] == ["GL003"]  # the assignment decides the finding
 
 
 def test_findings_are_the_same_with_and_without_the_screen(monkeypatch):
-    from gradlint.check import engine
 
-    screened = check_source(SOURCE, "s.py", Settings.default()).findings
-    monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)
-    whole = check_source(SOURCE, "s.py", Settings.default()).findings
-    assert screened == whole
+    _same_without_the_screen(SOURCE, monkeypatch)
 
 
 ENGINE = '''\
@@ -294,7 +298,6 @@ def _script(shape: str) -> str:
 
 @pytest.mark.parametrize("shape", sorted(ROOT_BLOCKS))
 def test_a_scripts_top_level_block_keeps_its_loop_and_what_it_reaches(shape, monkeypatch):
-    from gradlint.check import engine
 
     source = _script(shape)
     text = screen(source)
@@ -312,8 +315,5 @@ def test_a_scripts_top_level_block_keeps_its_loop_and_what_it_reaches(shape, mon
         assert setup not in text_lines  # what no loop reaches is gone
         assert not any("print(" in line for line in text_lines)
 
-    screened = check_source(source, "s.py", Settings.default()).findings
-    monkeypatch.setattr(engine, "_screen", lambda context, settings, project=None: context.source)
-    whole = check_source(source, "s.py", Settings.default()).findings
-    assert screened == whole
+    whole = _same_without_the_screen(source, monkeypatch)
     assert [f.code for f in whole] == ["GL003"]  # the assignment decides the finding
