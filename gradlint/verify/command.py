@@ -95,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-writes", action="store_true",
                    help="let the script write, rename and delete your files for real (default: its writes go "
                         "to a copy-on-write overlay, listed in the report)")
+    p.add_argument("--allow-network", action="store_true",
+                   help="let the script use the host's network (default, namespace mode: a network of its own with "
+                        "loopback only; the Python mode cannot cut the network and lists each connection)")
     p.add_argument("--containment", choices=("auto", "namespace", "python"), default="auto",
                    help="how the script's writes and processes are contained: namespace (Linux: its own user, "
                         "mount and pid namespaces over a kernel overlay: everything it starts is contained), "
@@ -187,7 +190,8 @@ def main(argv) -> int:
     from gradlint.verify.runner import Child, Interrupted
 
     child = Child(args.target, script_args, steps=args.steps, timeout=args.timeout, allow_writes=args.allow_writes,
-                  trace=args.trace, keep_writes=args.keep_writes, containment=args.containment)
+                  trace=args.trace, keep_writes=args.keep_writes, containment=args.containment,
+                  allow_network=args.allow_network)
     try:
         with child.stopped_on_signals():
             early = None

@@ -90,7 +90,7 @@ class Child:
     """
 
     def __init__(self, target, script_args=(), steps=5, timeout=60.0, grace=None, python=None,
-                 allow_writes=False, trace=False, keep_writes=None, containment="auto"):
+                 allow_writes=False, trace=False, keep_writes=None, containment="auto", allow_network=False):
         self.timeout = timeout
         self.grace = KILL_GRACE_SECONDS if grace is None else grace
         self._tmp = tempfile.TemporaryDirectory(prefix="gradlint-verify-")
@@ -104,6 +104,8 @@ class Child:
         self.keep_writes = keep_writes
         self.allow_writes = allow_writes
         self.containment = containment
+        self.allow_network = allow_network
+        self._projects = [os.getcwd()] + ([os.path.dirname(os.path.abspath(target))] if os.path.isfile(target) else [])
         self.fallback = None  # why the namespace could not be used, when it was tried
         self.sandbox = None  # the namespace's layout (sandbox.py's status), once it ran
         self.overlay = None
@@ -154,7 +156,9 @@ class Child:
         base = os.path.join(self._tmp.name, "ns")
         os.mkdir(base)
         self._status = os.path.join(self._tmp.name, "ns-status.json")
-        prefix = [self._python, _SANDBOX, "--base", base, "--status", self._status, "--bind", self.box, "--"]
+        projects = [arg for folder in self._projects for arg in ("--project", folder)]
+        prefix = [self._python, _SANDBOX, "--base", base, "--status", self._status, "--bind", self.box, *projects,
+                  "--network", "host" if self.allow_network else "none", "--"]
         self._start(["--contained"], prefix)
 
     def _sandbox_failed(self):
@@ -225,6 +229,8 @@ class Child:
     def containment_report(self) -> dict:
         """How the script's writes and processes were contained, for the report."""
         report = {"mode": self.mode}
+        if self.mode == "namespace":
+            report["network"] = "host (--allow-network)" if self.allow_network else "loopback only"
         if self.fallback:
             report["namespace_unavailable"] = self.fallback
         if self.sandbox:

@@ -33,15 +33,25 @@ import stat
 import sys
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+# statvfs's f_flag bits -> the mount flags a remount must repeat (a user namespace may not drop them)
+_KEPT_FLAGS = ((getattr(os, "ST_NOSUID", 2), MS_NOSUID), (getattr(os, "ST_NODEV", 4), MS_NODEV),
+               (getattr(os, "ST_NOEXEC", 8), MS_NOEXEC), (getattr(os, "ST_NOATIME", 1024), MS_NOATIME),
+               (getattr(os, "ST_NODIRATIME", 2048), MS_NODIRATIME), (getattr(os, "ST_RELATIME", 4096), MS_RELATIME))
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 SETUP_FAILED = 111
 _PIVOT_ROOT = {"x86_64": 155, "amd64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "loongarch64": 41,
                "ppc64le": 203, "ppc64": 203, "s390x": 217, "i686": 217, "i386": 217, "armv7l": 218}
-# Kept as the system's (bound recursively): devices, /dev/shm, kernel interfaces.
-_SYSTEM = ("/dev", "/proc", "/sys")
+# The devices a script gets in its own /dev (bubblewrap's --dev): no disk, no loop device, no tty of the host's.
+_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+_DEV_LINKS = (("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"),
+              ("fd", "/proc/self/fd"), ("core", "/proc/kcore"), ("ptmx", "pts/ptmx"))
+# Parts of a fresh /proc that change the kernel, not the pid namespace: read-only (as bubblewrap's --proc).
+_PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus")
 
 _libc = None
 
@@ -91,33 +101,66 @@ def _escape_option(path: str) -> str:
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
 
 
-class Layout:
-    """Builds the new root in `base`/root: overlays, system binds, a skeleton where needed."""
+def _mount_flags(target: str) -> int:
+    """The flags of the mount at target that a remount must keep (nosuid, nodev, noexec, atime)."""
+    found = os.statvfs(target).f_flag
+    return sum(flag for bit, flag in _KEPT_FLAGS if found & bit)
 
-    def __init__(self, base: str, binds=()):
+
+def _remount_readonly(target: str) -> None:
+    """The mount at target made read-only, keeping its other flags; an error when it cannot be."""
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _mount_flags(target))
+
+
+class Layout:
+    """Builds the new root in `base`/root: overlays, a minimal /dev, read-only /sys, a skeleton where needed.
+
+    Built in a mount namespace of its own; the command then runs in a further user and mount
+    namespace (lock_mounts), where every mount made here is locked: the kernel lets no remount
+    make a read-only one writable, and no unmount uncover what is below one.
+    """
+
+    def __init__(self, base: str, binds=(), projects=()):
         self.base = os.path.realpath(base)
         self.root = os.path.join(self.base, "root")
         self.binds = [os.path.realpath(b) for b in binds]
+        self.projects = [os.path.realpath(p) for p in projects]  # the script's folders: never read-only
         self.mounts = {p: v for p, v in read_mounts().items() if not self._ours(p)}
         self.points = sorted(self.mounts)
         self.layers: list[list[str]] = []  # [real folder, its upper folder]
         self.skeleton: list[str] = []  # paths this made in the skeleton (not the script's writes)
         self.readonly: list[list[str]] = []  # [path, why it could not be overlaid]
         self.proc_fresh = False
+        self.devices: list[str] = []
 
     def _ours(self, p: str) -> bool:
         return p == self.base or p.startswith(self.base + os.sep)
 
+    def _holds_base(self, p: str) -> bool:
+        """p is verify's folder or above it: overlayfs refuses an upper layer inside its lower one."""
+        return p == os.sep or (self.base + os.sep).startswith(p.rstrip(os.sep) + os.sep)
+
     def _below(self, p: str) -> bool:
         prefix = p.rstrip(os.sep) + os.sep
-        return any(m.startswith(prefix) for m in self.points)
+        return self._holds_base(p) or any(m.startswith(prefix) for m in self.points)
+
+    def _topmost_below(self, p: str) -> list:
+        """The mount points under p that no other mount point under p holds, in order."""
+        prefix, found = p.rstrip(os.sep) + os.sep, []
+        for m in self.points:
+            if m.startswith(prefix) and not any(m.startswith(f + os.sep) for f in found):
+                found.append(m)
+        return found
 
     def at(self, p: str) -> str:
         return self.root + p if p != os.sep else self.root
 
     def _make(self, p: str, like) -> str:
-        """The skeleton's place for real path p: a folder, or an empty file to bind a file on."""
+        """The new root's place for real path p: a folder, or an empty file to bind a file on.
+        Inside an overlay the place is already there (the lower layer has it): nothing is made."""
         target = self.at(p)
+        if os.path.lexists(target):
+            return target
         if stat.S_ISDIR(like.st_mode):
             os.mkdir(target, stat.S_IMODE(like.st_mode) | 0o700)
         else:
@@ -135,6 +178,7 @@ class Layout:
         self._children(os.sep)
         for path in self.binds:
             _mount(path, self.at(path), None, MS_BIND | MS_REC)
+        self._check_projects()
 
     def _children(self, folder: str) -> None:
         try:
@@ -147,6 +191,8 @@ class Layout:
                 self._place(path)
 
     def _place(self, p: str) -> None:
+        if p in ("/dev", "/proc", "/sys"):
+            return self._system(p)
         if p in self.mounts:
             return self._place_mount(p)
         try:
@@ -157,12 +203,82 @@ class Layout:
             os.symlink(os.readlink(p), self.at(p))
             self.skeleton.append(p)
         elif stat.S_ISDIR(st.st_mode) and self._below(p):
-            self._make(p, st)
-            self._children(p)
+            self._tree(p, st)
         elif stat.S_ISDIR(st.st_mode):
             self._overlay(p, st)
-        else:  # a file beside mount points (/.dockerenv): the real one, read-only
-            self._bind(p, st, readonly=True, why="a file in a folder that holds mount points")
+        else:  # a file beside verify's own folder (/.dockerenv): the real one, read-only
+            self._bind(p, st, readonly=True, why="a file in a folder that cannot be overlaid whole (it holds "
+                       "verify's own folder or, in a user namespace, a mount point)")
+
+    def _tree(self, p: str, st) -> None:
+        """A folder with mount points below it: one overlay of the folder with each mount point's own
+        overlay on top, where the kernel allows it (not in a user namespace, whose inherited mounts
+        are locked); else a skeleton of its entries, each placed on its own."""
+        if not self._holds_base(p) and self._overlay(p, st, fallback=False):
+            for m in self._topmost_below(p):
+                if m.startswith(("/dev/", "/proc/", "/sys/")):
+                    continue
+                self._place_mount(m)
+            return
+        self._make(p, st)
+        self._children(p)
+
+    def _system(self, p: str) -> None:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return
+        target = self._make(p, st)
+        if p == "/dev":
+            self._dev(target)
+        elif p == "/proc":
+            self._proc(target)
+        else:  # /sys and every file system mounted below it (cgroups), read-only
+            _mount(p, target, None, MS_BIND | MS_REC)
+            for point in sorted(read_mounts()):
+                if point == target or point.startswith(target + os.sep):
+                    _remount_readonly(point)
+
+    def _dev(self, target: str) -> None:
+        """bubblewrap's --dev: a tmpfs with the harmless character devices, a private shm and pts."""
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+        for name in _DEVICES:
+            real = os.path.join("/dev", name)
+            if not os.path.exists(real) or not stat.S_ISCHR(os.stat(real).st_mode):
+                continue
+            place = os.path.join(target, name)
+            with open(place, "wb"):
+                pass
+            try:
+                _mount(real, place, None, MS_BIND)
+            except OSError:  # the host's tty may be unreachable (no controlling terminal)
+                os.unlink(place)
+                continue
+            self.devices.append(real)
+        os.mkdir(os.path.join(target, "shm"))
+        _mount("tmpfs", os.path.join(target, "shm"), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+        os.mkdir(os.path.join(target, "pts"))
+        try:
+            _mount("devpts", os.path.join(target, "pts"), "devpts", MS_NOSUID | MS_NOEXEC,
+                   "newinstance,ptmxmode=0666,mode=620")
+        except OSError:
+            pass  # no pseudo-terminals: a training script does not need one
+        for name, link in _DEV_LINKS:
+            os.symlink(link, os.path.join(target, name))
+
+    def _proc(self, target: str) -> None:
+        """A procfs of the new pid namespace (the script sees its own processes only; never the host's
+        /proc, whose /proc/PID/root leads to the real files), its kernel knobs read-only."""
+        try:
+            _mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot mount a /proc of the script's own pid namespace ({exc.strerror})")
+        self.proc_fresh = True
+        for name in _PROC_READONLY:
+            place = os.path.join(target, name)
+            if os.path.exists(place):
+                _mount(place, place, None, MS_BIND | MS_REC)
+                _remount_readonly(place)
 
     def _place_mount(self, p: str) -> None:
         fstype, readonly = self.mounts[p]
@@ -170,25 +286,14 @@ class Layout:
             st = os.stat(p)
         except OSError:
             return
-        system = any(p == s or p.startswith(s + os.sep) for s in _SYSTEM)
-        if p == "/proc":
-            self._make(p, st)
-            try:  # a procfs of the new pid namespace: the script sees its own processes
-                _mount("proc", self.at(p), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-                self.proc_fresh = True
-            except OSError:
-                _mount(p, self.at(p), None, MS_BIND | MS_REC)
-        elif system:
-            self._make(p, st)
-            _mount(p, self.at(p), None, MS_BIND | MS_REC)
-        elif readonly:
-            self._make(p, st)
-            _mount(p, self.at(p), None, MS_BIND | MS_REC)
+        if readonly:
+            target = self._make(p, st)
+            _mount(p, target, None, MS_BIND | MS_REC)
+            _remount_readonly(target)  # read-only already; said again so that the lock holds it
         elif not stat.S_ISDIR(st.st_mode):
             self._bind(p, st, readonly=True, why="a file mounted on its own")
         elif self._below(p):
-            self._make(p, st)
-            self._children(p)
+            self._tree(p, st)
         else:
             self._overlay(p, st)
 
@@ -196,30 +301,42 @@ class Layout:
         target = self._make(p, st)
         _mount(p, target, None, MS_BIND | MS_REC)
         if readonly:
-            try:
-                _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
-            except OSError:
-                pass
+            _remount_readonly(target)  # never left writable: the setup fails instead
             self.readonly.append([p, why])
 
-    def _overlay(self, p: str, st) -> None:
-        n = str(len(self.layers))
+    def _overlay(self, p: str, st, fallback: bool = True) -> bool:
+        n = str(len(self.layers) + len(self.readonly))
         upper, work = os.path.join(self.base, "upper", n), os.path.join(self.base, "work", n)
-        os.mkdir(upper)
-        os.mkdir(work)
+        os.makedirs(upper, exist_ok=True)
+        os.makedirs(work, exist_ok=True)
+        created = not os.path.lexists(self.at(p))
         target = self._make(p, st)
         options = f"lowerdir={_escape_option(p)},upperdir={_escape_option(upper)},workdir={_escape_option(work)}"
         try:
             _mount("overlay", target, "overlay", 0, options)
         except OSError as exc:  # a file system overlayfs cannot stack on: the real one, read-only
+            if not fallback:
+                if created:
+                    os.rmdir(target)
+                    self.skeleton.remove(p)
+                return False
             _mount(p, target, None, MS_BIND | MS_REC)
-            try:
-                _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
-            except OSError:
-                pass
+            _remount_readonly(target)
             self.readonly.append([p, f"overlayfs refused it ({exc.strerror})"])
-            return
+            return True
         self.layers.append([p, upper])
+        return True
+
+    def _check_projects(self) -> None:
+        """The script's own folder may not be read-only: a correct script's append would fail there."""
+        for path, why in self.readonly:
+            for project in self.projects:
+                if path == project or os.path.dirname(path) == project or project.startswith(path + os.sep):
+                    points = self._topmost_below(project)
+                    if points:
+                        why = (f"it holds a mount point ({', '.join(points)}), and a user namespace cannot overlay "
+                               f"the files beside one: {path} would be read-only")
+                    raise OSError(0, f"{project} cannot be overlaid here: {why}")
 
     def pivot(self, cwd: str) -> None:
         number = _PIVOT_ROOT.get(platform.machine())
@@ -237,7 +354,7 @@ class Layout:
     def describe(self) -> dict:
         return {"ok": True, "base": self.base, "root": self.root, "layers": self.layers,
                 "skeleton": self.skeleton, "readonly": self.readonly, "binds": self.binds,
-                "fresh_proc": self.proc_fresh}
+                "fresh_proc": self.proc_fresh, "devices": self.devices}
 
 
 _OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
@@ -348,19 +465,54 @@ def _exit_like(status: int) -> None:
     os._exit(code)
 
 
-def _init(layout: Layout, status: str, cwd: str, command: list, report: int) -> None:
-    """pid 1 of the new namespace: build the root, start the command, reap until it ends.
+def _map_ids(uid: int, gid: int) -> None:
+    """This process's new user namespace maps its own ids (and nothing else) to the outer ones."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def lock_mounts(uid: int, gid: int) -> None:
+    """Enter a user and mount namespace below the one that built the root: the kernel copies every
+    mount into it locked (a read-only one stays read-only, none can be unmounted), as bubblewrap
+    does.  The command keeps its user id and the capabilities of this new namespace only."""
+    _check(_c().unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare the script's user namespace")
+    _map_ids(uid, gid)
+
+
+def _loopback_up() -> None:
+    """The new network namespace's loopback, up: the script's own servers work, nothing else is there."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH", b"lo", 0)
+        flags = struct.unpack("16sH", fcntl.ioctl(sock.fileno(), siocgifflags, request + b"\0" * 22)[:18])[1]
+        fcntl.ioctl(sock.fileno(), siocsifflags, struct.pack("16sH", b"lo", flags | iff_up) + b"\0" * 22)
+
+
+def _init(layout: Layout, status: str, cwd: str, command: list, report: int, ids) -> None:
+    """pid 1 of the new namespace: build the root, lock it, start the command, reap until it ends.
     The command's wait status goes to `report` (a pipe): pid 1 cannot end by its own signal."""
+    told = open(status, "w", encoding="utf-8")  # opened here: after pivot_root its path is the new root's
     try:
         _die_with_parent(signal.SIGKILL)
         _check(_c().unshare(CLONE_NEWNS), "unshare the mount namespace")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         layout.build()
-        _write_status(status, layout.describe())
         layout.pivot(cwd)
+        lock_mounts(*ids)
+        json.dump(layout.describe(), told)
+        told.close()
     except BaseException as exc:  # nothing of the user's ran: the caller falls back
         try:
-            _write_status(status, {"ok": False, "error": str(exc)})
+            error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            told.seek(0)
+            told.truncate()
+            json.dump({"ok": False, "error": error}, told)
+            told.close()
         finally:
             os._exit(SETUP_FAILED)
     pid = os.fork()
@@ -397,12 +549,25 @@ def _remove_temporary(base: str) -> None:
             shutil.rmtree(temporary, onerror=writable)
 
 
+def _enter_namespaces(uid: int, gid: int, share_net: bool) -> None:
+    """New pid, IPC, UTS and (unless shared) network namespaces for the children of this process.
+    Root builds the root in them directly: the real mounts are not locked for it, so a folder with a
+    mount point below can be overlaid whole.  Anyone else (or root where that is refused) first
+    enters a user namespace of its own."""
+    flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (0 if share_net else CLONE_NEWNET)
+    if os.geteuid() != 0 or _c().unshare(flags) != 0:
+        _check(_c().unshare(CLONE_NEWUSER | flags), "unshare the user, pid and network namespaces")
+        _map_ids(uid, gid)
+    if not share_net:
+        _loopback_up()
+
+
 def main(argv=None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--")
     options, command = argv[:cut], argv[cut + 1:]
     base = status = None
-    binds = []
+    binds, projects, share_net = [], [], False
     for flag, value in zip(options[::2], options[1::2]):
         if flag == "--base":
             base = value
@@ -410,15 +575,16 @@ def main(argv=None) -> None:
             status = value
         elif flag == "--bind":
             binds.append(value)
+        elif flag == "--project":
+            projects.append(value)
+        elif flag == "--network":
+            share_net = value == "host"
     uid, gid, cwd = os.getuid(), os.getgid(), os.getcwd()
     try:
         if not sys.platform.startswith("linux"):
             raise OSError(0, "namespaces are Linux's")
-        layout = Layout(base, binds)
-        _check(_c().unshare(CLONE_NEWUSER | CLONE_NEWPID), "unshare the user and pid namespaces")
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w") as handle:
-                handle.write(text)
+        layout = Layout(base, binds, projects)
+        _enter_namespaces(uid, gid, share_net)
     except OSError as exc:
         _write_status(status, {"ok": False, "error": exc.strerror or str(exc)})
         os._exit(SETUP_FAILED)
@@ -430,7 +596,7 @@ def main(argv=None) -> None:
     pid = os.fork()
     if pid == 0:
         os.close(reading)
-        _init(layout, status, cwd, command, writing)
+        _init(layout, status, cwd, command, writing, (uid, gid))
     os.close(writing)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda s, f: os.kill(pid, signal.SIGKILL))

@@ -1,0 +1,180 @@
+"""Issue 47: verify's namespace mode contains what bubblewrap's `--unshare-all --dev /dev --ro-bind`
+contains: a project folder with mount points in it, remounts, devices, /sys, /dev/shm, sysctls and
+the network.
+
+Each run is a real `gradlint verify --containment namespace` of tests/verify_scripts/escapes.py in a
+project folder beside a read-only mount (frozen/, as an NFS share mounted read-only) and a file
+(notes.txt); as root the project holds a tmpfs mount point (data/) too.  The folders, the host's
+/dev/shm and cgroups are compared before and after, and a TCP listener on 127.0.0.1 and an abstract
+Unix socket on the host wait for the script.  Making mounts needs root: skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from trees import tree_digest
+from unprivileged import unprivileged_run
+
+pytest.importorskip("torch")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "tests", "verify_scripts", "escapes.py")
+ROUTES = ["append", "remount", "device", "cgroup", "shm", "sysctl", "tcp", "abstract"]
+CGROUPS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
+                                reason="making the test's mounts needs root on Linux")
+
+
+def _mount(*args):
+    return subprocess.run(["mount", *args], capture_output=True, text=True).returncode == 0
+
+
+class Listener:
+    """A host service the script must not reach: it records whatever arrives."""
+
+    def __init__(self, family, address):
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.bind(address)
+        self.sock.listen(4)
+        self.sock.settimeout(0.2)
+        self.received, self.stopped = [], False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.received.append(conn.recv(200))
+                except OSError:
+                    self.received.append(b"(connected)")
+
+    def close(self):
+        self.stopped = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+@pytest.fixture
+def site(tmp_path):
+    """tmp/project (config.yaml, data/ a tmpfs), tmp/frozen (a read-only bind of tmp/frozen_src),
+    tmp/notes.txt; unmounted and cleaned whatever happens."""
+    tag = str(random.randint(100000, 999999))
+    project, source, frozen = tmp_path / "project", tmp_path / "frozen_src", tmp_path / "frozen"
+    for folder in (project, source, frozen, project / "data"):
+        folder.mkdir()
+    (project / "config.yaml").write_text("lr: 0.1\n")
+    (source / "model.txt").write_text("weights\n")
+    (tmp_path / "notes.txt").write_text("notes\n")
+    mounted = []
+    try:
+        if not (_mount("--bind", str(source), str(frozen)) and _mount("-o", "remount,bind,ro", str(frozen))):
+            pytest.skip("this machine does not let root make a read-only bind mount")
+        mounted.append(frozen)
+        tcp = Listener(socket.AF_INET, ("127.0.0.1", 0))
+        abstract = Listener(socket.AF_UNIX, f"\0escape-{tag}")
+        yield {"tmp": tmp_path, "project": project, "tag": tag, "tcp": tcp, "abstract": abstract,
+               "mounted": mounted}
+    finally:
+        for listener in ("tcp", "abstract"):
+            if listener in locals():
+                locals()[listener].close()
+        for point in reversed(mounted):
+            subprocess.run(["umount", "-l", str(point)], capture_output=True)
+        for leftover in [f"/dev/shm/escape-{tag}"]:
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+        for root in CGROUPS:
+            if os.path.isdir(os.path.join(root, f"escape-{tag}")):
+                os.rmdir(os.path.join(root, f"escape-{tag}"))
+
+
+def _mount_data(site):
+    data = site["project"] / "data"
+    if not _mount("-t", "tmpfs", f"escape-{site['tag']}", str(data)):
+        pytest.skip("this machine does not let root mount a tmpfs")
+    site["mounted"].append(data)
+    (data / "d.csv").write_text("1,2\n")
+
+
+def _host_state(site):
+    return {"tree": tree_digest(site["tmp"]),
+            "shm": os.path.exists(f"/dev/shm/escape-{site['tag']}"),
+            "cgroups": [r for r in CGROUPS if os.path.isdir(os.path.join(r, f"escape-{site['tag']}"))],
+            "mounts": open("/proc/self/mountinfo").read().count("\n")}
+
+
+def _verify(site, run=subprocess.run, **kwargs):
+    env = dict(os.environ, ESCAPE_TAG=site["tag"], ESCAPE_PORT=str(site["tcp"].sock.getsockname()[1]))
+    return run([sys.executable, "-m", "gradlint", "verify", "--containment", "namespace", "--format", "json",
+                SCRIPT, "--", *ROUTES], cwd=site["project"], env=env, timeout=300, **kwargs)
+
+
+def _attempts(report) -> dict:
+    found = {}
+    for line in report["run"]["output_tail"].splitlines():
+        if line.startswith("ESCAPE "):
+            route, outcome, *detail = line.split(" ", 3)[1:]
+            found.setdefault(route, []).append((outcome, *detail))
+    return found
+
+
+def _check_contained(site, before, result):
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    report = json.loads(result.stdout)
+    assert report["run"]["steps"] == 5 and report["run"]["containment"]["mode"] == "namespace"
+    assert _host_state(site) == before  # folders, /dev/shm, cgroups, mounts: as they were
+    assert site["tcp"].received == [] and site["abstract"].received == []
+    attempts = _attempts(report)
+    # a read-only mount stays read-only (remounting an overlay, writable already, changes nothing)
+    assert not {("ok", "../frozen"), ("ok", "../notes.txt")} & set(attempts.get("remount", ())), attempts
+    assert "umount" not in attempts, attempts  # no mount can be taken away to show what is under it
+    for route in ("loop0", "cgroup", "sysctl", "tcp", "abstract", "write_frozen"):
+        assert attempts[route][0][0] == "refused", (route, attempts)
+    assert attempts["block_devices"] == [("refused",)], attempts  # no block device in its /dev
+    assert attempts["shm_written"] == [("ok",)]  # into its own /dev/shm
+    assert report["run"]["containment"]["network"] == "loopback only"
+    return report, attempts
+
+
+def test_as_root_a_project_with_a_mount_point_is_overlaid_and_nothing_gets_out(site):
+    _mount_data(site)
+    before = _host_state(site)
+    report, attempts = _check_contained(site, before, _verify(site, capture_output=True, text=True))
+    assert attempts["append"] == [("ok",)]  # a correct script's append works, into the overlay
+    writes = {w["path"]: w for w in report["run"]["writes"]}
+    assert writes["config.yaml"]["size"] == len("lr: 0.1\nappended by the script\n")
+
+
+def test_as_a_user_the_same_routes_stay_inside(site):
+    before = _host_state(site)
+    report, attempts = _check_contained(site, before, _verify(site, run=unprivileged_run, no_mounts=True))
+    assert attempts["append"] == [("ok",)]
+    assert attempts["write_notes"] == [("refused", "Read-only file system")]
+    assert [str(site["tmp"] / "notes.txt"), report["run"]["containment"]["readonly"][0][1]] in \
+        report["run"]["containment"]["readonly"]
+
+
+def test_as_a_user_a_project_holding_a_mount_point_is_refused_with_the_reason(site):
+    _mount_data(site)
+    before = _host_state(site)
+    result = _verify(site, run=unprivileged_run, no_mounts=True)
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr
+    assert (f"{site['project']} cannot be overlaid here: it holds a mount point ({site['project'] / 'data'}), and a "
+            "user namespace cannot overlay the files beside one") in result.stderr
+    assert _host_state(site) == before
