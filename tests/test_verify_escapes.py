@@ -17,11 +17,14 @@ import random
 import socket
 import subprocess
 import sys
+import signal
 import threading
+import time
 
 import pytest
 
 from trees import tree_digest
+from test_verify_containment import _sleepers
 from unprivileged import unprivileged_run
 
 pytest.importorskip("torch")
@@ -31,7 +34,7 @@ SCRIPT = os.path.join(ROOT, "tests", "verify_scripts", "escapes.py")
 ROUTES = ["append", "remount", "device", "cgroup", "shm", "sysctl", "tcp", "abstract"]
 CGROUPS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup")
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
+needs_root = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
                                 reason="making the test's mounts needs root on Linux")
 
 
@@ -152,6 +155,7 @@ def _check_contained(site, before, result):
     return report, attempts
 
 
+@needs_root
 def test_as_root_a_project_with_a_mount_point_is_overlaid_and_nothing_gets_out(site):
     _mount_data(site)
     before = _host_state(site)
@@ -161,6 +165,7 @@ def test_as_root_a_project_with_a_mount_point_is_overlaid_and_nothing_gets_out(s
     assert writes["config.yaml"]["size"] == len("lr: 0.1\nappended by the script\n")
 
 
+@needs_root
 def test_as_a_user_the_same_routes_stay_inside(site):
     before = _host_state(site)
     report, attempts = _check_contained(site, before, _verify(site, run=unprivileged_run, no_mounts=True))
@@ -170,6 +175,7 @@ def test_as_a_user_the_same_routes_stay_inside(site):
         report["run"]["containment"]["readonly"]
 
 
+@needs_root
 def test_as_a_user_a_project_holding_a_mount_point_is_refused_with_the_reason(site):
     _mount_data(site)
     before = _host_state(site)
@@ -178,3 +184,106 @@ def test_as_a_user_a_project_holding_a_mount_point_is_refused_with_the_reason(si
     assert (f"{site['project']} cannot be overlaid here: it holds a mount point ({site['project'] / 'data'}), and a "
             "user namespace cannot overlay the files beside one") in result.stderr
     assert _host_state(site) == before
+
+
+# --- the Python mode: what it cannot contain, it refuses or lists ----------------------------------------
+
+
+@pytest.fixture
+def tcp_listener():
+    listener = Listener(socket.AF_INET, ("127.0.0.1", 0))
+    try:
+        yield listener
+    finally:
+        listener.close()
+
+
+def test_python_mode_contains_chown_refuses_fchmod_and_lists_exec_and_the_network(tmp_path, tcp_listener):
+    (tmp_path / "data.txt").write_text("data\n")
+    os.chmod(tmp_path / "data.txt", 0o644)
+    before = os.stat(tmp_path / "data.txt")
+    port = tcp_listener.sock.getsockname()[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "gradlint", "verify", "--containment", "python", "--format", "json",
+         os.path.join(ROOT, "tests", "verify_scripts", "python_escapes.py"), "--", "fchmod", "chown", "exec", "tcp"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=dict(os.environ, ESCAPE_PORT=str(port)))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    report = json.loads(result.stdout)
+    after = os.stat(tmp_path / "data.txt")
+    assert (after.st_uid, after.st_gid, after.st_mode) == (before.st_uid, before.st_gid, before.st_mode)
+    attempts = _attempts(report)
+    assert attempts["fchmod"][0][0] == "refused"
+    writes = {(w["action"], os.path.basename(w["path"]), w["refused"]) for w in report["run"]["writes"]}
+    assert ("change the mode of", "data.txt", True) in writes
+    uncontained = {(u["route"], u["what"]) for u in report["run"]["uncontained"]}
+    assert ("network", f"127.0.0.1 port {port}") in uncontained  # the host's loopback: listed, not cut
+    assert ("os.exec", "sh -c echo from exec > exec.txt") in uncontained
+    containment = report["run"]["containment"]
+    assert containment["passed_through"] == ["/dev", "/proc", "/sys"]
+    assert containment["network"].startswith("host")
+    text = subprocess.run(
+        [sys.executable, "-m", "gradlint", "verify", "--containment", "python",
+         os.path.join(ROOT, "tests", "verify_scripts", "python_escapes.py"), "--", "tcp"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=dict(os.environ, ESCAPE_PORT=str(port)))
+    assert f"    connected to 127.0.0.1 port {port} (line " in text.stdout, text.stdout
+    assert "passes /dev, /proc and /sys through" in text.stdout
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
+def test_python_mode_sigkill_of_verify_ends_the_setsid_daemon_and_removes_the_temporary_folder(tmp_path):
+    tag = f"{random.randint(10000, 99999)}.75"
+    verify = subprocess.Popen(
+        [sys.executable, "-m", "gradlint", "verify", "--containment", "python", "--timeout", "120",
+         os.path.join(ROOT, "tests", "verify_scripts", "setsid_and_hang.py")],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, ROUTES_TAG=tag))
+    try:
+        deadline = time.monotonic() + 120
+        while not _sleepers(tag):
+            assert verify.poll() is None and time.monotonic() < deadline, verify.communicate()
+            time.sleep(0.2)
+        folders = [f for f in os.listdir(tempfile_dir()) if f.startswith("gradlint-verify-")
+                   and _owner(os.path.join(tempfile_dir(), f)) == verify.pid]
+        verify.send_signal(signal.SIGKILL)
+        verify.wait(30)
+        deadline = time.monotonic() + 10
+        while (_sleepers(tag) or any(os.path.exists(os.path.join(tempfile_dir(), f)) for f in folders)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = _sleepers(tag)
+    finally:
+        if verify.poll() is None:
+            verify.kill()
+            verify.wait()
+        for pid in _sleepers(tag):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []
+    assert len(folders) == 1 and not os.path.exists(os.path.join(tempfile_dir(), folders[0]))
+
+
+def tempfile_dir():
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
+def _owner(folder):
+    try:
+        with open(os.path.join(folder, "owner.pid")) as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return None
+
+
+def test_the_next_run_removes_the_folders_of_dead_runs_only(tmp_path):
+    from gradlint.verify.runner import remove_stale_folders
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for name, owner in (("gradlint-verify-dead", dead.pid), ("gradlint-verify-live", os.getpid()),
+                        ("gradlint-verify-older", None), ("other-dead", dead.pid)):
+        (tmp_path / name / "ns" / "work" / "0" / "work").mkdir(parents=True)
+        os.chmod(tmp_path / name / "ns" / "work" / "0" / "work", 0)  # as overlayfs leaves it
+        if owner is not None:
+            (tmp_path / name / "owner.pid").write_text(str(owner))
+    assert remove_stale_folders(str(tmp_path)) == [str(tmp_path / "gradlint-verify-dead")]
+    assert sorted(os.listdir(tmp_path)) == ["gradlint-verify-live", "gradlint-verify-older", "other-dead"]

@@ -111,7 +111,10 @@ def _die_with_parent(events: str) -> None:
                         shutil.rmtree(temporary, ignore_errors=True)
                 except BaseException:
                     pass
-                try:
+                try:  # the processes that left the group (setsid): still ours, this process is a subreaper
+                    from gradlint.verify import routes
+
+                    routes.end_processes()
                     os.killpg(os.getpgrp(), signal.SIGKILL)
                 finally:
                     os._exit(1)
@@ -144,7 +147,8 @@ def main(argv=None) -> None:
         probes.install(recorder)  # before any of the user's code, so its imports get the probed functions
     from gradlint.verify import routes
 
-    routes.install(recorder.write, contained=args.contained or args.allow_writes)
+    routes.install(recorder.write, contained=args.contained or args.allow_writes,
+                   own=os.path.dirname(os.path.dirname(os.path.abspath(args.events))))
     if args.scratch and not args.contained:
         from gradlint.verify import protect
 
@@ -154,7 +158,9 @@ def main(argv=None) -> None:
         from gradlint.verify import redirect
         from gradlint.verify.overlay import Overlay
 
-        own = os.path.dirname(os.path.abspath(args.events))  # verify's temporary folder: its files are real
+        # verify's temporary folder (events is in TEMP/box/): its files are real, so that the watchdog's
+        # clean-up removes them (the script's own writes there still meet the audit hook)
+        own = os.path.dirname(os.path.dirname(os.path.abspath(args.events)))
         redirect.install(Overlay(args.overlay, own=(own,), on_remove=lambda path: recorder.write(
             {"type": "overlay-remove", "path": path})))
     try:

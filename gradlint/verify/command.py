@@ -343,6 +343,10 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.append("No static findings, and the run saw no gradient bug.")
     _render_writes(report["run"]["writes"], out, report["run"].get("overlay"), report["run"].get("containment"))
     _render_uncontained(report["run"].get("uncontained") or (), report["run"].get("containment") or {}, out)
+    if (report["run"].get("containment") or {}).get("mode") == "python":
+        out.append("")
+        out.append("note: the Python mode passes /dev, /proc and /sys through and leaves the host's network open "
+                   "(connections are listed above); the namespace mode cuts both")
     unverified = report["run"]["unverified"]
     if unverified:
         out.append("")
@@ -398,7 +402,7 @@ _ROUTES = {
     "subprocess": "started a process", "os.system": "ran a shell command", "os.exec": "replaced itself with",
     "os.posix_spawn": "started a process", "os.spawn": "started a process",
     "multiprocessing": "started a fresh interpreter (multiprocessing)", "ctypes": "called the C function",
-    "new session": "left verify's process group:",
+    "new session": "left verify's process group:", "network": "connected to",
 }
 
 

@@ -33,6 +33,7 @@ _stat, _lstat, _access = os.stat, os.lstat, os.access
 _listdir, _scandir = os.listdir, os.scandir
 _mkdir, _unlink, _rmdir, _rename = os.mkdir, os.unlink, os.rmdir, os.rename
 _truncate, _chmod, _utime = os.truncate, os.chmod, os.utime
+_chown = getattr(os, "chown", None)  # POSIX only
 _symlink, _readlink = os.symlink, os.readlink
 os_mkfifo, os_mknod = getattr(os, "mkfifo", None), getattr(os, "mknod", None)
 _getcwd, _chdir = os.getcwd, os.chdir
@@ -478,6 +479,15 @@ class Overlay:
         if p is None:
             return _chmod(path, mode, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
         return _chmod(self._metadata_target(path, p), mode)
+
+    def chown(self, path, uid, gid, *, dir_fd=None, follow_symlinks=True):
+        p = self._redirected(path, dir_fd)
+        if p is None:
+            return _chown(path, uid, gid, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+        return _chown(self._metadata_target(path, p), uid, gid)
+
+    def lchown(self, path, uid, gid):
+        return self.chown(path, uid, gid, follow_symlinks=False)
 
     def utime(self, path, times=None, *, ns=None, dir_fd=None, follow_symlinks=True):
         p = self._redirected(path, dir_fd)

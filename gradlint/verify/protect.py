@@ -37,13 +37,24 @@ _PATH_EVENTS = {
     "os.link": ("link", (1,)),
     "shutil.rmtree": ("delete", (0,)),
     "shutil.copyfile": ("write", (1,)),
+    "os.chown": ("change the owner of", (0,)),
+    "os.chmod": ("change the mode of", (0,)),
+    "os.utime": ("change the times of", (0,)),
+    "os.setxattr": ("change the attributes of", (0,)),
+    "os.removexattr": ("change the attributes of", (0,)),
+    "os.chflags": ("change the flags of", (0,)),
 }
+# events whose target may be a descriptor (os.fchown, os.fchmod, os.ftruncate): a file opened for
+# reading can still be changed through it, so its path is looked up
+_DESCRIPTOR_EVENTS = ("os.chown", "os.chmod", "os.utime", "os.truncate", "os.setxattr", "os.removexattr")
 _ALWAYS_ALLOWED = ("/dev/", "/proc/self/")
 
 
 class Guard:
     def __init__(self, scratch: str, allow: bool, report, overlay=None):
         self.scratch = os.path.realpath(scratch) + os.sep
+        # verify's temporary folder (the scratch's grandparent): its own files (the output) are not the user's
+        self.own = os.path.dirname(os.path.dirname(self.scratch.rstrip(os.sep))) + os.sep
         # The overlay holds only files, folders and links into itself (overlay.py): a path under it
         # needs no realpath, which would read it through the redirected os.lstat.
         self.overlay = os.path.realpath(overlay) + os.sep if overlay else None
@@ -108,7 +119,20 @@ class Guard:
             action, indexes = spec
             for index in indexes:
                 if index < len(args):
-                    self.check(action, args[index])
+                    target = args[index]
+                    if isinstance(target, int) and event in _DESCRIPTOR_EVENTS:
+                        target = self._descriptor_path(target)
+                    self.check(action, target)
+
+    def _descriptor_path(self, fd: int):
+        """The file a descriptor is open on (Linux /proc), or None: a pipe, a socket, verify's own file."""
+        try:
+            path = os.readlink(f"/proc/self/fd/{fd}")
+        except (OSError, ValueError):
+            return None
+        if not path.startswith(os.sep) or path.startswith(self.own) or path.endswith(" (deleted)"):
+            return None
+        return path
 
 
 def _opener_active() -> bool:

@@ -25,6 +25,7 @@ OS_FUNCTIONS = {
     "listdir": "listdir", "scandir": "scandir", "chdir": "chdir", "getcwd": "getcwd",
     "mkdir": "mkdir", "remove": "remove", "unlink": "unlink", "rmdir": "rmdir",
     "rename": "rename", "replace": "replace", "truncate": "truncate", "chmod": "chmod", "utime": "utime",
+    "chown": "chown", "lchown": "lchown",
     "symlink": "symlink", "listxattr": "listxattr", "getxattr": "getxattr", "setxattr": "setxattr",
     "removexattr": "removexattr", "mkfifo": "mkfifo", "mknod": "mknod",
 }

@@ -12,7 +12,9 @@ can list it instead of promising "not to your files":
   forkserver start methods (a fresh interpreter without the overlay);
 - C functions looked up through ctypes (a libc `open`/`write` writes for real), except those of
   Python's own C API;
-- os.setsid / os.setpgid in a forked process: it leaves verify's process group.
+- os.setsid / os.setpgid in a forked process: it leaves verify's process group;
+- the network: each address the script connects or sends to (a server on the host, on 127.0.0.1 too,
+  may write files for it), but for Unix sockets in verify's own temporary folder (multiprocessing's).
 
 On Linux this process becomes a child subreaper, so a daemon the script
 leaves behind stays its descendant; end_processes() kills them all when the
@@ -73,10 +75,29 @@ def record(route: str, what: str) -> None:
         _state["busy"] = False
 
 
+def _address(address) -> str | None:
+    """How the report shows a socket address; None for a Unix socket in verify's own folder."""
+    if isinstance(address, (str, bytes)):
+        name = os.fsdecode(address)
+        if name.startswith("\0"):
+            return "abstract Unix socket @" + name[1:]
+        own = _state.get("own")
+        if own and os.path.abspath(name).startswith(own):
+            return None
+        return "Unix socket " + name
+    if isinstance(address, tuple) and len(address) >= 2:
+        return f"{address[0]} port {address[1]}"
+    return repr(address)
+
+
 def _audit(event: str, args) -> None:
     route = _PROCESS_EVENTS.get(event)
     if route is not None:
         record(route, _describe(event, args))
+    elif event in ("socket.connect", "socket.sendto", "socket.sendmsg") and len(args) > 1:
+        shown = _address(args[1])
+        if shown is not None:
+            record("network", shown)
     elif event == "ctypes.dlsym" and len(args) > 1 and isinstance(args[1], str):
         # Python's own C API (ctypes.pythonapi: tensorboard's PyBytes_FromStringAndSize) works on
         # objects of this interpreter, whose file functions the overlay holds: not a route around it
@@ -84,9 +105,10 @@ def _audit(event: str, args) -> None:
             record("ctypes", args[1])
 
 
-def install(report, contained: bool) -> None:
+def install(report, contained: bool, own: str | None = None) -> None:
     """Record what goes around the Python-level overlay (unless the kernel contains it, or writes are
-    allowed); on Linux, keep the script's daemons as descendants of this process."""
+    allowed); on Linux, keep the script's daemons as descendants of this process.  `own`: verify's
+    temporary folder, whose Unix sockets are the script's own (multiprocessing's listeners)."""
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -97,6 +119,7 @@ def install(report, contained: bool) -> None:
     if contained:
         return
     _state["report"] = report
+    _state["own"] = os.path.join(os.path.realpath(own), "") if own else None
     sys.addaudithook(_audit)
     _wrap_session_calls()
     _wrap_multiprocessing_spawn()

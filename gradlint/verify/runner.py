@@ -93,7 +93,10 @@ class Child:
                  allow_writes=False, trace=False, keep_writes=None, containment="auto", allow_network=False):
         self.timeout = timeout
         self.grace = KILL_GRACE_SECONDS if grace is None else grace
-        self._tmp = tempfile.TemporaryDirectory(prefix="gradlint-verify-")
+        remove_stale_folders()
+        self._tmp = tempfile.TemporaryDirectory(prefix=_PREFIX)
+        with open(os.path.join(self._tmp.name, _OWNER), "w", encoding="ascii") as handle:
+            handle.write(str(os.getpid()))
         box = os.path.join(self._tmp.name, "box")
         os.mkdir(box)
         self.log = os.path.join(box, "events.jsonl")
@@ -231,6 +234,9 @@ class Child:
         report = {"mode": self.mode}
         if self.mode == "namespace":
             report["network"] = "host (--allow-network)" if self.allow_network else "loopback only"
+        elif self.mode == "python":  # nothing below Python's file functions is cut: said, never implied
+            report["network"] = "host (connections listed in uncontained)"
+            report["passed_through"] = ["/dev", "/proc", "/sys"]
         if self.fallback:
             report["namespace_unavailable"] = self.fallback
         if self.sandbox:
@@ -305,6 +311,59 @@ class Child:
         elif run.end.get("reason") == "timeout":
             run.end["seconds"] = self.timeout
         return run
+
+
+_PREFIX, _OWNER = "gradlint-verify-", "owner.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_folders(where: str | None = None) -> list:
+    """Remove the temporary folders of earlier runs whose verify is gone (killed with SIGKILL, with its
+    child, before either could clean up): those of this user whose owner.pid names no live process.
+    Returns what it removed."""
+    where = where or tempfile.gettempdir()
+    removed = []
+    try:
+        names = [n for n in os.listdir(where) if n.startswith(_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        folder = os.path.join(where, name)
+        try:
+            if os.lstat(folder).st_uid != os.getuid() or not os.path.isdir(folder) or os.path.islink(folder):
+                continue
+            with open(os.path.join(folder, _OWNER), encoding="ascii") as handle:
+                owner = int(handle.read().strip() or 0)
+        except (OSError, ValueError):
+            continue  # not ours to judge (no owner file: a run of an older version, or just starting)
+        if owner > 0 and not _alive(owner):
+            _remove_tree(folder)
+            removed.append(folder)
+    return removed
+
+
+def _remove_tree(folder: str) -> None:
+    def writable(function, path, *info):  # overlayfs leaves its work folders without permissions
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+        except OSError:
+            pass
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(folder, onexc=writable)
+    else:
+        shutil.rmtree(folder, onerror=writable)
 
 
 def _kill_tree(pid: int) -> None:
