@@ -165,7 +165,9 @@ def test_where_the_namespace_cannot_be_built_the_python_overlay_runs_and_says_wh
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     run = runner.Child(SCRIPT, ["mkfifo"], containment="auto", timeout=120).wait()
-    assert run.containment == {"mode": "python", "namespace_unavailable": "unshare: Operation not permitted"}
+    assert run.containment == {"mode": "python", "namespace_unavailable": "unshare: Operation not permitted",
+                               "network": "host (connections listed in uncontained)",
+                               "passed_through": ["/dev", "/proc", "/sys"]}
     assert run.steps == 5 and not os.path.exists(tmp_path / "pipe") and os.listdir(tmp_path / "home") == []
     assert sorted((w["action"], w["path"]) for w in run.writes) == [
         ("create FIFO", str(tmp_path / "home" / "pipe")), ("create FIFO", str(tmp_path / "pipe"))]

@@ -52,11 +52,13 @@ verify runs the script's code: treat it as `python SCRIPT`.  The script's files:
 sees your folders as they are, and what it writes goes to an overlay that is
 removed at the end (--keep-writes DIR keeps it); the report lists what it
 wrote (path and size).  On Linux, where the system allows it, the script and
-every process it starts run in their own user, mount and pid namespaces over
-a kernel overlay: nothing they do reaches your files, and no process outlives
-the run.  Elsewhere (or --containment python) the overlay lives in the
-script's Python file functions, and the report lists what it could not
-contain (processes started, C functions called through ctypes).
+every process it starts run in their own user, mount, pid and network
+namespaces over a kernel overlay (as bubblewrap's --unshare-all --dev /dev):
+nothing they do reaches your files, a minimal /dev, /sys read-only, loopback
+only (--allow-network opts out), and no process outlives the run.  Elsewhere
+(or --containment python) the overlay lives in the script's Python file
+functions, and the report lists what it could not contain (processes started,
+C functions called through ctypes, network connections).
 --allow-writes lets the script write your files for real.
 
 exit codes:
