@@ -48,6 +48,8 @@ _PIVOT_ROOT = {"x86_64": 155, "amd64": 155, "aarch64": 41, "arm64": 41, "riscv64
                "ppc64le": 203, "ppc64": 203, "s390x": 217, "i686": 217, "i386": 217, "armv7l": 218}
 # The devices a script gets in its own /dev (bubblewrap's --dev): no disk, no loop device, no tty of the host's.
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+# Accelerators (character devices: the GPU, never a disk), bound as they are so that CUDA and ROCm work.
+_ACCELERATORS = ("nvidia", "kfd", "dxg")
 _DEV_LINKS = (("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"),
               ("fd", "/proc/self/fd"), ("core", "/proc/kcore"), ("ptmx", "pts/ptmx"))
 # Parts of a fresh /proc that change the kernel, not the pid namespace: read-only (as bubblewrap's --proc).
@@ -242,7 +244,11 @@ class Layout:
     def _dev(self, target: str) -> None:
         """bubblewrap's --dev: a tmpfs with the harmless character devices, a private shm and pts."""
         _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-        for name in _DEVICES:
+        try:
+            accelerators = sorted(n for n in os.listdir("/dev") if n.startswith(_ACCELERATORS))
+        except OSError:
+            accelerators = []
+        for name in (*_DEVICES, *accelerators):
             real = os.path.join("/dev", name)
             if not os.path.exists(real) or not stat.S_ISCHR(os.stat(real).st_mode):
                 continue
@@ -255,6 +261,10 @@ class Layout:
                 os.unlink(place)
                 continue
             self.devices.append(real)
+        if os.path.isdir("/dev/dri"):  # render nodes of GPUs (ROCm, Intel)
+            os.mkdir(os.path.join(target, "dri"))
+            _mount("/dev/dri", os.path.join(target, "dri"), None, MS_BIND | MS_REC)
+            self.devices.append("/dev/dri")
         os.mkdir(os.path.join(target, "shm"))
         _mount("tmpfs", os.path.join(target, "shm"), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
         os.mkdir(os.path.join(target, "pts"))
