@@ -119,7 +119,15 @@ def _host_state(site):
     return {"tree": tree_digest(site["tmp"]),
             "shm": os.path.exists(f"/dev/shm/escape-{site['tag']}"),
             "cgroups": [r for r in CGROUPS if os.path.isdir(os.path.join(r, f"escape-{site['tag']}"))],
-            "mounts": open("/proc/self/mountinfo").read().count("\n")}
+            "mounts": _mounts(site["tmp"])}
+
+
+def _mounts(tmp) -> list:
+    """The host's mounts in the test's folder and any of verify's: a run must leave none behind."""
+    with open("/proc/self/mountinfo") as handle:
+        lines = handle.read().splitlines()
+    return sorted(line.split()[4] for line in lines
+                  if line.split()[4].startswith(str(tmp)) or "gradlint-verify-" in line)
 
 
 def _verify(site, run=subprocess.run, **kwargs):
