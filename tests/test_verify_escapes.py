@@ -1,6 +1,6 @@
 """Issue 47: verify's namespace mode contains what bubblewrap's `--unshare-all --dev /dev --ro-bind`
 contains: a project folder with mount points in it, remounts, devices, /sys, /dev/shm, sysctls and
-the network.
+the network (TCP on 127.0.0.1, an abstract Unix socket, a socket file of a host service).
 
 Each run is a real `gradlint verify --containment namespace` of tests/verify_scripts/escapes.py in a
 project folder beside a read-only mount (frozen/, as an NFS share mounted read-only) and a file
@@ -31,7 +31,7 @@ pytest.importorskip("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "verify_scripts", "escapes.py")
-ROUTES = ["append", "remount", "device", "cgroup", "shm", "sysctl", "tcp", "abstract"]
+ROUTES = ["append", "remount", "device", "cgroup", "shm", "sysctl", "tcp", "abstract", "unix"]
 CGROUPS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup")
 
 needs_root = pytest.mark.skipif(not sys.platform.startswith("linux") or os.geteuid() != 0,
@@ -91,10 +91,11 @@ def site(tmp_path):
         mounted.append(frozen)
         tcp = Listener(socket.AF_INET, ("127.0.0.1", 0))
         abstract = Listener(socket.AF_UNIX, f"\0escape-{tag}")
-        yield {"tmp": tmp_path, "project": project, "tag": tag, "tcp": tcp, "abstract": abstract,
+        unix = Listener(socket.AF_UNIX, str(tmp_path / "service.sock"))  # a file beside the mount
+        yield {"tmp": tmp_path, "project": project, "tag": tag, "tcp": tcp, "abstract": abstract, "unix": unix,
                "mounted": mounted}
     finally:
-        for listener in ("tcp", "abstract"):
+        for listener in ("tcp", "abstract", "unix"):
             if listener in locals():
                 locals()[listener].close()
         for point in reversed(mounted):
@@ -150,12 +151,12 @@ def _check_contained(site, before, result):
     report = json.loads(result.stdout)
     assert report["run"]["steps"] == 5 and report["run"]["containment"]["mode"] == "namespace"
     assert _host_state(site) == before  # folders, /dev/shm, cgroups, mounts: as they were
-    assert site["tcp"].received == [] and site["abstract"].received == []
+    assert site["tcp"].received == [] and site["abstract"].received == [] and site["unix"].received == []
     attempts = _attempts(report)
     # a read-only mount stays read-only (remounting an overlay, writable already, changes nothing)
     assert not {("ok", "../frozen"), ("ok", "../notes.txt")} & set(attempts.get("remount", ())), attempts
     assert "umount" not in attempts, attempts  # no mount can be taken away to show what is under it
-    for route in ("loop0", "cgroup", "sysctl", "tcp", "abstract", "write_frozen"):
+    for route in ("loop0", "cgroup", "sysctl", "tcp", "abstract", "unix", "write_frozen"):
         assert attempts[route][0][0] == "refused", (route, attempts)
     assert attempts["block_devices"] == [("refused",)], attempts  # no block device in its /dev
     assert attempts["shm_written"] == [("ok",)]  # into its own /dev/shm

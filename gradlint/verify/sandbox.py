@@ -208,6 +208,8 @@ class Layout:
             self._tree(p, st)
         elif stat.S_ISDIR(st.st_mode):
             self._overlay(p, st)
+        elif stat.S_ISSOCK(st.st_mode):
+            return  # a host service's socket: left out (a read-only bind would still let connect() through)
         else:  # a file beside verify's own folder (/.dockerenv): the real one, read-only
             self._bind(p, st, readonly=True, why="a file in a folder that cannot be overlaid whole (it holds "
                        "verify's own folder or, in a user namespace, a mount point)")

@@ -1,7 +1,7 @@
 """Issue 47: a correct loop that first tries the routes given as arguments, each one a way out of
 verify's namespace sandbox, and prints one line per attempt: `ESCAPE <route> ok|refused <detail>`.
 
-    escapes.py append remount device cgroup shm sysctl tcp abstract
+    escapes.py append remount device cgroup shm sysctl tcp abstract unix
 
 The project folder (the working directory) is expected to hold config.yaml, a mount point data/
 and a read-only mount frozen/; ESCAPE_TAG names the test's cgroup, shm file, TCP port and
@@ -106,7 +106,16 @@ def abstract():
     attempt("abstract", send)
 
 
-ROUTES = {"append": lambda: attempt("append", append), "remount": remount, "device": device,
+def unix():
+    def send():
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect("../service.sock")
+            sock.sendall(b"write a file for me\n")
+    attempt("unix", send)
+
+
+ROUTES = {"unix": unix, "append": lambda: attempt("append", append), "remount": remount, "device": device,
           "cgroup": cgroup, "shm": shm, "sysctl": sysctl, "tcp": tcp, "abstract": abstract}
 
 for name in sys.argv[1:]:
