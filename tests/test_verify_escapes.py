@@ -296,3 +296,19 @@ def test_the_next_run_removes_the_folders_of_dead_runs_only(tmp_path):
             (tmp_path / name / "owner.pid").write_text(str(owner))
     assert remove_stale_folders(str(tmp_path)) == [str(tmp_path / "gradlint-verify-dead")]
     assert sorted(os.listdir(tmp_path)) == ["gradlint-verify-live", "gradlint-verify-older", "other-dead"]
+
+
+def test_allow_network_gives_the_namespace_the_hosts_network_and_the_report_says_so(tmp_path, tcp_listener):
+    port = tcp_listener.sock.getsockname()[1]
+    command = [sys.executable, "-m", "gradlint", "verify", "--containment", "namespace", "--allow-network", SCRIPT,
+               "--", "tcp"]
+    env = dict(os.environ, ESCAPE_TAG="allowed", ESCAPE_PORT=str(port))
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    if "cannot contain the script in a namespace" in result.stderr:
+        pytest.skip("this system does not allow user namespaces with overlayfs: " + result.stderr)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    assert "note: the script had the host's network (--allow-network)" in result.stdout
+    deadline = time.monotonic() + 5
+    while not tcp_listener.received and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert tcp_listener.received == [b"secret allowed\n"]

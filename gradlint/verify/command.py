@@ -345,7 +345,11 @@ def render_text(report: dict, run, trace: bool) -> str:
         out.append("No static findings, and the run saw no gradient bug.")
     _render_writes(report["run"]["writes"], out, report["run"].get("overlay"), report["run"].get("containment"))
     _render_uncontained(report["run"].get("uncontained") or (), report["run"].get("containment") or {}, out)
-    if (report["run"].get("containment") or {}).get("mode") == "python":
+    containment = report["run"].get("containment") or {}
+    if containment.get("mode") == "namespace" and containment.get("network", "").startswith("host"):
+        out.append("")
+        out.append("note: the script had the host's network (--allow-network)")
+    if containment.get("mode") == "python":
         out.append("")
         out.append("note: the Python mode passes /dev, /proc and /sys through and leaves the host's network open "
                    "(connections are listed above); the namespace mode cuts both")

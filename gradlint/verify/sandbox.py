@@ -1,24 +1,30 @@
-"""Runs a command in its own user, mount and pid namespaces (Linux), over a kernel overlay.
+"""Runs a command in its own user, mount, pid, network, IPC and UTS namespaces (Linux), over a kernel overlay.
 
-    python sandbox.py --base DIR --status FILE --bind PATH -- COMMAND...
+    python sandbox.py --base DIR --status FILE --bind PATH [--project DIR] [--network none|host] -- COMMAND...
 
-The command sees the file system as it is, but every writable file system
-is mounted as an overlayfs whose lower layer is the real folder and whose
-upper layer is a folder under DIR: whatever the command and everything it
-starts write (Python, C extensions, sqlite, mmap, subprocesses, FIFOs) lands
-in DIR/upper, by construction.  /dev, /proc and /sys stay the system's; a
-read-only mount stays read-only; the --bind paths (verify's own event log
-and scratch folder) are the real ones.  The process tree lives in a pid
-namespace: when the command exits, or this process dies, the kernel kills
-every process left in it (a `setsid` daemon included).
+The set-up follows bubblewrap's `--unshare-all --dev /dev --proc /proc --ro-bind`.  The command
+sees the file system as it is, but every writable file system is mounted as an overlayfs whose
+lower layer is the real folder and whose upper layer is a folder under DIR: whatever the command
+and everything it starts write (Python, C extensions, sqlite, mmap, subprocesses, FIFOs) lands in
+DIR/upper, by construction.  /dev is a minimal one (null, zero, full, random, urandom, tty, the
+GPUs, a private shm and pts: no disk), /proc is the pid namespace's own with its kernel knobs
+read-only, /sys is read-only, a read-only mount stays read-only; the --bind paths (verify's own
+event log and scratch folder) are the real ones.  The network is a new one with loopback only,
+unless --network host.  The root is built in one mount namespace and the command runs in a user
+and mount namespace below it, where the kernel locks every mount: no remount makes a read-only
+one writable, no unmount uncovers what is below one.  The process tree lives in a pid namespace:
+when the command exits, or this process dies, the kernel kills every process left in it (a
+`setsid` daemon included).
 
-Only the standard library (ctypes for unshare, mount and pivot_root): this
-runs as a file, before anything of the user's.  An unprivileged user's
-namespace cannot overlay a folder that has mounts below it (the kernel keeps
-them hidden), so such a folder is rebuilt in a skeleton (DIR/root) and each
-of its entries is overlaid on its own.  The layout goes to --status (JSON)
-before the command starts, or the reason it could not be built (exit 111:
-the caller then falls back to verify's Python-level overlay).
+Only the standard library (ctypes for unshare, mount and pivot_root): this runs as a file, before
+anything of the user's.  Root overlays a folder that holds mount points whole and each mount point
+on top of it; a user's namespace cannot (the kernel keeps what is below its inherited mounts
+hidden), nor can anyone overlay the folders above DIR, so such a folder is rebuilt in a skeleton
+(DIR/root) and each of its entries is overlaid on its own; a file directly in it is bound
+read-only, and when that would be the case in a --project folder (the script's folder, the working
+directory) the set-up fails and says why.  The layout goes to --status (JSON) before the command
+starts, or the reason it could not be built (exit 111: the caller then falls back to verify's
+Python-level overlay, or, with --containment namespace, refuses to run).
 """
 
 from __future__ import annotations
