@@ -312,3 +312,18 @@ def test_allow_network_gives_the_namespace_the_hosts_network_and_the_report_says
     while not tcp_listener.received and time.monotonic() < deadline:
         time.sleep(0.1)
     assert tcp_listener.received == [b"secret allowed\n"]
+
+
+def test_without_a_subreaper_the_python_mode_says_daemons_may_outlive_a_killed_verify(monkeypatch):
+    from gradlint.verify import routes
+
+    seen = []
+    monkeypatch.setattr(routes, "_state", {"report": None, "seen": set(), "busy": False})
+    monkeypatch.setattr(routes, "_become_subreaper", lambda: False)
+    for name in ("_wrap_session_calls", "_wrap_multiprocessing_spawn"):
+        monkeypatch.setattr(routes, name, lambda: None)
+    monkeypatch.setattr(routes.sys, "addaudithook", lambda hook: None)  # not in the test's own process
+    routes.install(seen.append, contained=False)
+    assert [(r["route"], r["what"].split(" (")[0]) for r in seen] == [
+        ("processes", "a process that leaves verify's process group may outlive the run if verify is killed "
+                      "with SIGKILL")]

@@ -408,7 +408,7 @@ _ROUTES = {
     "subprocess": "started a process", "os.system": "ran a shell command", "os.exec": "replaced itself with",
     "os.posix_spawn": "started a process", "os.spawn": "started a process",
     "multiprocessing": "started a fresh interpreter (multiprocessing)", "ctypes": "called the C function",
-    "new session": "left verify's process group:", "network": "connected to",
+    "new session": "left verify's process group:", "network": "connected to", "processes": "note:",
 }
 
 

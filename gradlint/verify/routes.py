@@ -109,20 +109,29 @@ def install(report, contained: bool, own: str | None = None) -> None:
     """Record what goes around the Python-level overlay (unless the kernel contains it, or writes are
     allowed); on Linux, keep the script's daemons as descendants of this process.  `own`: verify's
     temporary folder, whose Unix sockets are the script's own (multiprocessing's listeners)."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
+    subreaper = _become_subreaper()
     if contained:
         return
     _state["report"] = report
     _state["own"] = os.path.join(os.path.realpath(own), "") if own else None
+    if not subreaper:  # said, not implied: a setsid daemon could outlive a verify killed with SIGKILL
+        record("processes", "a process that leaves verify's process group may outlive the run if verify is "
+                            "killed with SIGKILL (no child subreaper on this system)")
     sys.addaudithook(_audit)
     _wrap_session_calls()
     _wrap_multiprocessing_spawn()
+
+
+def _become_subreaper() -> bool:
+    """Linux: this process adopts the script's orphans (a setsid daemon), so end_processes finds them."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _wrap_session_calls() -> None:
