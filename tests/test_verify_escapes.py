@@ -327,3 +327,19 @@ def test_without_a_subreaper_the_python_mode_says_daemons_may_outlive_a_killed_v
     assert [(r["route"], r["what"].split(" (")[0]) for r in seen] == [
         ("processes", "a process that leaves verify's process group may outlive the run if verify is killed "
                       "with SIGKILL")]
+
+
+def test_the_python_mode_lists_each_address_once_but_not_its_own_sockets(monkeypatch, tmp_path):
+    from gradlint.verify import routes
+
+    seen = []
+    own = os.path.join(os.path.realpath(tmp_path), "")
+    monkeypatch.setattr(routes, "_state", {"report": seen.append, "seen": set(), "busy": False, "own": own})
+    routes._audit("socket.connect", (None, ("127.0.0.1", 8080)))
+    routes._audit("socket.sendto", (None, ("127.0.0.1", 8080)))  # the same address: once
+    routes._audit("socket.sendmsg", (None, None))  # a connected socket's peer: listed at its connect
+    routes._audit("socket.connect", (None, str(tmp_path / "box" / "listener-1")))  # multiprocessing's own
+    routes._audit("socket.connect", (None, "\0/tmp/.X11-unix/X0"))
+    routes._audit("socket.connect", (None, "/run/docker.sock"))
+    assert [r["what"] for r in seen] == ["127.0.0.1 port 8080", "abstract Unix socket @/tmp/.X11-unix/X0",
+                                         "Unix socket /run/docker.sock"]

@@ -94,7 +94,8 @@ def _audit(event: str, args) -> None:
     route = _PROCESS_EVENTS.get(event)
     if route is not None:
         record(route, _describe(event, args))
-    elif event in ("socket.connect", "socket.sendto", "socket.sendmsg") and len(args) > 1:
+    elif event in ("socket.connect", "socket.sendto", "socket.sendmsg") and len(args) > 1 and args[1] is not None:
+        # (a sendmsg without an address goes to the peer its socket is connected to: listed at the connect)
         shown = _address(args[1])
         if shown is not None:
             record("network", shown)
