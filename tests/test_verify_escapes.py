@@ -343,3 +343,23 @@ def test_the_python_mode_lists_each_address_once_but_not_its_own_sockets(monkeyp
     routes._audit("socket.connect", (None, "/run/docker.sock"))
     assert [r["what"] for r in seen] == ["127.0.0.1 port 8080", "abstract Unix socket @/tmp/.X11-unix/X0",
                                          "Unix socket /run/docker.sock"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mountinfo"), reason="reads the mount table (Linux)")
+def test_only_a_project_folder_with_a_mount_point_is_refused_not_slash_or_verifys_own_parent(tmp_path):
+    from gradlint.verify.sandbox import Layout
+
+    base = tmp_path / "gradlint-verify-x" / "ns"
+    base.mkdir(parents=True)
+    layout = Layout(str(base), projects=["/", str(tmp_path), str(tmp_path / "project")])
+    layout.readonly = [["/.dockerenv", "a file in a folder that cannot be overlaid whole"],
+                       [str(tmp_path / "notes.txt"), "a file in a folder that cannot be overlaid whole"]]
+    layout._check_projects()  # / and the folder holding verify's own: read-only files, listed, run goes on
+    layout.readonly.append([str(tmp_path / "project" / "config.yaml"), "a file in a folder that ..."])
+    layout.points.append(str(tmp_path / "project" / "data"))
+    with pytest.raises(OSError) as refused:
+        layout._check_projects()
+    assert refused.value.strerror == (
+        f"{tmp_path / 'project'} cannot be overlaid here: it holds a mount point ({tmp_path / 'project' / 'data'}), "
+        f"and a user namespace cannot overlay the files beside one: {tmp_path / 'project' / 'config.yaml'} would be "
+        "read-only")

@@ -346,9 +346,13 @@ class Layout:
         return True
 
     def _check_projects(self) -> None:
-        """The script's own folder may not be read-only: a correct script's append would fail there."""
+        """The script's own folder may not be read-only: a correct script's append would fail there.
+        `/` or `/tmp` as the working directory (a container's WORKDIR) is let through: no mode could
+        overlay the files beside verify's own folder, and they are listed as read-only."""
         for path, why in self.readonly:
             for project in self.projects:
+                if self._holds_base(project):
+                    continue
                 if path == project or os.path.dirname(path) == project or project.startswith(path + os.sep):
                     points = self._topmost_below(project)
                     if points:
