@@ -310,7 +310,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except _HelpShown as shown:
         return shown.status
     except (UsageError, ConfigError) as exc:
-        print(f"gradlint: error: {exc}", file=sys.stderr)
+        print(f"gradlint: error: {_escaped(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_CLEAN
@@ -322,7 +322,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
         where = traceback.extract_tb(exc.__traceback__)[-1]
         print(
-            f"gradlint: internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})",
+            _escaped(f"gradlint: internal error: {type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"),
             file=sys.stderr,
         )
         return EXIT_ERROR
@@ -489,7 +489,7 @@ def _run_check(argv: list[str]) -> int:
 
 def _warn(args, message: str) -> None:
     if not args.quiet:
-        print(f"gradlint: warning: {message}", file=sys.stderr)
+        print(f"gradlint: warning: {_escaped(message)}", file=sys.stderr)
 
 
 def _warn_about_an_empty_run(args, run, resolver) -> None:
@@ -538,12 +538,14 @@ def _tell_fixes(fixings, args, write: bool) -> None:
     if total and not args.quiet:
         print(f"{'Fixed' if write else 'Would fix'} {total} problem{'s' if total != 1 else ''}.", file=sys.stderr)
     if args.show_fixes:
+        from gradlint.core.display import shown
+
         done, not_done = ("fixed", "not fixed") if write else ("would fix", "would not fix")
         for path, fixing in fixings:
             for line in fixing.outcome.fixed:
-                print(f"{path}: {done} {line}", file=sys.stderr)
+                print(f"{shown(path)}: {done} {line}", file=sys.stderr)
             for line in fixing.outcome.not_fixed:
-                print(f"{path}: {not_done}: {line}", file=sys.stderr)
+                print(f"{shown(path)}: {not_done}: {line}", file=sys.stderr)
 
 
 def _marks_fixes(args) -> bool:
@@ -605,7 +607,7 @@ def _fix_stdin(args, resolver) -> int:
     run.results = [_left_to_fix(r, fixing, args) for r in run.results]
     text = _render(args, run)
     if args.output_file is None:
-        sys.stderr.write(text)  # standard output holds the fixed text
+        _written(sys.stderr, text)  # standard output holds the fixed text
     else:
         _write(text, args.output_file)
     code = run.exit_code()
@@ -621,8 +623,10 @@ def _print_diffs(fixings) -> int:
     import difflib
 
     from gradlint.core import source_lines
+    from gradlint.core.display import shown
 
     changed = False
+    sys.stdout.flush()
     for path, fixing in fixings:
         if fixing.before == fixing.after:
             continue
@@ -630,10 +634,13 @@ def _print_diffs(fixings) -> int:
         before, after = source_lines.lines(fixing.before, keepends=True), source_lines.lines(fixing.after, keepends=True)
         import os
 
-        old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")  # git's labels when relative
-        for line in difflib.unified_diff(before, after, old, new):
-            # as diff(1) writes a last line without a line end
-            sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+        # git's labels when relative; a name with a line end or an escape in it is quoted, as git does
+        old, new = (path, path) if os.path.isabs(path) else (f"a/{path}", f"b/{path}")
+        for line in difflib.unified_diff(before, after, shown(old), shown(new)):
+            # as diff(1) writes a last line without a line end.  The diff is bytes in UTF-8 whatever
+            # the terminal's encoding (as ruff's), so a source line in any script reaches `patch` intact.
+            line = line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+            sys.stdout.buffer.write(line.encode("utf-8", "surrogateescape"))
     sys.stdout.flush()
     return EXIT_FINDINGS if changed else EXIT_CLEAN
 
@@ -869,7 +876,7 @@ def _write(text: str, output_file: Optional[str]) -> None:
     exists there (`/dev/null`, `/dev/stdout`, a FIFO) is opened and written, as a shell
     redirection does: a rename would put a plain file in place of the device or pipe itself."""
     if output_file is None:
-        sys.stdout.write(text)
+        _written(sys.stdout, text)
         sys.stdout.flush()
         return
     import os
@@ -890,6 +897,23 @@ def _write(text: str, output_file: Optional[str]) -> None:
                 handle.write(text)
     except OSError as exc:
         raise UsageError(f"cannot write --output-file {output_file}: {exc.strerror or exc}")
+
+
+def _written(stream, text: str) -> None:
+    """Write a report to a terminal or pipe whose encoding may not hold every character
+    (`PYTHONIOENCODING=ascii`, a legacy console): what it cannot hold is written as its
+    escape, `\\xe9`, rather than lose the report."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = stream.encoding or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+def _escaped(line: str) -> str:
+    from gradlint.core.display import escaped
+
+    return escaped(line)
 
 
 def run_rules(argv: list[str]) -> int:

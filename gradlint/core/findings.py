@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, asdict
 from typing import Optional
 
+from gradlint.core.display import shown
+
 
 @dataclass(frozen=True, order=True)
 class Span:
@@ -59,7 +61,7 @@ class Related:
         cell, with the cell named when it is not the finding's own; in another file of the
         project, `trainer.py line 14`)."""
         if self.path is not None and self.path != finding_path:
-            return f"{self.path} line {self.span.line}"
+            return f"{shown(self.path)} line {self.span.line}"
         if self.cell is None:
             return f"line {self.span.line}"
         if finding_cell is not None and finding_cell.cell == self.cell.cell:

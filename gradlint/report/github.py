@@ -14,6 +14,7 @@ not be checked is an `error` titled with its kind (`syntax-error`).
 
 from __future__ import annotations
 
+from gradlint.core.display import shown
 from gradlint.report.meta import info
 
 
@@ -26,7 +27,7 @@ def _prop(text: str) -> str:
 
 
 def _command(level: str, path: str, line: int, col, title: str, message: str, end=None) -> str:
-    props = [f"file={_prop(path)}", f"line={line}"] + ([f"col={col}"] if col is not None else [])
+    props = [f"file={_prop(shown(path))}", f"line={line}"] + ([f"col={col}"] if col is not None else [])
     if end is not None:
         props.append(f"endLine={end[0]}")
         if end[0] == line:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from gradlint.core.display import escaped, shown
 from gradlint.report.meta import info
 from gradlint.report.text import location
 
@@ -23,6 +24,12 @@ def _file_line(item) -> str:
 
 def _named_line(item) -> str:
     return item.cell.label() if item.cell is not None else f"line {item.line}"
+
+
+def _xml(text: str) -> str:
+    """XML 1.0 holds no control character but tab and line ends, not even as a reference, and
+    no lone surrogate: each line of the text with those escaped (file names come quoted already)."""
+    return "\n".join(escaped(line) for line in text.split("\n"))
 
 
 def render(run, show_suppressed: bool = False) -> str:
@@ -39,26 +46,27 @@ def render(run, show_suppressed: bool = False) -> str:
     total = failures = error_count = 0
     for path in sorted(by_path):
         items = by_path[path]
-        suite = ET.SubElement(root, "testsuite", name=path)
+        name = shown(path)
+        suite = ET.SubElement(root, "testsuite", name=name)
         cases = 0
         for finding in items["findings"]:
             meta = info(finding.code)
             case = ET.SubElement(
                 suite, "testcase", name=f"{finding.code} {meta.name} ({_named_line(finding)})",
-                classname=path, file=path, line=_file_line(finding),
+                classname=name, file=name, line=_file_line(finding),
             )
-            failure = ET.SubElement(case, "failure", message=finding.message, type=finding.code)
-            failure.text = f"{location(finding)}: {finding.code} {finding.message}" + "".join(
+            failure = ET.SubElement(case, "failure", message=_xml(finding.message), type=finding.code)
+            failure.text = _xml(f"{location(finding)}: {finding.code} {finding.message}" + "".join(
                 f"\n  {r.label(finding.cell, finding.path)}: {r.message}" for r in finding.related
-            )
+            ))
             cases += 1
         for error in items["errors"]:
-            case = ET.SubElement(suite, "testcase", name=error.kind, classname=path, file=path, line=_file_line(error))
-            element = ET.SubElement(case, "error", message=error.message, type=error.kind)
-            element.text = f"{location(error)}: error: {error.message}"
+            case = ET.SubElement(suite, "testcase", name=error.kind, classname=name, file=name, line=_file_line(error))
+            element = ET.SubElement(case, "error", message=_xml(error.message), type=error.kind)
+            element.text = _xml(f"{location(error)}: error: {error.message}")
             cases += 1
         if cases == 0:
-            ET.SubElement(suite, "testcase", name="gradlint", classname=path, file=path)
+            ET.SubElement(suite, "testcase", name="gradlint", classname=name, file=name)
             cases = 1
         suite.set("tests", str(cases))
         suite.set("failures", str(len(items["findings"])))

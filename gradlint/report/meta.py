@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gradlint import DOCS_URL
+from gradlint.core.display import name_bytes
 from gradlint.rules.registry import rule_page_url
 from gradlint.check.suppress import UNUSED_CODE, UNUSED_NAME, UNUSED_SUMMARY
 
@@ -88,4 +89,4 @@ def path_uri(path: str) -> str:
     p = Path(path)
     if p.is_absolute():
         return p.as_uri()
-    return quote(p.as_posix())
+    return quote(name_bytes(p.as_posix()))  # the name's bytes, UTF-8 or not

@@ -13,6 +13,7 @@ the session repairs it, SAFE when `--fix` does, UNSAFE when only
 
 from __future__ import annotations
 
+from gradlint.core.display import shown
 from gradlint.core.findings import SAFE, SYNTAX_ERROR, UNSAFE
 from gradlint.check.quick import clean_summary  # the early answer of a clean run prints the same line
 
@@ -22,8 +23,8 @@ def location(item) -> str:
     column in that cell), as ruff prints it."""
     cell = item.cell
     if cell is not None:
-        return f"{item.path}:cell {cell.cell}:{cell.span.line}:{cell.span.col}"
-    return f"{item.path}:{item.line}:{item.col}"
+        return f"{shown(item.path)}:cell {cell.cell}:{cell.span.line}:{cell.span.col}"
+    return f"{shown(item.path)}:{item.line}:{item.col}"
 
 
 def error_line(error) -> str:
@@ -32,7 +33,7 @@ def error_line(error) -> str:
     path: `error: PATH: no such file or directory`."""
     if error.kind == SYNTAX_ERROR:
         return f"{location(error)}: error: {error.message}"
-    return f"error: {error.path}: {error.message}"
+    return f"error: {shown(error.path)}: {error.message}"
 
 
 def render(run, show_suppressed: bool = False, quiet: bool = False) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from gradlint.core.display import shown
 from gradlint.core.findings import Fix
 from gradlint.model.event import Event
 from gradlint.core.events import S, Z
@@ -31,7 +32,7 @@ class RawFinding:
 def at(event: Event) -> str:
     """`loss.backward() (line 14)` for messages; `(trainer.py line 14)` in another file."""
     if event.path is not None:
-        return f"{event.text} ({event.path} line {event.span.line})"
+        return f"{event.text} ({shown(event.path)} line {event.span.line})"
     return f"{event.text} (line {event.span.line})"
 
 
