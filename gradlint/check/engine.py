@@ -375,10 +375,11 @@ def too_large(path: str, size: int) -> FileError:
     else:
         name = os.path.basename(path)
         how = f"skip it with --extend-exclude {name} or extend-exclude = [\"{name}\"] in [tool.gradlint]"
-    return FileError(
-        path, READ_ERROR,
-        f"file too large to check ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB); {how}",
+    # Standard input is read one byte past the limit and no further: its size is not known.
+    amount = f"more than {MAX_FILE_BYTES // 1024} KiB" if path == "-" and size == MAX_FILE_BYTES + 1 else (
+        f"{size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB"
     )
+    return FileError(path, READ_ERROR, f"file too large to check ({amount}); {how}")
 
 
 def _file_kind(mode: int) -> str:

@@ -239,8 +239,14 @@ _terminating: dict = {}  # set at the first SIGTERM: {"returned": main() has ret
 
 
 def _stop_on_sigterm():
-    """Make SIGTERM raise Terminated; returns the handler to restore, None if it could not."""
-    import signal
+    """Make SIGTERM raise Terminated; returns the handler to restore, None if it could not.
+
+    The first thing a check does: until then SIGTERM kills the process (-15, not 143).  The
+    C module, not `signal`, whose import of enum would hold that window open another 10-20 ms."""
+    try:
+        import _signal as signal
+    except ImportError:  # pragma: no cover - an interpreter without CPython's module
+        import signal
 
     def stop(signum, frame):
         if _terminating.get("returned"):
@@ -263,10 +269,12 @@ def _watch_the_stop() -> None:
 
     Started with _thread, not threading: the SIGTERM can arrive while the main thread is
     importing threading (a partly initialised module then has no Thread: an internal error
-    instead of exit 143).  A _thread thread does not keep the process alive, as a daemon."""
+    instead of exit 143).  A _thread thread does not keep the process alive, as a daemon.
+    Only built-in modules are imported here, for the same reason: the SIGTERM can land while
+    enum (which `signal` imports) is half made."""
+    import _signal as signal
     import _thread
     import os
-    import signal
     import time
 
     def watch() -> None:
@@ -281,17 +289,42 @@ def _watch_the_stop() -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    # A check stops at SIGTERM with 143 from its first line on, the early answer (quick.py)
+    # included; the other commands have their own (verify, lsp) or finish at once.
+    checking = args[:1] not in (["rules"], ["explain"], ["verify"], ["lsp"])
+    previous = _stop_on_sigterm() if checking else None
     try:
-        return _main(argv)
+        try:
+            return _main(args)
+        finally:
+            if previous is not None:  # a program that called main() keeps its own SIGTERM handling
+                _restore_sigterm(previous)
     except KeyboardInterrupt:  # Ctrl-C anywhere, even before a command started
         return EXIT_INTERRUPTED
-    except Terminated:
+    except Terminated:  # during the run, or as it returned (before the handler was put back)
         _terminating["returned"] = True
+        if previous is not None:
+            _restore_sigterm(previous)
         return EXIT_TERMINATED
 
 
-def _main(argv: Optional[Sequence[str]]) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+def _restore_sigterm(previous) -> None:
+    """Put back the handler main() found.  The run is over: a SIGTERM that lands from here on
+    is ignored by ours (no Terminated raised out of main(), no traceback)."""
+    try:
+        import _signal as signal
+    except ImportError:  # pragma: no cover
+        import signal
+
+    stopped = bool(_terminating)  # a SIGTERM came: its watcher waits for `returned`
+    _terminating["returned"] = True
+    signal.signal(signal.SIGTERM, previous)
+    if not stopped:
+        _terminating.clear()  # a later main() in this process starts afresh
+
+
+def _main(args: list[str]) -> int:
     if args[:1] in (["-h"], ["--help"]):  # before anything else is imported
         print(TOP_HELP, end="")
         return EXIT_CLEAN
@@ -423,17 +456,7 @@ def _overrides(args):
 
 
 def run_check(argv: list[str]) -> int:
-    previous = _stop_on_sigterm()
-    try:
-        return _run_check(argv)
-    finally:
-        if previous is not None:  # a program that called main() keeps its own SIGTERM handling
-            import signal
-
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _run_check(argv: list[str]) -> int:
+    """`gradlint [check] ...`: main() has made SIGTERM stop it."""
     from gradlint.options.config import Resolver
     from gradlint.report import FORMATS
 
@@ -586,7 +609,7 @@ def _fix_stdin(args, resolver) -> int:
     from gradlint.run.pool import collector_paused
 
     name = args.stdin_filename or "-"
-    data, size = _read_stdin(keep_all=True)
+    data, size = _read_stdin()
     run, _ = _checked_stdin(args, resolver, data, size)
     result = run.results[0] if run.results else None  # None: --force-exclude excluded it
     with collector_paused():  # the file's checks (gradlint/run/pool.py)
@@ -597,10 +620,13 @@ def _fix_stdin(args, resolver) -> int:
     _tell_fixes(fixings, args, write=not args.diff)
     if args.diff:
         return _print_diffs(fixings)
+    from gradlint.check.engine import MAX_FILE_BYTES
     from gradlint.edit.fix_files import encode_like
 
     fixed = fixing is not None and fixing.outcome.changed
     sys.stdout.buffer.write(encode_like(fixing.after, fixing.before, data) if fixed else data)  # else byte for byte
+    if not fixed and len(data) > MAX_FILE_BYTES:
+        _echo_rest_of_stdin()
     sys.stdout.flush()
     if fixed:
         run.results = [fixing.outcome.result]
@@ -677,24 +703,36 @@ def _staging(args, run):
     return staging_dir(args.cache_dir or default_cache_dir(args.paths))
 
 
-def _read_stdin(keep_all: bool = False) -> tuple[bytes, int]:
-    """Standard input, bounded by the size limit of files: (what was kept, its whole size).
-    Past the limit the rest is read without keeping it (the writer must not block), unless
-    `keep_all`: `--fix -` echoes an input it cannot check byte for byte."""
+def _read_stdin() -> tuple[bytes, int]:
+    """Standard input, bounded by the size limit of files: (what was read, its size).  Reading
+    stops one byte past the limit, as a file past it is never read: an endless input
+    (`< /dev/zero`, a stream) is an error at once, and its writer gets a closed pipe when the
+    run ends rather than a reader that never does.  The size is the whole input's when it is a
+    regular file (`< big.py`), else what was read (the error says `more than`)."""
+    import os
+    import stat
+
     from gradlint.check.engine import MAX_FILE_BYTES
 
-    if keep_all:
-        data = sys.stdin.buffer.read()
-        return data, len(data)
     data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
-    total = len(data)
-    if total > MAX_FILE_BYTES:
-        while True:
-            chunk = sys.stdin.buffer.read(1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-    return data, total
+    if len(data) > MAX_FILE_BYTES:
+        try:
+            status = os.fstat(sys.stdin.fileno())
+            if stat.S_ISREG(status.st_mode) and status.st_size >= len(data):
+                return data, status.st_size
+        except (OSError, ValueError):  # no descriptor (an embedding program's stream)
+            pass
+    return data, len(data)
+
+
+def _echo_rest_of_stdin() -> None:
+    """`--fix -` on an input past the limit gives it back byte for byte, as it came: the part
+    read, then the rest copied a chunk at a time (memory stays bounded, however long)."""
+    while True:
+        chunk = sys.stdin.buffer.read(1 << 20)
+        if not chunk:
+            break
+        sys.stdout.buffer.write(chunk)
 
 
 def _too_large_stdin(args, resolver, size: int):

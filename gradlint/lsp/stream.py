@@ -19,7 +19,10 @@ was declared too short, or in the bytes a body declared too long swallowed):
   message and is read again as such;
 - a declared length above MAX_BODY_BYTES: the body is read and dropped in
   pieces (never held whole), then reading goes on;
-- a line longer than MAX_LINE_BYTES (no header is) is read in pieces.
+- a line longer than MAX_LINE_BYTES (no header is) is read in pieces;
+- a body whose JSON nests deeper than MAX_NESTING (no LSP message nests past a
+  few dozen levels): skipped.  Python's decoder recurses, and a RecursionError
+  was no ValueError: one such message ended the session.
 
 Well-formed messages are decoded and handed to pygls exactly as pygls does.
 """
@@ -41,6 +44,7 @@ MAX_LINE_BYTES = 64 * 1024
 # The largest body read whole: a didOpen of a file at the size limit (8 MB), every character
 # written as a \\uXXXX escape, fits.
 MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_NESTING = 512  # arrays and objects within each other; the decoder's own limit is about 1,000
 _CHUNK = 1024 * 1024  # an oversized body is dropped in pieces of this size
 _PIECE = 64 * 1024  # what one read of the stream asks for
 
@@ -147,7 +151,11 @@ async def next_body(stream: _Stream, skipped: Callable[[str], None]) -> Optional
         body = await stream.read(length)
         if len(body) < length:
             return None
-        if _one_json_value(body):
+        value = _one_json_value(body)
+        if value is _TOO_DEEP:
+            skipped(f"a message whose JSON is nested more than {MAX_NESTING} deep")
+            continue
+        if value is not None:
             return body
         extra = _after_json_value(body)
         if extra is not None:  # declared too long: the rest is the next message's start
@@ -189,12 +197,31 @@ async def _drop(stream: _Stream, size: int) -> None:
         size -= len(data)
 
 
-def _one_json_value(body: bytes) -> bool:
+_TOO_DEEP = object()
+
+
+def _one_json_value(body: bytes):
+    """True when the body is one JSON value nested at most MAX_NESTING deep, _TOO_DEEP when
+    it is nested deeper, None when it is no JSON value."""
     try:
-        json.loads(body)
+        value = json.loads(body)
+    except RecursionError:
+        return _TOO_DEEP
     except ValueError:
-        return False
-    return True
+        return None
+    return True if _depth_at_most(value, MAX_NESTING) else _TOO_DEEP
+
+
+def _depth_at_most(value, limit: int) -> bool:
+    """Whether arrays and objects nest at most `limit` deep in a decoded value: a walk with a
+    list for a stack (no recursion), stopping at the first level past the limit."""
+    level = [value]
+    for _ in range(limit):  # after k rounds: the values inside k arrays or objects
+        level = [inner for outer in level if isinstance(outer, (list, dict))
+                 for inner in (outer.values() if isinstance(outer, dict) else outer)]
+        if not level:
+            return True
+    return not any(isinstance(inner, (list, dict)) for inner in level)
 
 
 def _after_json_value(body: bytes) -> Optional[bytes]:
@@ -203,7 +230,7 @@ def _after_json_value(body: bytes) -> Optional[bytes]:
         text = body.decode("utf-8")
         start = len(text) - len(text.lstrip())
         _, end = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return text[end:].encode("utf-8")
 
