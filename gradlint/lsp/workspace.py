@@ -95,7 +95,9 @@ class WorkspaceIndex:
         (no index yet, or nothing the buffer imports reaches one).  Never waits.  `context`:
         the check's FileContext (gradlint/parse/file_context.py), whose tree of the text is read."""
         index = self.index
-        if index is None or not index.relevant:
+        # nothing touches gradients in another module, and no class stores an optimizer a loop
+        # here could step through an instance (the command line's _builder_views): no project
+        if index is None or not (index.relevant or index.builder_words):
             return None
         module = _buffer_module(path, text, context)
         if module is None:

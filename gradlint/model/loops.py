@@ -1849,16 +1849,20 @@ def build(
         loops = [model for model in map(finder.entry, bindings.outline) if model is not None]
         loops += finder.iteration_functions()
     builder.done()
-    if builder.foreign_loop_events:
-        for model in loops:
-            model.foreign = model.foreign | (builder.foreign_loop_events & {e.key for e in model.events})
-    return file_model(path, bindings, loops, finder.lightning_clips, source, context)
+    return file_model(path, bindings, loops, finder.lightning_clips, source, context, builder.foreign_loop_events)
 
 
 def file_model(
     path: str, bindings: Bindings, loops: list[LoopModel], lightning_clips: list[Event], source: str,
-    context: Optional[FileContext] = None,
+    context: Optional[FileContext] = None, foreign_loop_events=frozenset(),
 ) -> FileModel:
+    """The file's model from its loops, however they were built (whole, or in pieces by
+    piecewise.py: both end here, so both judge the same events another loop's).
+    `foreign_loop_events`: the events of training loops inside other modules' functions the
+    loops call (Builder.foreign_loop_events): that module's check reports them."""
+    if foreign_loop_events:
+        for model in loops:
+            model.foreign = model.foreign | (foreign_loop_events & {e.key for e in model.events})
     functions = [model for model in loops if model.kind == "function"]
     loops = [model for model in loops if model.kind != "function"]
     _mark_foreign(loops)

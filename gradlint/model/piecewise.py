@@ -147,6 +147,9 @@ class Log:
 
     answers: dict = field(default_factory=dict)
     stale: bool = False  # it read the bindings' data directly: its answers cannot be asked again
+    # the events of training loops inside other modules' functions its models ran into (the
+    # builder's foreign_loop_events): a reused piece brings them back, as modelling it would
+    foreign_loop_events: frozenset = frozenset()
 
 
 class Recorder:
@@ -295,7 +298,8 @@ class _Build:
                     loops.append(model)
             loops += self.finder.iteration_functions()
         self.builder.done()
-        return file_model(self.builder.path, self.bindings, loops, self.finder.lightning_clips, source, context)
+        return file_model(self.builder.path, self.bindings, loops, self.finder.lightning_clips, source, context,
+                          self.builder.foreign_loop_events)
 
     def piece_text(self, first: int, last: int) -> str:
         starts = self.line_starts
@@ -345,9 +349,12 @@ class _Build:
             log = Log()
             self.builder.use_piece(module, Recorder(bindings, log))
             models = []
+            earlier, self.builder.foreign_loop_events = self.builder.foreign_loop_events, set()
             for entry in outline:
                 self.slots.append(entry[1] if entry[0] == "class" else self.finder.entry(entry))
                 models.append(self.slots[-1] if entry[0] != "class" else None)
+            log.foreign_loop_events = frozenset(self.builder.foreign_loop_events)
+            self.builder.foreign_loop_events = earlier | log.foreign_loop_events
             if self.models is not None:
                 self.models.put(module, (first, self.model_key), (log, models))
         kept = module if self.models is not None else None
@@ -369,6 +376,7 @@ class _Build:
         log, models = known
         if log.stale or len(models) != len(outline):
             return None
+        self.builder.foreign_loop_events |= log.foreign_loop_events
         for entry, model in zip(outline, models):
             if entry[0] == "class":
                 self.slots.append(entry[1])  # this build's ClassInfo, judged at the end
