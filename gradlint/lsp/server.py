@@ -103,6 +103,9 @@ def guarded(handler: Callable) -> Callable:
     return run
 
 
+INDEX_READY = "gradlint: the workspace's project index is ready; open files checked again"
+
+
 class GradlintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
@@ -135,12 +138,14 @@ class GradlintServer(LanguageServer):
         self._loop: Optional[asyncio.AbstractEventLoop] = None
 
     def _index_ready(self) -> None:
-        """On the index's thread: re-check every open buffer (on the server's loop)."""
+        """On the index's thread: re-check every open buffer (on the server's loop), and say so
+        in the client's log: from then on a check sees the other modules of the workspace."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
 
         def recheck() -> None:
+            self.log(INDEX_READY)
             for uri, doc in list(self.workspace.text_documents.items()):
                 if self.is_python(doc):
                     self.results.pop(uri, None)
