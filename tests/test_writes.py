@@ -446,6 +446,39 @@ def test_with_the_cache_the_new_text_is_made_in_its_staging_directory(tmp_path, 
     assert homes == [str(tmp_path / "src")]
 
 
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named temporary file"])
+@pytest.mark.parametrize("edit", ["--fix", "--add-noqa"])
+@pytest.mark.parametrize("suffix", [".py", ".ipynb"])
+def test_a_file_whose_name_has_the_longest_legal_length_is_written(tmp_path, monkeypatch, capsys, edit, suffix, unnamed):
+    """Issue 48: `--fix --no-cache` on a 245-255 byte name failed with "File name too long": the
+    temporary name beside it was the name plus 14 bytes."""
+    try:
+        longest = os.pathconf(tmp_path, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        longest = 255
+    name = "t" * (min(longest, 255) - len(suffix)) + suffix
+    text = notebook(GL002) if suffix == ".ipynb" else GL002
+    path = write(tmp_path, name, text)
+    if not unnamed:
+        monkeypatch.setattr("gradlint.run.atomic._UNNAMED", False)  # the named temporary file of other systems
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, edit, name)
+    assert code == 0 and "error" not in out + err, out + err
+    assert open(path, encoding="utf-8").read() != text
+    assert leftovers(tmp_path) == []
+
+
+def test_an_output_file_whose_name_has_the_longest_legal_length_is_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("gradlint.run.atomic._UNNAMED", False)
+    write(tmp_path, "train.py", GL002)
+    monkeypatch.chdir(tmp_path)
+    report = "r" * 250 + ".json"
+    code, _, err = cli(capsys, "--output-format", "json", "--output-file", report, "train.py")
+    assert code == 1, err
+    assert "GL002" in json.dumps(json.load(open(report)))
+    assert leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize("after", ["link", "open", "write", "ftruncate"])
 def test_sigterm_or_ctrl_c_right_after_a_system_call_of_a_write_leaves_nothing_behind(tmp_path, monkeypatch, after):
     """SIGTERM and Ctrl-C raise where the run is (cli.Terminated, KeyboardInterrupt), between any

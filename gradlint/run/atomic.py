@@ -6,8 +6,9 @@ name while it is written stays behind.  On Linux the new content is written
 into an unnamed file (O_TMPFILE) that the kernel frees if the process dies; it
 gets a name only right before the rename that puts it in place, so a kill can
 leave a stray file only between those two system calls.  Elsewhere (or on a
-file system without O_TMPFILE) it is a named `.NAME.XXXXXXXX.tmp` from the
-start.  With a staging directory (Staged), both happen there instead of
+file system without O_TMPFILE) it is a named `.gradlint-XXXXXXXXXXXX.tmp` from
+the start.  That name has a fixed length of 26 bytes, so it is legal beside any file whose
+own name is (a name of 255 bytes, the usual limit, left no room for a name built from it).  With a staging directory (Staged), both happen there instead of
 beside the file, and nothing is ever left in the user's tree.
 """
 
@@ -117,11 +118,12 @@ class Staged:
     def _new_name(self) -> str:
         import secrets
 
-        return f"{self._prefix()}{secrets.token_hex(4)}.tmp"
+        return f"{self._prefix()}{secrets.token_hex(6)}.tmp"
 
     def _prefix(self) -> str:
-        """Beside the file `.NAME.`; in a staging directory the process id, which sweep() reads."""
-        return f".{self.name}." if self.home == self.directory else f"{STAGED_PREFIX}{os.getpid()}-"
+        """Beside the file a fixed `.gradlint-` (never longer than the longest legal name);
+        in a staging directory the process id, which sweep() reads."""
+        return TEMP_PREFIX if self.home == self.directory else f"{STAGED_PREFIX}{os.getpid()}-"
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -171,6 +173,7 @@ class Staged:
 
 
 STAGED_PREFIX = "gradlint-staged-"
+TEMP_PREFIX = ".gradlint-"  # beside the user's file
 
 
 def _same_device(one: str, other: str) -> bool:
