@@ -15,12 +15,14 @@ entry, the new one or none, never half of one, so two runs may share the
 directory.
 
 The cache is a directory anyone may have damaged, so an entry is read
-like hostile input (issue 34): only a regular file (opened non-blocking,
-without following a link: a FIFO or a link to /dev/zero is never read),
-at most MAX_ENTRY_BYTES of it, served only when the key it names is the
-one asked for and the digest matches its body (an entry rewritten with
-well-formed but other content is not a result), decoded without letting
-deep nesting crash the run, and checked for the types a result holds.
+like hostile input: every read of it (the entries, the parsed-digest set)
+takes only a regular file (opened non-blocking, without following a link: a
+FIFO or a link to /dev/zero is never read), at most MAX_ENTRY_BYTES of it
+(MAX_PARSED_BYTES for the set), used only when the digest its first line
+holds matches its body (an entry also names its key, which must be the
+one asked for: an entry rewritten with well-formed but other content is
+not a result), decoded without letting deep nesting crash the run, and
+checked for the types a result holds.
 Anything else is ignored (and rewritten).  Nothing here imports libcst: a
 cache hit costs a read, a digest and a JSON decode.
 
@@ -47,6 +49,9 @@ CACHE_DIR_NAME = ".gradlint_cache"
 LAYOUT = "v2"  # bump when the entry format changes
 # No real result comes near this (a finding is about 1 KB); a bigger entry is never written.
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
+# The parsed-digest set: 33 bytes a file, so about two million files.
+MAX_PARSED_BYTES = 64 * 1024 * 1024
+PARSED_SET = "parsed-set"  # what its seal is keyed with
 _ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
@@ -214,14 +219,17 @@ class Cache:
 
         return os.path.join(self.root, f"parsed-{sys.version_info[0]}.{sys.version_info[1]}-{self.code[:16]}.txt")
 
+    # Its first line seals the rest, as an entry's does: read like an entry (a regular file, bounded,
+    # not through a link), a set that is damaged, truncated or edited is no set (every file parses
+    # again); a forged digest in it would hide that file's syntax error.
     def _parsed_set(self) -> set:
         if getattr(self, "_parsed", None) is None:
             self._parsed, self._parsed_new = set(), False
-            try:
-                with open(self._parsed_path(), encoding="ascii") as handle:
-                    self._parsed = set(handle.read().split())
-            except (OSError, ValueError):
-                pass
+            data = _read_entry(self._parsed_path(), MAX_PARSED_BYTES)
+            if data is not None:
+                head, _, body = data.partition(b"\n")
+                if head == _seal(PARSED_SET, body).encode() and body.isascii():
+                    self._parsed = set(body.decode("ascii").split())
         return self._parsed
 
     def known_to_parse(self, digest: str) -> bool:
@@ -237,9 +245,12 @@ class Cache:
         if not getattr(self, "_parsed_new", False) or not self.writable:
             return
         self._parsed_new = False
+        body = ("\n".join(sorted(self._parsed)) + "\n").encode("ascii")
+        if len(body) + 100 > MAX_PARSED_BYTES:
+            return  # a reader would refuse it: the files beyond it are parsed each run
         try:
             self._prepare()
-            write_atomically(self._parsed_path(), "\n".join(sorted(self._parsed)) + "\n")
+            write_atomically(self._parsed_path(), _seal(PARSED_SET, body).encode() + b"\n" + body)
         except OSError:
             self.writable = False
 
@@ -251,12 +262,8 @@ class Cache:
             ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# gradlint's result cache\n"),
         ):
             target = os.path.join(self.directory, name)
-            if not os.path.exists(target):
-                try:
-                    with open(target, "w", encoding="utf-8") as handle:
-                        handle.write(text)
-                except OSError:
-                    pass
+            if not os.path.lexists(target):
+                _create(target, text.encode("utf-8"))
 
 
 def _seal(key: str, body: bytes) -> str:
@@ -265,8 +272,24 @@ def _seal(key: str, body: bytes) -> str:
     return hex_digest(key.encode() + b"\0" + body, size=16)
 
 
-def _read_entry(path: str) -> Optional[bytes]:
-    """The bytes of an entry that is a regular file of at most MAX_ENTRY_BYTES, else None.
+def _create(path: str, data: bytes) -> None:
+    """A new small file `path`, never written through whatever took that name meanwhile (a
+    link, a FIFO: O_EXCL and O_NOFOLLOW refuse them); nothing when it cannot be made."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError:
+        return
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read_entry(path: str, limit: int = MAX_ENTRY_BYTES) -> Optional[bytes]:
+    """The bytes of an entry that is a regular file of at most `limit` bytes, else None.
     Opened non-blocking (a FIFO without a writer must not hang the run) and not through a
     symbolic link (a link to /dev/zero must not fill the memory); the type and the size are
     asked of the open descriptor."""
@@ -279,16 +302,16 @@ def _read_entry(path: str) -> Optional[bytes]:
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
             return None
         chunks, size = [], 0
-        while size <= MAX_ENTRY_BYTES:  # bounded however much the file grows meanwhile
-            chunk = os.read(fd, MAX_ENTRY_BYTES + 1 - size)
+        while size <= limit:  # bounded however much the file grows meanwhile
+            chunk = os.read(fd, limit + 1 - size)
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        return b"".join(chunks) if size <= MAX_ENTRY_BYTES else None
+        return b"".join(chunks) if size <= limit else None
     except OSError:
         return None
     finally:
