@@ -145,6 +145,122 @@ def test_a_two_link_loop_gives_the_same_message_named_or_walked(tmp_path, monkey
     assert "symbolic link loop" in named_line
 
 
+# --- a walk stays in the tree it was given -----------------------------------------------------------
+
+
+def elsewhere_and_repo(tmp_path, linked: str = "ext"):
+    """`repo/train.py` and, outside repo, `elsewhere/lib/train.py`, both buggy; repo/ext -> ../elsewhere."""
+    write(tmp_path, "repo/train.py", GL002)
+    outside = write(tmp_path, "elsewhere/lib/train.py", GL002)
+    (tmp_path / "repo" / linked).symlink_to("../elsewhere")
+    return outside
+
+
+@posix_only
+@pytest.mark.parametrize("edit", ["--fix", "--add-noqa"])
+def test_a_directory_link_out_of_the_tree_is_not_followed_by_a_walk(tmp_path, monkeypatch, capsys, edit):
+    """Issue 48: `repo/ext -> ../elsewhere` and `gradlint --fix .` in repo rewrote the other
+    project's files (exit 0, "Fixed 2 problems")."""
+    outside = elsewhere_and_repo(tmp_path)
+    monkeypatch.chdir(tmp_path / "repo")
+    code, out, err = cli(capsys, edit, ".")
+    assert code == 0 and "GL00" not in out + err, out + err
+    assert open(outside).read() == GL002  # untouched
+    assert (tmp_path / "repo" / "train.py").read_text() != GL002
+    assert cli(capsys, ".")[1].strip() == "All checks passed! (1 file checked)"
+    code, out, _ = cli(capsys, "ext")  # named: checked as named, wherever it leads
+    assert code == 1 and "ext/lib/train.py:" in out
+
+
+@posix_only
+def test_a_directory_link_inside_the_tree_is_still_followed(tmp_path, monkeypatch, capsys):
+    write(tmp_path, "repo/build/gen/train.py", GL002)  # under a folder a walk skips
+    (tmp_path / "repo" / "gen").symlink_to("build/gen")
+    monkeypatch.chdir(tmp_path / "repo")
+    code, out, _ = cli(capsys, ".")
+    assert code == 1 and "gen/train.py:" in out
+
+
+@posix_only
+@pytest.mark.parametrize("where", ["/", "/proc", "/sys", "/dev"])
+def test_a_link_to_the_root_or_a_virtual_file_system_does_not_walk_the_machine(tmp_path, where):
+    """Issue 48: a link to / or /proc in the tree: no output after 120 s (the walk went everywhere)."""
+    if not os.path.isdir(where):
+        pytest.skip(f"no {where} here")
+    write(tmp_path, "repo/train.py", GL002)
+    (tmp_path / "repo" / "everything").symlink_to(where)
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "--no-cache", "--isolated", "."], cwd=tmp_path / "repo",
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout.count("GL002") == 1 and "(1 file checked)" in proc.stdout, proc.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, /sys and /dev are mounts of their own on Linux")
+def test_a_walk_never_enters_a_virtual_file_system_mounted_in_it(monkeypatch):
+    """`gradlint /` (or a tree with /proc bind-mounted in it): the walk skips the mounts of
+    virtual file systems.  The other folders of / are excluded here to keep the walk short."""
+    from gradlint.run import discover as walk
+
+    scanned, real_scandir = [], os.scandir
+
+    def scandir(path="."):
+        if os.path.realpath(path) != "/":
+            scanned.append(path)
+            raise AssertionError(f"walked into {path}")
+        return real_scandir(path)
+
+    monkeypatch.setattr(walk.os, "scandir", scandir)
+    virtual = {"/proc", "/sys", "/dev"}
+    found = walk.discover(["/"], excluded=lambda path: path not in virtual)
+    assert scanned == [] and found.files == []
+
+
+@posix_only
+def test_no_folder_is_walked_twice(tmp_path, monkeypatch):
+    """Links that reach one folder by many paths (each level links twice to the next, no loop):
+    the walk entered the last folder 2**20 times."""
+    from gradlint.run import discover as walk
+
+    depth = 20
+    for level in range(depth):
+        (tmp_path / f"d{level}").mkdir()
+    write(tmp_path, f"d{depth - 1}/train.py", GL002)
+    for level in range(depth - 1):
+        (tmp_path / f"d{level}" / "a").symlink_to(f"../d{level + 1}")
+        (tmp_path / f"d{level}" / "b").symlink_to(f"../d{level + 1}")
+    scanned, real_scandir = [], os.scandir
+
+    def scandir(path="."):
+        scanned.append(os.path.realpath(path))
+        if len(scanned) > 10 * depth:
+            raise AssertionError("the walk entered the same folders again and again")
+        return real_scandir(path)
+
+    monkeypatch.setattr(walk.os, "scandir", scandir)
+    found = walk.discover([str(tmp_path)])
+    assert len(found.files) == 1 and found.errors == []
+    assert sorted(scanned) == sorted(set(scanned)) and len(scanned) == depth + 1
+
+
+@posix_only
+@pytest.mark.parametrize("edit", ["--fix", "--add-noqa"])
+def test_a_walked_link_to_a_file_out_of_the_tree_is_checked_but_written_only_when_named(tmp_path, monkeypatch, capsys, edit):
+    """As ruff, a link to a file found while walking is checked wherever its file is; unlike
+    ruff's --fix, gradlint writes that file only when the user names it."""
+    write(tmp_path, "repo/train.py", GL002)
+    outside = write(tmp_path, "elsewhere/util.py", GL002)
+    (tmp_path / "repo" / "util.py").symlink_to("../elsewhere/util.py")
+    monkeypatch.chdir(tmp_path / "repo")
+    code, out, _ = cli(capsys, ".")
+    assert code == 1 and "util.py:" in out and "(2 files checked)" in out
+    code, out, err = cli(capsys, edit, ".")
+    assert open(outside).read() == GL002  # not written
+    assert (tmp_path / "repo" / "train.py").read_text() != GL002
+    assert code == 1 and "util.py" in out and "outside the folder checked" in out, out + err
+    code, out, err = cli(capsys, edit, ".", "util.py")  # named too: the user's to write
+    assert code == 0 and open(outside).read() != GL002, out + err
+    assert (tmp_path / "repo" / "util.py").is_symlink()
+
+
 # --- every edit re-reads the bytes it edits --------------------------------------------------------
 
 
@@ -254,7 +370,8 @@ def test_add_noqa_writes_through_a_symbolic_link(tmp_path, monkeypatch, capsys, 
     else:
         link.symlink_to(target)
     monkeypatch.chdir(tmp_path)
-    code, out, err = cli(capsys, "--add-noqa", "pkg/link.py" if how != "walked" else "pkg")
+    # walked: from the folder that holds the target too (a walked link out of the tree is not written)
+    code, out, err = cli(capsys, "--add-noqa", "pkg/link.py" if how != "walked" else ".")
     assert code == 0 and "Added 1 noqa directive to 1 file." in err and "GL00" not in out + err
     assert link.is_symlink()
     assert target.read_text() == noqa_text(GL002, "GL002")

@@ -550,6 +550,8 @@ def _passes_prefilter(text: str, settings: Settings) -> bool:
 class RunResult:
     results: list[FileResult] = field(default_factory=list)
     discovery_errors: list[FileError] = field(default_factory=list)
+    # Files reached by a walked link out of the tree named (discover.Discovery.outside): not written.
+    outside: set[str] = field(default_factory=set)
 
     def findings(self) -> list[Finding]:
         return sorted((f for r in self.results for f in r.findings), key=Finding.sort_key)
@@ -871,4 +873,4 @@ def check_paths(paths: list[str], settings: Settings, options: RunOptions = RunO
 
     found = discover(paths)
     results = check_files([(path, settings) for path in found.files], options)
-    return RunResult(sorted(results, key=lambda r: r.path), found.errors)
+    return RunResult(sorted(results, key=lambda r: r.path), found.errors, found.outside)

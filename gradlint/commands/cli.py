@@ -541,6 +541,9 @@ def _fix(run, resolver, args, write=True):
     results, fixings = [], []
     staging = _staging(args, run) if write else None
     for result in run.results:
+        if write and result.path in run.outside:
+            results.append(_not_written_outside(result))
+            continue
         with collector_paused():  # one file's checks at a time (gradlint/run/pool.py)
             fixed, fixing = fix_file(
                 result, resolver.settings_for(result.path), unsafe=args.unsafe_fixes, write=write,
@@ -679,6 +682,9 @@ def _add_noqa(run, resolver, quiet: bool = False, staging=None):
     from gradlint.run.pool import collector_paused
 
     for result in run.results:
+        if result.path in run.outside:
+            results.append(_not_written_outside(result))
+            continue
         with collector_paused():  # one file's checks at a time (gradlint/run/pool.py)
             marked_result, marked = add_noqa_to_file(result, resolver.settings_for(result.path), staging)
         results.append(marked_result)
@@ -690,6 +696,20 @@ def _add_noqa(run, resolver, quiet: bool = False, staging=None):
         )
     run.results = results
     return run
+
+
+OUTSIDE_MESSAGE = (
+    "not written: a symbolic link found while walking leads to a file outside the folder checked"
+    " (name the file to write it)"
+)
+
+
+def _not_written_outside(result):
+    """A file reached by a walked link out of the tree is checked, never written (discover.py):
+    its findings stay reported, with a write-error that says why (exit 1)."""
+    from gradlint.edit.rewrite import unwritten
+
+    return unwritten(result, OUTSIDE_MESSAGE) if result.findings else result
 
 
 def _staging(args, run):
@@ -794,7 +814,8 @@ def _check_paths(args, resolver):
 
     errors = [replace(error, path=_display_path(error.path)) for error in found.errors]  # as the files' paths
     # No notebook text kept: a notebook is read again where needed (--fix may have changed it).
-    return engine.RunResult(sorted(results, key=lambda r: r.path), errors), {}
+    outside = {_display_path(path) for path in found.outside}
+    return engine.RunResult(sorted(results, key=lambda r: r.path), errors, outside), {}
 
 
 def _force_excluder(resolver, paths):
