@@ -333,6 +333,104 @@ def test_an_editor_that_saves_by_renaming_during_the_write_wins(tmp_path, monkey
     assert leftovers(tmp_path) == []
 
 
+def append(path, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:  # as an editor's or a logger's append: by name
+        handle.write(text)
+
+
+@posix_only
+@pytest.mark.parametrize("when", ["before the rename", "before and after the rename", "in every round"])
+def test_an_append_between_the_last_look_and_the_rename_is_not_lost(tmp_path, monkeypatch, when):
+    """Issue 48: an append that landed between the last re-read and the rename went with the old
+    file (2 of 58 fixes racing an appending process lost 207 and 364 lines).  Here the append is
+    made right before the rename; the user's bytes are put back and the fix is refused."""
+    from gradlint.run import atomic
+    from gradlint.edit import rewrite
+    from gradlint.edit.fix_files import fix_file
+
+    path = tmp_path / "train.py"
+    path.write_text(GL002)
+    result = engine.check_file(str(path), Settings.default())
+    real_commit, appended = atomic.Staged.commit, []
+
+    def commit_while_appended_to(self, name):
+        rounds = len([line for line in appended if line.startswith("# before")])
+        if rounds == 0 or when == "in every round":
+            line = f"# before the rename {rounds}\n"
+            append(path, line)
+            appended.append(line)
+        real_commit(self, name)
+        if when != "before the rename" and len(appended) < 2 * rewrite.PUT_BACK_ROUNDS + 4:
+            line = f"# after the rename {rounds}\n"
+            append(path, line)  # into the new file: a writer that opens it by name now
+            appended.append(line)
+
+    monkeypatch.setattr(atomic.Staged, "commit", commit_while_appended_to)
+    fresh, _ = fix_file(result, Settings.default())
+    text = path.read_text()
+    assert [e.message for e in fresh.errors] == ["changed on disk since it was checked: not written (run again)"]
+    assert text.startswith(GL002)  # the fix was not applied over the user's bytes
+    assert sorted(text[len(GL002):].splitlines(keepends=True)) == sorted(appended)  # and none was lost
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a writer process appending by name")
+@pytest.mark.parametrize("cache", [False, True], ids=["beside the file", "staged in the cache"])
+def test_fix_racing_a_process_that_appends_never_loses_a_line(tmp_path, monkeypatch, cache):
+    """A real race: another process appends numbered lines by name in a loop (pausing up to 0.2 s,
+    as a logger or an editor's autosave does) while the file gets a bug and is fixed, again and
+    again.  The moment between the last look and the rename is widened to 50 ms (about the time
+    of the analysis before it) so that a short run lands appends in it (before the fix: lines lost
+    there); every line must be there, once, in order, and the run must have both fixed files and
+    put appended bytes back."""
+    import time
+
+    from gradlint.run import atomic
+    from gradlint.edit import rewrite
+    from gradlint.run.cache import staging_dir
+    from gradlint.edit.fix_files import fix_file
+
+    real_commit, real_put_back, put_back = atomic.Staged.commit, rewrite._put_back, []
+
+    def slow_commit(self, name):
+        time.sleep(0.05)
+        real_commit(self, name)
+
+    def counted_put_back(*args):
+        put_back.append(1)
+        return real_put_back(*args)
+
+    monkeypatch.setattr(atomic.Staged, "commit", slow_commit)
+    monkeypatch.setattr(rewrite, "_put_back", counted_put_back, raising=False)  # (none before the fix)
+    path = tmp_path / "train.py"
+    path.write_text("import torch\n")
+    staging = staging_dir(str(tmp_path / "cache")) if cache else None
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import random, sys, time\n"
+        "for n in range(100000):\n"
+        "    with open(sys.argv[1], 'a') as f: f.write(f'# w{n}\\n')\n"
+        "    time.sleep(random.random() / 5)\n"
+    ), str(path)])
+    fixed = 0
+    try:
+        for run in range(200):
+            if fixed >= 3 and len(put_back) >= 3:
+                break
+            if not run or done:  # a new bug to fix once the last one is (appended as the writer appends)
+                append(path, GL002.replace("model", f"model{run}"))
+            result = engine.check_file(str(path), Settings.default())
+            fresh, fixing = fix_file(result, Settings.default(), staging=staging)
+            done = not fresh.errors and fixing is not None and fixing.outcome.changed
+            fixed += done
+            assert writer.poll() is None
+    finally:
+        writer.kill()
+        writer.wait()
+    written = [int(line[3:]) for line in path.read_text().splitlines() if line.startswith("# w")]
+    assert written == list(range(len(written))) and len(written) > 10  # none lost, none twice
+    assert fixed >= 1 and put_back, (fixed, len(put_back))  # both ends of the race were run
+
+
 @pytest.mark.parametrize("edit", ["fix", "add-noqa"])
 def test_a_notebook_that_changed_since_it_was_checked_is_not_written(tmp_path, edit):
     from gradlint.edit.add_noqa import add_noqa_to_file

@@ -93,20 +93,86 @@ def rewrite_file(path: str, data: bytes, expected: bytes, staging: Optional[str]
         if info.st_nlink == 1:
             staged = _staged_copy(fd, info, target, staging)
             if staged is not None:
+                mine = -1
                 try:
                     staged.write(data)
                     if not _still(target, info, fd, expected):  # the last look, right before the rename
                         raise ChangedOnDisk(path)
-                    os.close(fd)
-                    fd = -1
+                    if os.name == "nt":  # Windows renames no file that is open, and keeps no unlinked one
+                        os.close(fd)
+                        fd = -1
+                    else:
+                        mine = os.dup(staged.fd)  # the new file, still ours to read after the rename
                     staged.commit(os.path.basename(target))
                 except BaseException:
                     staged.discard()
+                    if mine >= 0:
+                        os.close(mine)
                     raise
+                try:
+                    if fd >= 0 and _contents(fd) != expected:
+                        # Bytes written to the old file between the last look and the rename (an
+                        # editor's append): they are not lost with it, they are put back.
+                        _put_back(_contents(fd), mine, data, target, staging)
+                        raise ChangedOnDisk(path)
+                finally:
+                    if mine >= 0:
+                        os.close(mine)
                 return
         _write_in_place(fd, data, expected)
     finally:
         if fd >= 0:
+            os.close(fd)
+
+
+PUT_BACK_ROUNDS = 32
+
+
+def _put_back(owed: bytes, mine: int, put: bytes, target: str, staging: Optional[str]) -> None:
+    """The file at `target` is ours (open as `mine`, we wrote `put` in it) but the user's text is
+    `owed`: put `owed` there, followed by whatever was appended to our file since it took the
+    file's place (a writer that opens the file by its name after the rename writes there).
+    Each round is one more new file and rename; bytes appended to the file being replaced
+    between a round's last look and its rename are carried into the next round.  A file
+    replaced or rewritten by someone else meanwhile is theirs, newer than both: left as it is."""
+    opened: list[int] = []  # the new files of the rounds (not `mine` as given: the caller's)
+    try:
+        for rounds in range(1, PUT_BACK_ROUNDS + 2):
+            info = os.fstat(mine)
+            current = _contents(mine)
+            try:
+                now = os.lstat(target)
+            except OSError:
+                return  # removed meanwhile: not ours to bring back
+            if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino) or not current.startswith(put):
+                return
+            wanted = owed + current[len(put):]
+            staged = _staged_copy(mine, info, target, staging)
+            if staged is None or rounds > PUT_BACK_ROUNDS:
+                # No new file can be made here (or a writer that never pauses): ours is rewritten
+                # in place, where a later append lands after the user's bytes.
+                if staged is not None:
+                    staged.discard()
+                _overwrite(mine, wanted + _contents(mine)[len(current):])
+                return
+            try:
+                staged.write(wanted)
+                if _contents(mine) != current:
+                    staged.discard()
+                    continue  # appended to while the copy was made: the round again
+                opened.append(os.dup(staged.fd))
+                staged.commit(os.path.basename(target))
+            except BaseException:
+                staged.discard()
+                raise
+            late = _contents(mine)
+            if late == current:
+                return
+            # Written to the file just replaced, after the round's last look: owed next round.
+            owed = wanted + late[len(current):] if late.startswith(current) else late
+            mine, put = opened[-1], wanted
+    finally:
+        for fd in opened:
             os.close(fd)
 
 

@@ -91,7 +91,7 @@ class Staged:
             self.dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
             self.home_fd = self.dir_fd if home == self.directory else os.open(home, os.O_RDONLY | os.O_DIRECTORY | _OPEN)
             try:
-                self.fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | _OPEN, 0o600, dir_fd=self.home_fd)
+                self.fd = os.open(".", os.O_TMPFILE | os.O_RDWR | _OPEN, 0o600, dir_fd=self.home_fd)
                 return
             except OSError as exc:
                 # A file system without O_TMPFILE answers EOPNOTSUPP (or EISDIR, EINVAL on old
@@ -106,7 +106,7 @@ class Staged:
                 self.temp = self._new_name()
                 try:
                     self.fd = os.open(
-                        os.path.join(home, self.temp), os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN, 0o600
+                        os.path.join(home, self.temp), os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN, 0o600
                     )
                     return
                 except FileExistsError:
