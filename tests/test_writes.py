@@ -390,7 +390,7 @@ def test_fix_racing_a_process_that_appends_never_loses_a_line(tmp_path, monkeypa
     from gradlint.run.cache import staging_dir
     from gradlint.edit.fix_files import fix_file
 
-    real_commit, real_put_back, put_back = atomic.Staged.commit, rewrite._put_back, []
+    real_commit, real_put_back, put_back = atomic.Staged.commit, getattr(rewrite, "_put_back", None), []
 
     def slow_commit(self, name):
         time.sleep(0.05)
