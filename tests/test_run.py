@@ -260,6 +260,16 @@ def test_a_damaged_parsed_digest_set_is_no_set_and_the_result_is_the_true_one(tm
         assert (again.returncode, again.stdout) == (first.returncode, first.stdout), again.stderr
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+def test_the_caches_gitignore_is_not_written_through_a_link_in_its_place(tmp_path):
+    write(tmp_path, BUGGY, "train.py")
+    (tmp_path / "c").mkdir()
+    os.symlink(tmp_path / "elsewhere.txt", tmp_path / "c" / ".gitignore")  # dangling: open("w") created it
+    assert cached_run(tmp_path).returncode == 1
+    assert not (tmp_path / "elsewhere.txt").exists()
+    assert (tmp_path / "c" / "CACHEDIR.TAG").read_text().startswith("Signature:")
+
+
 def test_the_parsed_digest_set_is_read_back_and_served(tmp_path):
     cache = Cache(str(tmp_path / "c"))
     cache.parsed("ab" * 16)

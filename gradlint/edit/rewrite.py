@@ -5,7 +5,10 @@
 - **Only over the bytes that were analysed**: an edit is computed from the bytes
   the check read (`FileResult.source_digest`); the file is read again before the
   edit and once more, through the descriptor that is written, right before the
-  write, and nothing is written when it holds anything else (ChangedOnDisk).
+  write, and nothing is written when it holds anything else (ChangedOnDisk).  The
+  old file stays open across the rename and is read once more after it: bytes
+  appended in between (an editor, a logger) are put back with the user's text
+  (_put_back) and the file is refused the same way, so no racing append is lost.
 - **Permissions as the system has them**: the file is opened for writing first,
   so a file the user cannot write (a read-only 0444 file, a read-only file
   system, an immutable file) is refused with the system's words (`Permission
