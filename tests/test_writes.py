@@ -411,12 +411,12 @@ def test_fix_racing_a_process_that_appends_never_loses_a_line(tmp_path, monkeypa
         "    with open(sys.argv[1], 'a') as f: f.write(f'# w{n}\\n')\n"
         "    time.sleep(random.random() / 5)\n"
     ), str(path)])
-    fixed = 0
+    fixed, done = 0, False
     try:
         for run in range(200):
             if fixed >= 3 and len(put_back) >= 3:
                 break
-            if not run or done:  # a new bug to fix once the last one is (appended as the writer appends)
+            if run == 0 or done:  # a new bug to fix once the last one is (appended as the writer appends)
                 append(path, GL002.replace("model", f"model{run}"))
             result = engine.check_file(str(path), Settings.default())
             fresh, fixing = fix_file(result, Settings.default(), staging=staging)
