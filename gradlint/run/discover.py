@@ -251,12 +251,12 @@ VIRTUAL_PLACES = ("/proc", "/sys", "/dev")  # where systems without /proc/self/m
 
 def _virtual(path: str) -> bool:
     """Whether the directory `path`, the root of a mount (its device differs from its parent's),
-    is a virtual file system: its type in the mount table (Linux), else where it is."""
+    is a virtual file system: by where it is, or by its type in the mount table (Linux)."""
     real = os.path.realpath(path)
+    if real in VIRTUAL_PLACES:
+        return True  # whatever is mounted there (a container's /dev is a tmpfs of device nodes)
     kinds = _mount_types()
-    if kinds is not None:
-        return kinds.get(real) in VIRTUAL_FILE_SYSTEMS
-    return real in VIRTUAL_PLACES
+    return kinds is not None and kinds.get(real) in VIRTUAL_FILE_SYSTEMS
 
 
 def _mount_types() -> Optional[dict]:
