@@ -89,7 +89,12 @@ def check_source(
         return FileResult(path, errors=[FileError(path, INTERNAL_ERROR, message)])
     from gradlint.check.suppress import apply_suppressions
 
-    kept, suppressed = apply_suppressions(findings, source)
+    # A finding in another module (its misplaced call is there) answers to that file's own
+    # `# noqa` comments, which the run reads (settle_elsewhere): not to this file's lines.
+    elsewhere = [f for f in findings if f.path != path]
+    kept, suppressed = apply_suppressions([f for f in findings if f.path == path], source)
+    if elsewhere:
+        kept = sorted(kept + elsewhere, key=Finding.sort_key)
     return FileResult(path, findings=kept, suppressed=suppressed)
 
 
@@ -286,6 +291,7 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
         del module
     if not model.loops and not model.lightning_clips and not model.functions:
         return []
+    from gradlint.check.elsewhere import merged
     from gradlint.fix.plan import plan
 
     found: dict[tuple, Finding] = {}
@@ -298,30 +304,46 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
             finding = _finding(raw, path, model, plan)
             if finding is None:
                 continue
-            found.setdefault((finding.code, finding.span), finding)
+            key = (finding.path, finding.code, finding.span)
+            found[key] = merged(found[key], finding) if key in found else finding
     return sorted(found.values(), key=Finding.sort_key)
 
 
 def _finding(raw, path: str, model, plan) -> Finding | None:
-    """The finding of a rule's raw finding.  An event of a function of another module is
-    reported on the call in this file that leads there, with the event itself as the first
-    related location (in its file); such a finding has no fix (it would edit another file)."""
+    """The finding of a rule's raw finding, on the misplaced call itself, in whatever file holds
+    it: where the fix goes and where a `# noqa` belongs.  An event of a function of another
+    module makes a finding in that module (`path` is then its file), with the call in this file
+    that leads there as a related location; such a finding has no fix (this check's edits are
+    of this file only)."""
+    from gradlint.rules.base import worded
+
     event = raw.event
-    related = tuple(Related(e.span, why, path=e.path) for e, why in raw.related)
+    home = event.path if event.path is not None else path
+    message = worded(raw.message, path, home)
+    # a related event in this file is named with this file's path: the finding may be elsewhere
+    related = tuple(Related(e.span, why, path=e.path if e.path is not None else path) for e, why in raw.related)
     if event.path is None and not any(e.path is not None for e, _ in raw.related):
-        return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related, fix=plan(raw, model))
+        related = tuple(Related(e.span, why) for e, why in raw.related)
+        return Finding(path=path, code=raw.code, message=message, span=event.span, related=related, fix=plan(raw, model))
     # the calls in this file that lead into the other module, for an editor to show too
-    anchors = tuple(dict.fromkeys(e.anchor for e, _ in raw.related if e.path is not None and e.anchor is not None))
+    anchors = [e.anchor for e, _ in raw.related if e.path is not None and e.anchor is not None]
+    if event.path is not None:
+        if event.anchor is None:
+            return None
+        anchors.insert(0, event.anchor)
+    related += tuple(
+        Related(s, f"the call of {lab} that runs it", path=path) for s, lab in dict.fromkeys(anchors) if s != event.span
+    )
     if event.path is None:
-        related += tuple(Related(s, f"the call of {lab} that runs it") for s, lab in anchors if s != event.span)
-        return Finding(path=path, code=raw.code, message=raw.message, span=event.span, related=related)
-    if event.anchor is None:
-        return None
-    span, label = event.anchor
-    message = f"in {label}: {raw.message}"
-    related = (Related(event.span, f"{event.text}, in {label}", path=event.path),) + related
-    related += tuple(Related(s, f"the call of {lab} that runs it") for s, lab in anchors if s != span)
-    return Finding(path=path, code=raw.code, message=message, span=span, related=related)
+        return Finding(path=path, code=raw.code, message=message, span=event.span, related=_here(related, path))
+    span, label = event.anchor  # the text report shows no related locations: the message names the caller
+    message = f"{message}; run by the loop through {label} ({path} line {span.line})"
+    return Finding(path=event.path, code=raw.code, message=message, span=event.span, related=_here(related, event.path))
+
+
+def _here(related: tuple, path: str) -> tuple:
+    """Related locations in the finding's own file carry no path (as a one-file finding's do)."""
+    return tuple(replace(r, path=None) if r.path == path else r for r in related)
 
 
 # --- many files ------------------------------------------------------------------
@@ -714,31 +736,9 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
             cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, options.variant), result)
     if cache is not None:
         cache.save_parsed()
-    return _one_finding_per_call(results)
+    from gradlint.check.elsewhere import settle
 
-
-def _one_finding_per_call(results: list) -> list:
-    """A finding on a call into another module whose misplaced event (its first related
-    location) is reported in that module's own result with the same code is the same bug:
-    only the finding on the event itself is kept (where a fix or a `# noqa` goes).  A run
-    that does not check the other module keeps the call's finding: it is the only one."""
-    reported = {
-        (os.path.abspath(r.path), f.line, f.code)
-        for r in results if r is not None for f in list(r.findings) + list(r.suppressed)
-    }
-    out = []
-    for result in results:
-        if result is not None and any(_reported_there(f, reported) for f in result.findings):
-            result = replace(result, findings=[f for f in result.findings if not _reported_there(f, reported)])
-        out.append(result)
-    return out
-
-
-def _reported_there(finding: Finding, reported: set) -> bool:
-    first = finding.related[0] if finding.related else None
-    if first is None or first.path is None or os.path.abspath(first.path) == os.path.abspath(finding.path):
-        return False
-    return (os.path.abspath(first.path), first.span.line, finding.code) in reported
+    return settle(results)
 
 
 def _index_again(files: list, roots: tuple, notebooks=None, notebook_code=None):

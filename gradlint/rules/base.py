@@ -29,11 +29,45 @@ class RawFinding:
     optimizer: Optional[str] = None
 
 
+# Where an event is, in a message.  A rule does not know which file its finding will stand in
+# (the misplaced call's, which may be another module than the checked file's), so `place`
+# marks the event's file and line with characters of Unicode's private use area, and the
+# engine words the mark for the finding's own file (`worded`): `line 14` there, `trainer.py
+# line 14` in any other.
+_OPEN, _SEP, _CLOSE = "\ue000", "\ue001", "\ue002"
+
+
+def place(event: Event) -> str:
+    """The marked place of `event` (its file: None for the checked file's own events)."""
+    path = event.path or ""
+    if _OPEN in path or _SEP in path or _CLOSE in path:  # a name no mark can hold: in words now
+        return f"{shown(path)} line {event.span.line}"
+    return f"{_OPEN}{path}{_SEP}{event.span.line}{_CLOSE}"
+
+
 def at(event: Event) -> str:
     """`loss.backward() (line 14)` for messages; `(trainer.py line 14)` in another file."""
-    if event.path is not None:
-        return f"{event.text} ({shown(event.path)} line {event.span.line})"
-    return f"{event.text} (line {event.span.line})"
+    return f"{event.text} ({place(event)})"
+
+
+def worded(message: str, checked: str, home: str) -> str:
+    """`message` with each marked place in words, for a finding that stands in `home` and was
+    found by the check of `checked` (the file of every unmarked-path event).  One pass over
+    the text: every mark ends at the first closing character after its start."""
+    if _OPEN not in message:
+        return message
+    out, i = [], 0
+    while True:
+        start = message.find(_OPEN, i)
+        end = message.find(_CLOSE, start) if start >= 0 else -1
+        if start < 0 or end < 0:
+            out.append(message[i:])
+            return "".join(out)
+        path, _, line = message[start + 1 : end].partition(_SEP)
+        path = path or checked
+        out.append(message[i:start])
+        out.append(f"line {line}" if path == home else f"{shown(path)} line {line}")
+        i = end + 1
 
 
 def at_later(event: Event, reference: Event, other_iteration: bool) -> str:

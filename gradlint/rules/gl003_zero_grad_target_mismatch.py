@@ -35,7 +35,7 @@ def check(file):
                 yield RawFinding(
                     "GL003",
                     f"{z.text} does not clear all the parameters that {optimizer} steps ({held}): "
-                    f"{step.text} (line {step.span.line}) uses stale gradients",
+                    f"{at(step)} uses stale gradients",
                     z,
                     ((step, f"the step of {optimizer}"),),
                     loop,

@@ -1,0 +1,91 @@
+"""Findings that one file's check makes in another file of the project.
+
+A loop in train.py that calls `trainer.train_step(batch)` makes a bug of the clip that
+train_step (in trainer.py) runs after its step.  The check of train.py finds it, and the
+finding stands on the clip, in trainer.py: that is where the fix goes and where a `# noqa`
+belongs (the call in train.py is a related location).  A run then settles such findings:
+
+- one misplaced call, one finding: findings of the same code on the same call, from several
+  callers (or from the file's own loops as well), become one, with every caller's call
+  as a related location;
+- the `# noqa` comments of the file that holds the call decide (not the caller's lines);
+- the finding goes with that file's result when the run checks it, else it stays with the
+  result of the first file whose check found it (a run of `gradlint train.py` still reports
+  the bug that train.py's loop makes of trainer.py's clip, as mypy reports an error in a
+  module it followed).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from gradlint.core.findings import FileResult, Finding
+
+
+def is_elsewhere(finding: Finding, result_path: str) -> bool:
+    """Whether a finding of `result_path`'s result stands in another file."""
+    return finding.path != result_path and os.path.abspath(finding.path) != os.path.abspath(result_path)
+
+
+def merged(first: Finding, second: Finding) -> Finding:
+    """`first` with the related locations of `second` it lacks (another path to the same call)."""
+    more = tuple(r for r in second.related if r not in first.related)
+    return replace(first, related=first.related + more) if more else first
+
+
+def settle(results: list) -> list:
+    """The results of a run with every finding made elsewhere settled (see the module's text).
+    `results`: FileResults, or None for a file with none; a list of the same length comes back."""
+    moved: dict = {}  # (file, code, span) -> (the finding, the index of the result it came from)
+    out = list(results)
+    for i, result in enumerate(results):
+        if result is None or not any(is_elsewhere(f, result.path) for f in result.findings):
+            continue
+        for finding in result.findings:
+            if is_elsewhere(finding, result.path):
+                key = (os.path.abspath(finding.path), finding.code, finding.span)
+                moved[key] = (merged(moved[key][0], finding), moved[key][1]) if key in moved else (finding, i)
+        out[i] = replace(result, findings=[f for f in result.findings if not is_elsewhere(f, result.path)])
+    if not moved:
+        return results
+    where = {os.path.abspath(r.path): i for i, r in enumerate(out) if r is not None}
+    by_file: dict = {}
+    for (file, _, _), (finding, origin) in moved.items():
+        by_file.setdefault(file, []).append((finding, origin))
+    for file, found in by_file.items():
+        home = where.get(file)
+        kept, suppressed = _suppressed_there(file, [f for f, _ in found])
+        silenced = {id(f) for f in suppressed}
+        for finding, origin in ((f, o) for f, o in found):
+            target = home if home is not None else origin
+            out[target] = _with(out[target], finding, id(finding) in silenced)
+    return out
+
+
+def _with(result: FileResult, finding: Finding, silenced: bool) -> FileResult:
+    """`result` holding `finding` (merged into a finding of the same code on the same call)."""
+    findings, suppressed = list(result.findings), list(result.suppressed)
+    for group in (findings, suppressed):
+        for n, other in enumerate(group):
+            if (other.code, other.span) == (finding.code, finding.span) and not is_elsewhere(other, finding.path):
+                group[n] = merged(other, finding)
+                return replace(result, findings=findings, suppressed=suppressed)
+    (suppressed if silenced else findings).append(finding)
+    key = Finding.sort_key
+    return replace(result, findings=sorted(findings, key=key), suppressed=sorted(suppressed, key=key))
+
+
+def _suppressed_there(path: str, findings: list) -> tuple[list, list]:
+    """(kept, suppressed) by the `# noqa` comments of the file at `path`, read now: a finding
+    that the comments cannot be read for is kept."""
+    from gradlint.check.engine import decode, read_source
+    from gradlint.check.suppress import apply_suppressions
+
+    data, error = read_source(path)
+    if error is not None:
+        return findings, []
+    source, error = decode(data, path)
+    if error is not None or source is None:
+        return findings, []
+    return apply_suppressions(findings, source)
