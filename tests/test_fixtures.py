@@ -133,7 +133,11 @@ def test_clean_fixtures_carry_no_marks_and_wrong_ones_do():
         if is_clean_fixture(path):
             assert marks_of(path) == [], rel(path)
         elif path.name.startswith("wrong_"):
-            assert marks_of(path), rel(path)
+            # a project's wrong script may only run the misplaced call of another of its
+            # modules, where the finding stands (trainer_clip_after_step/trainer.py)
+            folder = project_of(path)
+            marked = [path] if folder is None else sorted(folder.rglob("*.py"))
+            assert any(marks_of(p) for p in marked), rel(path)
 
 
 def test_marks_name_only_default_rules():
