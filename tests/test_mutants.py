@@ -12,6 +12,7 @@ code in benchmarks/mutants/run.py (see its README).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -211,9 +212,9 @@ def test_bad_or_odd_input_gives_no_mutant_and_no_crash(source):
 
 def _project_findings(folder: Path, name: str, source: str, files: dict) -> list[dict]:
     """The mutant's findings in a run that names it alone, as a pre-commit run of the changed
-    file does: its other modules are read for the project index, not checked.  (A run that
-    checks them too reports a misplaced call inside one of them there, once, and not on the
-    loop's call again: tests/test_project.py.)"""
+    file does: its other modules are read for the project index, not checked, and a misplaced
+    call inside one of them is reported there (the finding stands on the call), with the
+    loop's call in the named file as a related location."""
     from gradlint.check.engine import RunOptions, check_files
     from gradlint.options.settings import Settings
 
@@ -223,9 +224,10 @@ def _project_findings(folder: Path, name: str, source: str, files: dict) -> list
     (folder / name).write_text(source, encoding="utf-8")
     main = str(folder / name)
     (result,) = check_files([(main, Settings.default())], RunOptions(jobs=1, roots=(main,)))
+    # paths in the folder: a baseline and its mutant name the same files alike
     return [
-        {"code": f.code, "line": f.line, "path": f.path,
-         "related": [{"line": r.span.line, "path": r.path or f.path} for r in f.related]}
+        {"code": f.code, "line": f.line, "path": os.path.relpath(f.path, folder),
+         "related": [{"line": r.span.line, "path": os.path.relpath(r.path or f.path, folder)} for r in f.related]}
         for f in result.findings
     ] + [{"code": "error", "line": 0} for _ in result.errors]
 
@@ -247,7 +249,7 @@ def across_files(tmp_path_factory):
                     flagged.append(f"{path.relative_to(ROOT)} (loop at line {start} moved)")
             found = _project_findings(root / f"{number}_{index}", path.name, mutant.source, mutant.files)
             counts = statuses.setdefault(f"{mutant.code} {mutant.operator}", Counter())
-            status = judge(mutant, baselines[path, start], found)
+            status = judge(mutant, baselines[path, start], found, path.name, path.name)
             counts[status] += 1
             right, cascades = new_findings(mutant, baselines[path, start], found)
             counts["right"] += right

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -68,35 +69,47 @@ def gradlint_findings(paths: list[Path]) -> dict[str, list[dict]]:
             raise SystemExit(f"gradlint failed ({proc.returncode}): {proc.stderr[-2000:]}")
         report = json.loads(proc.stdout)
         for finding in report["findings"]:
-            by_path[str(Path(finding["path"]).resolve())].append(finding)
+            # a finding on a misplaced call of another module belongs to the checked files that
+            # call it too (its related locations): the mutant that moved a loop's body there
+            where = {str(Path(finding["path"]).resolve())}
+            where |= {str(Path(r["path"]).resolve()) for r in finding.get("related", []) if r.get("path")}
+            for path in sorted(where):
+                by_path[path].append(finding)
         for error in report.get("errors", []):
             by_path[str(Path(error.get("path", "?")).resolve())].append({"code": "error", "line": 0, **error})
     return by_path
 
 
-def _in_loop(findings, code, start, end):
-    """Findings of `code` pointing into the loop: their own line or a related one in the same
-    file (a rule may report on a helper the loop calls, with the loop's event as the related
-    location; a related location in another module is not in the loop)."""
+def _in_loop(findings, code, start, end, home=None):
+    """Findings of `code` pointing into the loop: their own line or a related one in the loop's
+    file `home` (None: each finding's own file).  A rule may report on a helper the loop calls,
+    with the loop's event as the related location; a finding on a misplaced call in another
+    module stands there, with the loop's call in `home` as a related location."""
+
+    def here(path, own):
+        return path == own if home is None else path is not None and os.path.realpath(path) == os.path.realpath(home)
+
     return [
         f
         for f in findings
         if f["code"] == code
         and any(
             start <= line <= end
-            for line in [f["line"], *(r["line"] for r in f.get("related", []) if r.get("path", f.get("path")) == f.get("path"))]
+            for line in [f["line"]] * here(f.get("path"), f.get("path"))
+            + [r["line"] for r in f.get("related", []) if here(r.get("path") or f.get("path"), f.get("path"))]
         )
     ]
 
 
-def judge(mutant: Mutant, clean_findings: list[dict], mutant_findings: list[dict]) -> str:
+def judge(mutant: Mutant, clean_findings: list[dict], mutant_findings: list[dict], home=None, clean_home=None) -> str:
     """detected, missed, or preexisting (the original already has that code in that loop).
 
-    Findings are dicts with at least "code" and "line" (the JSON output's shape).
+    Findings are dicts with at least "code" and "line" (the JSON output's shape).  `home` and
+    `clean_home`: the files of the mutated loop and of the original's (None: each finding's own).
     """
-    if _in_loop(clean_findings, mutant.code, mutant.original_loop_start, mutant.original_loop_end):
+    if _in_loop(clean_findings, mutant.code, mutant.original_loop_start, mutant.original_loop_end, clean_home):
         return "preexisting"
-    if _in_loop(mutant_findings, mutant.code, mutant.loop_start, mutant.loop_end):
+    if _in_loop(mutant_findings, mutant.code, mutant.loop_start, mutant.loop_end, home):
         return "detected"
     return "missed"
 
@@ -161,7 +174,8 @@ def study(sources: list[Path], workdir: Path, label_root: Path, across_files: bo
         else:
             before = clean.get(str(case.source_path.resolve()), [])
         after = mutated.get(str(case.file.resolve()), [])
-        case.status = judge(m, before, after)
+        home = case.file if case.file in baselines else None
+        case.status = judge(m, before, after, home, baselines[case.file] if home else None)
         case.right, case.cascades = new_findings(m, before, after)
     if baselines:  # a moved clean loop that gets a finding is a false alarm of the move itself
         clean = {**clean, **{str(b.resolve()): base.get(str(b.resolve()), []) for b in set(baselines.values())}}
