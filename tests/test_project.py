@@ -72,16 +72,20 @@ def found(result) -> list[tuple[str, int, str]]:
 
 
 def test_a_trainer_method_of_another_module_is_modelled_on_the_call(tmp_path):
+    """The finding stands on the misplaced clip, in trainer.py, where the fix goes and where a
+    `# noqa` belongs; the loop's call in train.py is a related location."""
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     result = run(tmp_path)
-    assert found(result) == [("train.py", 7, "GL004")]
+    assert found(result) == [("trainer.py", 16, "GL004")]
     (finding,) = result.findings()
-    assert finding.fix is None  # a fix would edit another file
-    first, second = finding.related
-    assert (first.path, first.span.line) == ("trainer.py", 16)  # the clip, where it is
-    assert (second.path, second.span.line) == ("trainer.py", 15)  # the step it comes after
-    assert finding.message.startswith("in trainer.train_step(): ")
-    assert "(trainer.py line 15)" in finding.message
+    assert finding.fix is None  # the check of train.py plans no edit of another file
+    step, call = finding.related
+    assert (step.path, step.span.line) == (None, 15)  # the step it comes after, in its own file
+    assert (call.path, call.span.line) == ("train.py", 7)  # the loop's call that runs it
+    assert finding.message.startswith("nn.utils.clip_grad_norm_(self.model.parameters(), 1.0) runs after self.optimizer.step() (line 15)")
+    assert finding.message.endswith("; run by the loop through trainer.train_step() (train.py line 7)")
+    # the result of the file that holds the call carries it
+    assert [f.code for r in result.results if r.path == "trainer.py" for f in r.findings] == ["GL004"]
 
 
 def test_the_file_alone_knows_nothing_of_the_other_module(tmp_path):
@@ -92,9 +96,13 @@ def test_the_file_alone_knows_nothing_of_the_other_module(tmp_path):
 
 
 def test_a_named_file_reads_the_modules_it_imports(tmp_path):
-    """`gradlint train.py` (a pre-commit run of the changed file): trainer.py is read for the index."""
+    """`gradlint train.py` (a pre-commit run of the changed file): trainer.py is read for the
+    index, and the bug train.py's loop makes of its clip is reported there, on the clip (the
+    commit that makes the bug is stopped), though the run checks train.py alone."""
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
-    assert found(run(tmp_path, "train.py")) == [("train.py", 7, "GL004")]
+    result = run(tmp_path, "train.py")
+    assert found(result) == [("trainer.py", 16, "GL004")]
+    assert [r.path for r in result.results] == ["train.py"] and result.files_checked == 1
 
 
 @pytest.mark.parametrize(
@@ -102,15 +110,15 @@ def test_a_named_file_reads_the_modules_it_imports(tmp_path):
     [
         # a relative import inside a package
         ({"pkg/__init__.py": "", "pkg/trainer.py": TRAINER, "pkg/train.py": TRAIN.format(module=".trainer")},
-         [("pkg/train.py", 7, "GL004")]),
+         [("pkg/trainer.py", 16, "GL004")]),
         # an absolute import from the package root
         ({"pkg/__init__.py": "", "pkg/core/__init__.py": "", "pkg/core/trainer.py": TRAINER,
           "pkg/train.py": TRAIN.format(module="pkg.core.trainer")},
-         [("pkg/train.py", 7, "GL004")]),
+         [("pkg/core/trainer.py", 16, "GL004")]),
         # re-exported by a package's __init__.py, which has no gradient word
         ({"lib/__init__.py": "from .trainer import Trainer\n", "lib/trainer.py": TRAINER,
           "train.py": TRAIN.format(module="lib")},
-         [("train.py", 7, "GL004")]),
+         [("lib/trainer.py", 16, "GL004")]),
         # a module that is not the project's (nothing on disk): silent
         ({"train.py": TRAIN.format(module="some_library")}, []),
     ],
@@ -136,9 +144,9 @@ def test_a_module_function_and_a_helper_chain_across_two_modules(tmp_path):
         """,
     })
     result = run(tmp_path)
-    assert found(result) == [("main.py", 7, "GL002")]
+    assert found(result) == [("clearing.py", 2, "GL002")]  # the clear, two modules away from the loop
     (finding,) = result.findings()
-    assert (finding.related[0].path, finding.related[0].span.line) == ("clearing.py", 2)
+    assert [(r.path, r.span.line) for r in finding.related] == [("steps.py", 5), ("steps.py", 7), ("main.py", 7)]
 
 
 def test_a_subclass_of_a_base_trainer_of_another_module(tmp_path):
@@ -160,7 +168,7 @@ def test_a_subclass_of_a_base_trainer_of_another_module(tmp_path):
             MyTrainer(nn.Linear(4, 1)).fit([(torch.randn(8, 4), torch.randn(8, 1))] * 2)
         """,
     })
-    assert found(run(tmp_path)) == [("mine.py", 9, "GL004")]
+    assert found(run(tmp_path)) == [("base.py", 16, "GL004")]  # the clip of the base class
 
 
 def test_an_attribute_of_another_modules_class_that_is_a_project_class(tmp_path):
@@ -191,7 +199,7 @@ def test_an_attribute_of_another_modules_class_that_is_a_project_class(tmp_path)
                 trainer.train_step(model(x).sum())
         """,
     })
-    assert found(run(tmp_path)) == [("main.py", 8, "GL001")]
+    assert found(run(tmp_path)) == [("stepper.py", 6, "GL001")]  # the backward, two modules away
 
 
 def test_a_method_of_this_file_called_back_by_another_modules_function(tmp_path):
@@ -243,14 +251,14 @@ def test_modules_that_call_each_other_do_not_loop_forever(tmp_path):
                 ping(model(x).sum(), opt)
         """,
     })
-    assert found(run(tmp_path)) == [("main.py", 7, "GL001")]
+    assert found(run(tmp_path)) == [("a.py", 5, "GL001")]
 
 
 def test_the_cache_key_holds_the_modules_a_result_depends_on(tmp_path):
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     cache = str(tmp_path / "cache")
-    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
-    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]  # from the cache
+    assert found(run(tmp_path, cache_dir=cache)) == [("trainer.py", 16, "GL004")]
+    assert found(run(tmp_path, cache_dir=cache)) == [("trainer.py", 16, "GL004")]  # from the cache
     fixed = TRAINER.replace(
         "        self.optimizer.step()\n        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n",
         "        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n        self.optimizer.step()\n",
@@ -275,7 +283,7 @@ def test_the_pool_gets_the_index(tmp_path):
     for n in range(8):  # enough files that need an analysis for worker processes
         files[f"other{n}.py"] = "import torch\nfor x in range(3):\n    x.backward()\n"
     write(tmp_path, files)
-    assert found(run(tmp_path, jobs=2)) == found(run(tmp_path, jobs=1)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, jobs=2)) == found(run(tmp_path, jobs=1)) == [("trainer.py", 16, "GL004")]
 
 
 def test_files_without_gradient_words_are_not_parsed_for_the_index(tmp_path):
@@ -313,29 +321,30 @@ def _cli(tmp_path, *args):
 
 
 def test_every_output_format_names_the_other_file(tmp_path):
+    """The finding stands in trainer.py (the clip); the loop's call in train.py is related."""
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     data = json.loads(_cli(tmp_path, "--output-format", "json").stdout)
     (finding,) = data["findings"]
-    assert finding["path"] == "train.py"
-    assert [(r["path"], r["line"]) for r in finding["related"]] == [("trainer.py", 16), ("trainer.py", 15)]
+    assert (finding["path"], finding["line"]) == ("trainer.py", 16)
+    assert [(r["path"], r["line"]) for r in finding["related"]] == [("trainer.py", 15), ("train.py", 7)]
 
     sarif = json.loads(_cli(tmp_path, "--output-format", "sarif").stdout)
     (result,) = sarif["runs"][0]["results"]
-    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("train.py")
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("trainer.py")
     related = [r["physicalLocation"]["artifactLocation"]["uri"] for r in result["relatedLocations"]]
-    assert all(uri.endswith("trainer.py") for uri in related)
-    assert "[trainer.py line 15](2)" in result["message"]["text"]
+    assert related == ["trainer.py", "train.py"]
+    assert "([line 15](1))" in result["message"]["text"] and "([train.py line 7](2))" in result["message"]["text"]
 
     github = _cli(tmp_path, "--output-format", "github").stdout
-    assert "trainer.py line 16: " in github and "file=train.py" in github
+    assert "file=trainer.py,line=16," in github and "train.py line 7: " in github
 
     junit = _cli(tmp_path, "--output-format", "junit").stdout
-    assert "trainer.py line 15: " in junit
+    assert 'classname="trainer.py" file="trainer.py" line="16"' in junit and "train.py line 7: " in junit
 
     lsp = json.loads(_cli(tmp_path, "--output-format", "lsp").stdout)
-    diagnostics = next(iter(lsp.values())) if isinstance(lsp, dict) else lsp[0]["diagnostics"]
-    uris = [r["location"]["uri"] for d in diagnostics for r in d["relatedInformation"]]
-    assert uris and all(uri.endswith("/trainer.py") for uri in uris)
+    (diagnostic,) = next(diagnostics for uri, diagnostics in lsp.items() if uri.endswith("/trainer.py"))
+    uris = [r["location"]["uri"] for r in diagnostic["relatedInformation"]]
+    assert [uri.rsplit("/", 1)[1] for uri in uris] == ["trainer.py", "train.py"]
 
 
 TRAIN_OR_TEST = """\
@@ -526,12 +535,17 @@ def test_a_parenthesized_import_names_its_modules():
 
 def test_one_misplaced_call_in_another_module_gives_one_finding(tmp_path):
     """The loop's call into the updater and the updater's own function both see its clip of
-    scaled gradients: a run that checks both files reports it once, on the clip; a run of the
-    loop's file alone reports it on the call (the only place that run reports anything)."""
+    scaled gradients: a run that checks both files reports it once, on the clip, with the
+    loop's call as a related location; so does a run of the loop's file alone."""
     folder = ROOT / "fixtures" / "gl006" / "scaled_backward_in_caller"
     write(tmp_path, {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.py")})
-    assert found(run(tmp_path)) == [("wrong_updater.py", 17, "GL006")]
-    assert found(run(tmp_path, "train_with_wrong_updater.py")) == [("train_with_wrong_updater.py", 23, "GL006")]
+    both = run(tmp_path)
+    assert found(both) == [("wrong_updater.py", 17, "GL006")]
+    (finding,) = both.findings()
+    assert ("train_with_wrong_updater.py", 23) in [(r.path, r.span.line) for r in finding.related]
+    alone = run(tmp_path, "train_with_wrong_updater.py")
+    assert found(alone) == [("wrong_updater.py", 17, "GL006")]
+    assert ("train_with_wrong_updater.py", 23) in [(r.path, r.span.line) for r in alone.findings()[0].related]
 
 
 def test_a_caller_parsed_earlier_for_a_base_class_does_not_stop_the_run(tmp_path):
@@ -623,7 +637,7 @@ def test_a_call_through_a_module_reaches_a_function_only_where_the_module_holds_
     files = [(str(tmp_path / name), (tmp_path / name).read_text(), "d", None) for name in texts]
     _, views = index_files(files, [str(tmp_path)])
     assert (str(tmp_path / "train.py") in views) is reaches
-    expected = [("train.py", 9, "GL004")] if reaches else []
+    expected = [("pkg/ops.py", 6, "GL004")] if reaches else []
     assert found(run(tmp_path)) == expected
 
 
@@ -688,7 +702,7 @@ def test_a_method_of_a_module_indented_with_tabs_is_followed(tmp_path):
                 agent.train(x)
         """,
     })
-    assert found(run(tmp_path)) == [("main.py", 6, "GL001")]
+    assert found(run(tmp_path)) == [("agent.py", 12, "GL001")]
 
 
 def test_an_agent_built_by_a_factory_of_the_loops_own_file(tmp_path):
@@ -737,7 +751,7 @@ def test_an_agent_built_by_a_factory_of_the_loops_own_file(tmp_path):
                 either.update(x)
     """
     write(tmp_path, {"agent.py": agent, "train.py": train})
-    assert found(run(tmp_path)) == [("train.py", 19, "GL001")]
+    assert found(run(tmp_path)) == [("agent.py", 10, "GL001")]  # the backward of Agent.update
 
 
 def test_an_instance_of_a_class_built_through_its_module(tmp_path):
@@ -769,4 +783,4 @@ def test_an_instance_of_a_class_built_through_its_module(tmp_path):
                     policy.update(batch)
         """,
     })
-    assert found(run(tmp_path)) == [("main.py", 8, "GL001")]
+    assert found(run(tmp_path)) == [("agentmod.py", 10, "GL001")]

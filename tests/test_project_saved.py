@@ -32,16 +32,16 @@ def builds(monkeypatch):
 def test_a_warm_run_builds_no_index(tmp_path, builds):
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     cache = str(tmp_path / ".gradlint_cache")
-    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, cache_dir=cache)) == [("trainer.py", 16, "GL004")]
     assert len(builds) == 1
-    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, cache_dir=cache)) == [("trainer.py", 16, "GL004")]
     assert len(builds) == 1  # views and results from the cache
 
 
 def test_a_changed_file_of_the_run_builds_it_again(tmp_path, builds):
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     cache = str(tmp_path / ".gradlint_cache")
-    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, cache_dir=cache)) == [("trainer.py", 16, "GL004")]
     (tmp_path / "trainer.py").write_text(FIXED)
     assert found(run(tmp_path, cache_dir=cache)) == []
     assert len(builds) == 2
@@ -55,7 +55,7 @@ def test_a_module_read_from_disk_is_checked_again(tmp_path, builds):
     assert found(run(tmp_path, "train.py", cache_dir=cache)) == []
     assert len(builds) == 1
     (tmp_path / "trainer.py").write_text(TRAINER)
-    assert found(run(tmp_path, "train.py", cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, "train.py", cache_dir=cache)) == [("trainer.py", 16, "GL004")]
     assert len(builds) == 2
 
 
@@ -64,7 +64,7 @@ def test_a_module_that_appears_where_an_import_looked_is_read(tmp_path, builds):
     cache = str(tmp_path / ".gradlint_cache")
     assert found(run(tmp_path, "train.py", cache_dir=cache)) == []  # nothing to resolve: silent
     write(tmp_path, {"trainer.py": TRAINER})
-    assert found(run(tmp_path, "train.py", cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, "train.py", cache_dir=cache)) == [("trainer.py", 16, "GL004")]
 
 
 def test_saved_views_with_a_file_to_analyse_build_the_index(tmp_path, builds):
@@ -76,7 +76,7 @@ def test_saved_views_with_a_file_to_analyse_build_the_index(tmp_path, builds):
 
     write(tmp_path, {"trainer.py": TRAINER, "train.py": TRAIN.format(module="trainer")})
     cache = str(tmp_path / ".gradlint_cache")
-    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, cache_dir=cache)) == [("trainer.py", 16, "GL004")]
     import os
 
     cwd = os.getcwd()
@@ -87,7 +87,7 @@ def test_saved_views_with_a_file_to_analyse_build_the_index(tmp_path, builds):
         result = RunResult(check_files([(p, Settings.default()) for p in files], options))
     finally:
         os.chdir(cwd)
-    assert found(result) == [("train.py", 7, "GL004")]
+    assert found(result) == [("trainer.py", 16, "GL004")]
     assert len(builds) == 2
 
 
@@ -108,7 +108,7 @@ def test_a_damaged_entry_builds_the_index(tmp_path, builds):
             damaged += 1
     assert damaged == 1
     assert Cache(cache).writable
-    assert found(run(tmp_path, cache_dir=cache)) == [("train.py", 7, "GL004")]
+    assert found(run(tmp_path, cache_dir=cache)) == [("trainer.py", 16, "GL004")]
     assert len(builds) == 2
 
 
