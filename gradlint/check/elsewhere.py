@@ -34,9 +34,10 @@ def merged(first: Finding, second: Finding) -> Finding:
     return replace(first, related=first.related + more) if more else first
 
 
-def settle(results: list) -> list:
+def settle(results: list, read) -> list:
     """The results of a run with every finding made elsewhere settled (see the module's text).
-    `results`: FileResults, or None for a file with none; a list of the same length comes back."""
+    `results`: FileResults, or None for a file with none; a list of the same length comes back.
+    `read`: path -> the file's text now, or None when it cannot be read (its comments unknown)."""
     moved: dict = {}  # (file, code, span) -> (the finding, the index of the result it came from)
     out = list(results)
     for i, result in enumerate(results):
@@ -55,11 +56,14 @@ def settle(results: list) -> list:
         by_file.setdefault(file, []).append((finding, origin))
     for file, found in by_file.items():
         home = where.get(file)
-        kept, suppressed = _suppressed_there(file, [f for f, _ in found])
+        kept, suppressed = _suppressed_there(read(file), [f for f, _ in found])
         silenced = {id(f) for f in suppressed}
-        for finding, origin in ((f, o) for f, o in found):
-            target = home if home is not None else origin
-            out[target] = _with(out[target], finding, id(finding) in silenced)
+        for finding, origin in found:
+            silent = id(finding) in silenced
+            if home is not None:  # named as the run names that file
+                out[home] = _with(out[home], replace(finding, path=out[home].path), silent)
+            else:
+                out[origin] = _with(out[origin], finding, silent)
     return out
 
 
@@ -76,16 +80,11 @@ def _with(result: FileResult, finding: Finding, silenced: bool) -> FileResult:
     return replace(result, findings=sorted(findings, key=key), suppressed=sorted(suppressed, key=key))
 
 
-def _suppressed_there(path: str, findings: list) -> tuple[list, list]:
-    """(kept, suppressed) by the `# noqa` comments of the file at `path`, read now: a finding
-    that the comments cannot be read for is kept."""
-    from gradlint.check.engine import decode, read_source
+def _suppressed_there(source, findings: list) -> tuple[list, list]:
+    """(kept, suppressed) by the `# noqa` comments of `source`, the text of the file that holds
+    the findings' calls: a finding whose file could not be read (None) is kept."""
     from gradlint.check.suppress import apply_suppressions
 
-    data, error = read_source(path)
-    if error is not None:
-        return findings, []
-    source, error = decode(data, path)
-    if error is not None or source is None:
+    if source is None:
         return findings, []
     return apply_suppressions(findings, source)

@@ -90,7 +90,7 @@ def check_source(
     from gradlint.check.suppress import apply_suppressions
 
     # A finding in another module (its misplaced call is there) answers to that file's own
-    # `# noqa` comments, which the run reads (settle_elsewhere): not to this file's lines.
+    # noqa comments, which the run reads (settle_elsewhere): not to this file's lines.
     elsewhere = [f for f in findings if f.path != path]
     kept, suppressed = apply_suppressions([f for f in findings if f.path == path], source)
     if elsewhere:
@@ -738,7 +738,16 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         cache.save_parsed()
     from gradlint.check.elsewhere import settle
 
-    return settle(results)
+    return settle(results, _text_now)
+
+
+def _text_now(path: str) -> "str | None":
+    """The text of a file as it is now, None when it cannot be read as text."""
+    data, error = read_source(path)
+    if error is not None:
+        return None
+    text, error = decode(data, path)
+    return None if error is not None else text
 
 
 def _index_again(files: list, roots: tuple, notebooks=None, notebook_code=None):

@@ -13,6 +13,7 @@ silences none of ours.
 
 from __future__ import annotations
 
+import os
 import re
 import tokenize
 from dataclasses import dataclass
@@ -116,7 +117,9 @@ def unused_directives(
     """
     from gradlint.rules.registry import rules_by_code
 
-    used = {(f.span.line, f.code) for f in suppressed}
+    # (a finding that another file's loop made of a call here is suppressed here too; one of
+    # another file that stayed with this file's result silenced nothing of this file)
+    used = {(f.span.line, f.code) for f in suppressed if f.path == path or os.path.abspath(f.path) == os.path.abspath(path)}
     known = rules_by_code()
     out = []
     for directive in directives(source):

@@ -22,6 +22,7 @@ error for that file, and the other files are still marked.
 from __future__ import annotations
 
 import tokenize
+from dataclasses import replace
 
 from gradlint.core import source_lines
 from gradlint.core.findings import FileResult, Finding
@@ -77,6 +78,15 @@ def add_noqa_to_file(result: FileResult, settings, staging=None) -> tuple[FileRe
     from gradlint.check.engine import check_source
     from gradlint.edit.rewrite import read_analysed, write_edit
 
+    from gradlint.check.elsewhere import is_elsewhere
+
+    # a finding on a call in another file (which the run does not check) is that file's to mark
+    elsewhere = [f for f in result.findings if is_elsewhere(f, result.path)]
+    if elsewhere:
+        kept = [f for f in result.findings if f not in elsewhere]
+        marked, count = add_noqa_to_file(replace(result, findings=kept), settings, staging)
+        own = [f for f in marked.findings if not is_elsewhere(f, result.path)]
+        return replace(marked, findings=sorted(own + elsewhere, key=Finding.sort_key)), count
     if not result.findings or result.errors:
         return result, 0
     data, refused = read_analysed(result)  # the directives go on the lines that were checked

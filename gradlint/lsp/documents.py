@@ -35,6 +35,8 @@ class DocumentCheck:
     diagnostics: list[dict] = field(default_factory=list)  # findings first, then file errors
     # gradlint's own failures (a rule that raised): logged to the client, never shown as a finding
     internal_errors: list[str] = field(default_factory=list)
+    # findings on misplaced calls of other files that this buffer's loops run (not suppressed yet)
+    elsewhere: list[Finding] = field(default_factory=list)
 
 
 def check_document(
@@ -46,6 +48,7 @@ def check_document(
     `project`: the workspace's index as it is now (gradlint/lsp/workspace.py), or None.
     `context`: the check's FileContext of `text` with `memo` (gradlint/parse/file_context.py), if
     the caller made it (None: the check makes it)."""
+    from gradlint.check.elsewhere import is_elsewhere
     from gradlint.check.engine import check_source
     from gradlint.report.lsp import to_diagnostic
 
@@ -53,8 +56,11 @@ def check_document(
     if too_large is not None:
         return DocumentCheck(diagnostics=[error_diagnostic(too_large, text)])
     result = check_source(text, path, settings, memo, project, context)
-    check = DocumentCheck(findings=list(result.findings))
-    check.diagnostics = [to_diagnostic(finding, uri) for finding in result.findings]
+    # A finding that stands in another module (the misplaced call a loop of this buffer runs,
+    # gradlint/check/elsewhere.py) is that file's diagnostic, never one of this buffer's lines.
+    own = [f for f in result.findings if not is_elsewhere(f, path)]
+    check = DocumentCheck(findings=own, elsewhere=[f for f in result.findings if is_elsewhere(f, path)])
+    check.diagnostics = [to_diagnostic(finding, uri) for finding in own]
     for error in result.errors:
         if error.kind == INTERNAL_ERROR:
             check.internal_errors.append(error.message)
