@@ -90,7 +90,7 @@ def check_source(
     from gradlint.check.suppress import apply_suppressions
 
     # A finding in another module (its misplaced call is there) answers to that file's own
-    # noqa comments, which the run reads (settle_elsewhere): not to this file's lines.
+    # noqa comments, which the run reads (gradlint/check/elsewhere.py): not to this file's lines.
     elsewhere = [f for f in findings if f.path != path]
     kept, suppressed = apply_suppressions([f for f in findings if f.path == path], source)
     if elsewhere:
