@@ -35,17 +35,22 @@ async def workspace_client(lsp_client: LanguageClient, tmp_path: Path):
 
 
 @pytest.mark.asyncio(loop_scope="module")
-async def test_a_buffer_gets_the_finding_of_another_modules_method(workspace_client: LanguageClient):
+async def test_a_buffer_gives_the_finding_to_the_module_of_the_misplaced_call(workspace_client: LanguageClient):
+    """train.py's loop runs trainer.py's clip after its step: the diagnostic stands on the clip,
+    in trainer.py (not open), with the call in train.py as related information; train.py's
+    buffer shows nothing of it, and an edit that stops calling the method takes it away."""
     lsp_client, root = workspace_client, workspace_client.root
     uri = open_doc(lsp_client, root / "train.py", TRAIN.format(module="trainer"))
-    (diagnostic,) = await diagnostics_for(lsp_client, uri, lambda d: len(d) > 0)
+    trainer = (root / "trainer.py").as_uri()
+    (diagnostic,) = await diagnostics_for(lsp_client, trainer, lambda d: len(d) > 0)
     assert diagnostic.code == "GL004"
-    assert diagnostic.range.start.line == 6  # the call in train.py
+    assert diagnostic.range.start.line == 15  # the clip in trainer.py
     related = [(r.location.uri, r.location.range.start.line) for r in diagnostic.related_information]
-    assert related == [((root / "trainer.py").as_uri(), 15), ((root / "trainer.py").as_uri(), 14)]
+    assert related == [(trainer, 14), (uri, 6)]  # the step it comes after, the loop's call
+    assert list(lsp_client.diagnostics[uri]) == []
     # an unsaved edit that stops calling the method: the buffer's text counts, not the file's
     replace_all(lsp_client, uri, TRAIN.format(module="trainer").replace("trainer.train_step(batch)", "pass"), 2)
-    assert await diagnostics_for(lsp_client, uri, lambda d: len(d) == 0) == []
+    assert await diagnostics_for(lsp_client, trainer, lambda d: len(d) == 0) == []
 
 
 def test_a_check_never_waits_for_the_index(tmp_path):

@@ -324,6 +324,8 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
     related = tuple(Related(e.span, why, path=e.path if e.path is not None else path) for e, why in raw.related)
     if event.path is None and not any(e.path is not None for e, _ in raw.related):
         related = tuple(Related(e.span, why) for e, why in raw.related)
+        if event.anchor is not None and event.anchor[0] != event.span:  # in a helper: the loop's call of it
+            related += (Related(event.anchor[0], f"the call of {event.anchor[1]} that runs it"),)
         return Finding(path=path, code=raw.code, message=message, span=event.span, related=related, fix=plan(raw, model))
     # the calls in this file that lead into the other module, for an editor to show too
     anchors = [e.anchor for e, _ in raw.related if e.path is not None and e.anchor is not None]

@@ -126,6 +126,10 @@ class GradlintServer(LanguageServer):
         self.memos: dict[str, DocumentMemo] = {}
         # uri -> (version key, finding -> the fix --fix would apply to it): code actions are asked often
         self.proven: dict[str, tuple[tuple, dict]] = {}
+        # what each buffer's check found on calls of other files (gradlint/lsp/contributions.py)
+        from gradlint.lsp.contributions import Contributions
+
+        self.contributions = Contributions()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-check")
         self.analyses = Analyses()  # the running check, stoppable at its time limit or at shutdown
         self._config_problems_shown: set[str] = set()
@@ -323,9 +327,37 @@ class GradlintServer(LanguageServer):
             return
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=uri, version=doc.version, diagnostics=self.client_diagnostics(doc, result.diagnostics)
+                uri=uri, version=doc.version,
+                diagnostics=self.client_diagnostics(doc, self.contributions.to(uri, result.diagnostics)),
             )
         )
+        for other in sorted(self.contributions.give(uri, result.elsewhere, self.text_now) - {uri}):
+            self.publish_given(other)
+
+    def publish_given(self, uri: str) -> None:
+        """A file's diagnostics again after what other buffers give it changed: its own from its
+        newest check (none when it is not open), and theirs."""
+        doc = self.document(uri)
+        known = self.results.get(uri)
+        own = known[1].diagnostics if known is not None and doc is not None and known[0] == self.key_of(doc) else []
+        diagnostics = self.contributions.to(uri, own)
+        converted = self.client_diagnostics(doc, diagnostics) if doc is not None else _converter.structure(
+            diagnostics, list[types.Diagnostic]
+        )
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=doc.version if doc is not None else None, diagnostics=converted)
+        )
+
+    def text_now(self, path: str) -> Optional[str]:
+        """A file's text as the user sees it: its open buffer's, else the file's on disk."""
+        for doc in list(self.workspace.text_documents.values()):
+            if doc.uri.startswith("file:") and os.path.abspath(to_fs_path(doc.uri) or "") == path:
+                return doc.source
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read()
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
 
     def schedule(self, uri: str, delay: float) -> None:
         """Check `uri` after `delay`, replacing a check still waiting for an older version."""
@@ -442,6 +474,9 @@ def make_server() -> GradlintServer:
         ls.forget(uri)
         if ls.push:  # a closed file's findings would otherwise linger in the problems list
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+            # what it gave other files goes too; what other buffers give it stays shown
+            for other in sorted(ls.contributions.withdraw(uri) | ({uri} if ls.contributions.to(uri, []) else set())):
+                ls.publish_given(other)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @guarded
@@ -464,8 +499,9 @@ def make_server() -> GradlintServer:
         result_id = f"{version}.{generation}"
         if params.previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        ls.contributions.give(uri, result.elsewhere, ls.text_now)
         return types.RelatedFullDocumentDiagnosticReport(
-            items=ls.client_diagnostics(doc, result.diagnostics), result_id=result_id
+            items=ls.client_diagnostics(doc, ls.contributions.to(uri, result.diagnostics)), result_id=result_id
         )
 
     @server.feature(

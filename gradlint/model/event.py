@@ -43,8 +43,9 @@ class Event:
     handoff: bool = False
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
     # Project-wide analysis (gradlint/project): an event of a function of another module that
-    # the loop calls sits in that file (`path`, as the run names it); `anchor` is the span of
-    # the call in the checked file that leads there, where a finding about it is reported.
+    # the loop calls sits in that file (`path`, as the run names it).  `anchor`: (span, label) of
+    # the call in the checked file's loop that leads to this event, of a function of another
+    # module or a helper of this file; a related location of a finding on this event.
     path: Optional[str] = None
     anchor: Optional[Span] = field(default=None, compare=False)
 

@@ -174,6 +174,9 @@ class Context:
         # that runs entirely without them (called there, or decorated): no backward in it
         self.grad_off: Optional[str] = None
         self.via: tuple[str, ...] = ()
+        # inside a helper of this file: (span, label) of the call in the loop's own code that
+        # leads there, a related location of a finding on the helper's misplaced call
+        self.call_site: Optional[tuple] = None
         self.helpers: tuple[int, ...] = ()  # ids of helper defs being inlined
         # parameters of the inlined helper bound to the GradScaler's scale (`scale=scaler.get_scale()`):
         # a clip threshold multiplied by it clips as if unscaled (classify._clip_event)
@@ -240,6 +243,8 @@ class Context:
         span = self.span(node)
         if self.foreign is not None:
             fields.update(path=self.foreign.path, anchor=self.foreign.anchor)
+        elif self.call_site is not None:
+            fields.update(anchor=self.call_site)
         return Event(kind, span, text if text is not None else self.text(node, span), via=self.via, **fields)
 
 
@@ -1043,6 +1048,8 @@ class Builder:
             fresh = True
         else:
             fresh = scope is not None
+        if call is not None and scope is None and ctx.foreign is None and ctx.call_site is None:
+            changes["call_site"] = (ctx.span(call), label)
         if scope is not None:
             changes["foreign"] = scope
             if members:
