@@ -138,3 +138,30 @@ def test_the_language_server_never_shows_another_files_finding_in_the_buffer(tmp
         project_run.install(None, {})
     assert check.diagnostics == []
     assert [(os.path.basename(f.path), f.line, f.code) for f in check.elsewhere] == [("trainer.py", CLIP_LINE, "GL004")]
+
+
+# --- a helper of the loop's own file --------------------------------------------------------
+
+SAME_FILE = {
+    # fixture: (the misplaced call's line, the lines of the loops' calls of its helper)
+    "fixtures/gl004/wrong_clip_in_step_helper_of_two_loops.py": (17, [21, 24]),
+    "fixtures/gl008/wrong_epoch_function_schedules_first.py": (14, [22]),
+    "fixtures/gl002/wrong_update_helper_clears_after_backward.py": (14, [19]),
+}
+
+
+def test_a_helper_of_the_same_file_names_the_loops_calls():
+    """One finding on the helper's misplaced call, whatever number of loops run it, with each
+    loop's call of the helper as a related location (and the fix on the helper's lines)."""
+    from pathlib import Path
+
+    from gradlint.check.engine import check_source
+
+    root = Path(__file__).resolve().parent.parent
+    for name, (line, calls) in SAME_FILE.items():
+        result = check_source((root / name).read_text(encoding="utf-8"), name, Settings.default())
+        (finding,) = result.findings
+        assert finding.line == line, name
+        called = [r.span.line for r in finding.related if r.message.startswith("the call of ")]
+        assert called == calls, name
+        assert finding.fix is not None and all(e.span.line >= line - 4 for e in finding.fix.edits), name
