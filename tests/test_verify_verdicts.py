@@ -331,3 +331,31 @@ def test_a_clear_of_other_parameters_between_two_updates_is_gl001_as_the_checker
                        Z(12, oid=2, pids=(1,)), B(13, pid=2), S(14, pids=(1, 2), state=has(2)),
                        params=((1, 1), (2, 1)))
     assert [code for code, _ in codes(part_cleared)] == ["GL003"]  # a clear of some of them, misplaced
+
+
+def test_a_finding_in_a_module_of_the_script_is_judged_at_its_own_file(tmp_path):
+    """A finding stands on the misplaced call, which may be in a module the script's loop calls
+    (trainer.py's clip after its step): its line is matched in that file, not in the script."""
+    script, module = tmp_path / "train.py", tmp_path / "trainer.py"
+    script.write_text("")
+    module.write_text("")
+    here, there = str(script.resolve()), str(module.resolve())
+
+    def event(kind, line, extra):
+        # the probes record the whole stack: the call in the script's loop, then the module's line
+        return {"type": "event", "kind": kind, "sites": [[there, line, "train_step"], [here, 12, "<module>"]],
+                "text": kind, **extra}
+
+    records = [{"type": "start", "ok": True, "file": here}, {"type": "param", "pid": 1, "name": "p1", "oid": 1}]
+    for i, (kind, line, extra) in enumerate([Z(15), B(16), S(17), ("C", 18, {"params": [1], "state": has(1)})] * 3, start=1):
+        records.append({"i": i, **event(kind, line, extra)})
+    records.append({"type": "end", "reason": "completed"})
+    run = Run.from_records(records)
+    call = SimpleNamespace(span=SimpleNamespace(line=12, col=5), message="the call", path=str(script))
+    step = SimpleNamespace(span=SimpleNamespace(line=17, col=9), message="the step", path=None)
+    for related in ([step, call], [step]):  # matched at its own line, not through the call's
+        found = SimpleNamespace(code="GL004", path=str(module), span=SimpleNamespace(line=18, col=9), message="",
+                                related=related)
+        (verdict,), runtime_only = judge([found], run, here)
+        assert (verdict.code, verdict.line, verdict.verdict) == ("GL004", 18, "confirmed")
+        assert runtime_only == []

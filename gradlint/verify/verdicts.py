@@ -589,15 +589,24 @@ def _path_ran(finding, run: Run, home: str) -> Optional[str]:
         what = {"S": "no optimizer step of its parameters", "B": "no backward into its parameters"}[follow]
         return f"line {line} ran {len(at_line)} times, but {what} came after it: {end_reason(run, home)}"
     for related in finding.related:
-        if not any((home, related.span.line) in e.sites for e in run.events):
+        if not any((_site(getattr(related, "path", None), home), related.span.line) in e.sites for e in run.events):
             return f"line {related.span.line} ({related.message or 'the related event'}) never ran: {end_reason(run, home)}"
     return None
+
+
+def _site(path: Optional[str], home: str) -> str:
+    """The real path of a finding's (or a related location's) file, as the probes name files:
+    `home` (the finding's own, or the script) when it names none or one that is not there."""
+    if not path:
+        return home
+    real = os.path.realpath(path)
+    return real if os.path.exists(real) else home
 
 
 def _related_match(finding, detections, used, home):
     """A detection of the same code at one of the finding's related lines: the checker blames
     the misplaced clear (GL003), the run sees the step that used the stale gradients."""
-    related = {(home, r.span.line) for r in finding.related}
+    related = {(_site(getattr(r, "path", None), home), r.span.line) for r in finding.related}
     return next((d for d in detections if d.code == finding.code and id(d) not in used and related & d.lines), None)
 
 
@@ -652,21 +661,24 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
     used: set = set()
     verdicts = []
     for finding in findings:
+        # the file the finding stands in: the script's, or a module of its project whose misplaced
+        # call the script's loop runs (a finding stands on the misplaced call)
+        site = _site(finding.path, home)
         match = next(
-            (d for d in detections if d.code == finding.code and (home, finding.span.line) in d.lines),
+            (d for d in detections if d.code == finding.code and (site, finding.span.line) in d.lines),
             None,
-        ) or _related_match(finding, detections, used, home)
+        ) or _related_match(finding, detections, used, site)
         line = finding.span.line
         message = finding.message
         if match is not None:
             used.add(id(match))
-            verdict, evidence = CONFIRMED, match.by_line.get((home, line), match.evidence)
+            verdict, evidence = CONFIRMED, match.by_line.get((site, line), match.evidence)
             message = match.message or message
         else:
-            missing = _path_ran(finding, run, home)
-            times = _ran(run, home, line)
+            missing = _path_ran(finding, run, site)
+            times = _ran(run, site, line)
             if missing is None:
-                missing = _nothing_to_act_on(finding, findings, run, home)
+                missing = _nothing_to_act_on(finding, findings, run, site)
             criterion = _criterion(finding.code)
             masked = criterion.masked(run, home) if missing is None and criterion and criterion.masked else None
             if masked is not None:
@@ -684,8 +696,8 @@ def judge(findings, run: Run, home: str) -> tuple[list[Verdict], list[Detection]
         if id(detection) in used:
             continue
         # the finding on the detection's own call first, then one on a call its evidence is made of
-        same = [i for i, f in enumerate(findings) if _same_call(f, detection, home)]
-        same.sort(key=lambda i: (home, findings[i].span.line) != (detection.file, detection.line))
+        same = [i for i, f in enumerate(findings) if _same_call(f, detection, _site(f.path, home))]
+        same.sort(key=lambda i: (_site(findings[i].path, home), findings[i].span.line) != (detection.file, detection.line))
         if not same:
             continue
         used.add(id(detection))
