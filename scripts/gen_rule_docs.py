@@ -88,6 +88,15 @@ def rule_page(rule) -> str:
         if rule.fix
         else "None: the repair needs a human decision. `--fix` leaves these findings alone.\n",
     ]
+    if bug:
+        parts += [
+            "## Where it is reported\n",
+            "On the misplaced call itself, in whatever module holds it: that is where the fix goes and where a "
+            "`# noqa` belongs. A call inside a helper or a method that a loop runs (a trainer's `train_step` "
+            "called from a loop in `train.py`) is reported there, with the loop's call as a related location; "
+            "one misplaced call run by several loops is one finding. A finding in another module than the "
+            "loop's has no fix. See [Across files](../what-it-understands.md#across-files).\n",
+        ]
     if rule.limits:
         parts += ["## What it leaves alone\n", f"{rule.limits}\n"]
     if rule.criterion is not None:
