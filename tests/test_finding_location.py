@@ -165,3 +165,21 @@ def test_a_helper_of_the_same_file_names_the_loops_calls():
         called = [r.span.line for r in finding.related if r.message.startswith("the call of ")]
         assert called == calls, name
         assert finding.fix is not None and all(e.span.line >= line - 4 for e in finding.fix.edits), name
+
+
+def test_a_notebooks_loop_gives_the_finding_to_the_module_with_its_cell_related(tmp_path):
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# train"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": ["import torch\n", "from torch import nn\n", "from trainer import Trainer\n", "trainer = Trainer(nn.Linear(4, 1))"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": ["for batch in [(torch.randn(8, 4), torch.randn(8, 1))] * 3:\n", "    trainer.train_step(batch)"]},
+    ]
+    notebook = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    write(tmp_path, {"trainer.py": TRAINER, "train.ipynb": notebook})
+    data = json.loads(_cli(tmp_path, "--output-format", "json", ".").stdout)
+    (finding,) = data["findings"]
+    assert (finding["path"], finding["line"], finding["cell"]) == ("trainer.py", CLIP_LINE, None)
+    call = next(r for r in finding["related"] if r["path"] == "train.ipynb")
+    assert (call["cell"], call["line"]) == (3, 2)  # the loop's call: its cell, its line there
+    assert finding["message"].endswith("(train.ipynb cell 3, line 2)")

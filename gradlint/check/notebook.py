@@ -264,7 +264,10 @@ def locate(result: FileResult, data: bytes, read: NotebookSource) -> FileResult:
     from gradlint.check.notebook_locations import Locator
 
     locator = Locator(data.decode("utf-8", "replace"), read.where, read.indices, read.dedents)
-    result.findings = [locator.finding(f) for f in result.findings]
+    path = result.path
+    # a finding on a call of a module that a loop of the cells runs stands in that module: only
+    # its related locations in the notebook (the loop's call) are placed in cells
+    result.findings = [locator.finding(f) if f.path == path else locator.related_in(f, path) for f in result.findings]
     result.suppressed = [locator.finding(f) for f in result.suppressed]
     # An error of the whole file (the joined cells too deeply nested) is the file's one result:
     # the broken cells skipped before it were not "the others checked".

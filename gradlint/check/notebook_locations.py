@@ -66,6 +66,16 @@ class Locator:
         related = tuple(replace(r, cell=self.place(r.span)) for r in finding.related)
         return replace(finding, message=self._message(finding.message, cell), related=related, fix=None, cell=cell)
 
+    def related_in(self, finding: Finding, path: str) -> Finding:
+        """A finding of another file with its related locations in this notebook (`path`) placed
+        in their cells."""
+        related = tuple(replace(r, cell=self.place(r.span)) if r.path == path else r for r in finding.related)
+        message = finding.message
+        for r in related:  # the message names the loop's call as `(nb.ipynb line 6)`: its cell's line
+            if r.cell is not None:
+                message = message.replace(f"({path} line {r.span.line})", f"({path} {r.cell.label()})")
+        return replace(finding, related=related, message=message)
+
     def error(self, error: FileError) -> FileError:
         if error.kind == "syntax-error" or not error.whole_file:
             cell = self.place(Span(error.line, error.col, error.line, error.col))
