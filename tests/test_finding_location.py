@@ -183,3 +183,22 @@ def test_a_notebooks_loop_gives_the_finding_to_the_module_with_its_cell_related(
     call = next(r for r in finding["related"] if r["path"] == "train.ipynb")
     assert (call["cell"], call["line"]) == (3, 2)  # the loop's call: its cell, its line there
     assert finding["message"].endswith("(train.ipynb cell 3, line 2)")
+
+
+def test_a_rules_message_names_each_place_for_the_file_the_finding_stands_in():
+    from gradlint.model.event import Event
+    from gradlint.core.findings import Span
+    from gradlint.rules.base import at, worded
+
+    step = Event("S", Span(15, 9, 15, 30), "self.optimizer.step()", path="trainer.py")
+    backward = Event("B", Span(7, 5, 7, 20), "loss.backward()")  # the checked file's own
+    message = f"clip after {at(step)}, scaled by {at(backward)}"
+    assert worded(message, "train.py", "trainer.py") == (
+        "clip after self.optimizer.step() (line 15), scaled by loss.backward() (train.py line 7)"
+    )
+    assert worded(message, "train.py", "train.py") == (
+        "clip after self.optimizer.step() (trainer.py line 15), scaled by loss.backward() (line 7)"
+    )
+    assert worded("no place here", "a.py", "b.py") == "no place here"
+    cut = at(step)[:-2]  # a mark without its end is left as it is, never looped over
+    assert worded(cut, "train.py", "trainer.py") == cut
