@@ -91,8 +91,10 @@ def check_source(
 
     # A finding in another module (its misplaced call is there) answers to that file's own
     # noqa comments, which the run reads (gradlint/check/elsewhere.py): not to this file's lines.
-    elsewhere = [f for f in findings if f.path != path]
-    kept, suppressed = apply_suppressions([f for f in findings if f.path == path], source)
+    from gradlint.check.elsewhere import is_elsewhere
+
+    elsewhere = [f for f in findings if is_elsewhere(f, path)]
+    kept, suppressed = apply_suppressions([f for f in findings if not is_elsewhere(f, path)], source)
     if elsewhere:
         kept = sorted(kept + elsewhere, key=Finding.sort_key)
     return FileResult(path, findings=kept, suppressed=suppressed)

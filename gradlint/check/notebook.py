@@ -261,13 +261,14 @@ def check_notebook_data(data: bytes, path: str, settings: Settings) -> tuple[Fil
 def locate(result: FileResult, data: bytes, read: NotebookSource) -> FileResult:
     """The result of checking the joined cells, each finding and error placed in its cell
     (gradlint/check/notebook_locations.py)."""
+    from gradlint.check.elsewhere import is_elsewhere
     from gradlint.check.notebook_locations import Locator
 
     locator = Locator(data.decode("utf-8", "replace"), read.where, read.indices, read.dedents)
     path = result.path
     # a finding on a call of a module that a loop of the cells runs stands in that module: only
     # its related locations in the notebook (the loop's call) are placed in cells
-    result.findings = [locator.finding(f) if f.path == path else locator.related_in(f, path) for f in result.findings]
+    result.findings = [locator.related_in(f, path) if is_elsewhere(f, path) else locator.finding(f) for f in result.findings]
     result.suppressed = [locator.finding(f) for f in result.suppressed]
     # An error of the whole file (the joined cells too deeply nested) is the file's one result:
     # the broken cells skipped before it were not "the others checked".
