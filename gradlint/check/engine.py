@@ -317,6 +317,7 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
     module makes a finding in that module (`path` is then its file), with the call in this file
     that leads there as a related location; such a finding has no fix (this check's edits are
     of this file only)."""
+    from gradlint.core.display import shown
     from gradlint.rules.base import worded
 
     event = raw.event
@@ -341,7 +342,7 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
     if event.path is None:
         return Finding(path=path, code=raw.code, message=message, span=event.span, related=_here(related, path))
     span, label = event.anchor  # the text report shows no related locations: the message names the caller
-    message = f"{message}; run by the loop through {label} ({path} line {span.line})"
+    message = f"{message}; run by the loop through {label} ({shown(path)} line {span.line})"
     return Finding(path=event.path, code=raw.code, message=message, span=event.span, related=_here(related, event.path))
 
 
