@@ -435,7 +435,7 @@ def _read_and_check(
         if error is not None:
             result = FileResult(path, errors=[error])  # (text is None)
         elif project is None and not _passes_prefilter(text, settings):
-            result, text = syntax_checked(text, path), None  # no gradient event can be written here
+            result, text = FileResult(path), None  # no gradient event can be written here: not parsed
         else:
             from gradlint.parse.file_context import FileContext
 
@@ -530,14 +530,6 @@ def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, 
     if error is not None:
         return FileResult(path, errors=[error]), None
     return check_source(text, path, settings), text
-
-
-def syntax_checked(text: str, path: str) -> FileResult:
-    """The result of a file the prefilter passes over: clean, unless CPython cannot parse it."""
-    from gradlint.parse.syntax import syntax_error
-
-    error = syntax_error(text, path)
-    return FileResult(path, errors=[error]) if error is not None else FileResult(path)
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -712,8 +704,6 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         if cache is not None and digest is not None:
             path, settings = tasks[i]
             cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, options.variant), result)
-    if cache is not None:
-        cache.save_parsed()
     return _one_finding_per_call(results)
 
 
@@ -791,13 +781,9 @@ def _without_analysis(
         return read
     digest, size, text = read
     if text is not None and view is None and not _passes_prefilter(text, settings):
-        # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
-        if cache is not None and cache.known_to_parse(digest):
-            return FileResult(path)
-        result = syntax_checked(text, path)
-        if cache is not None and not result.errors:
-            cache.parsed(digest)
-        return result
+        # No spelling of a gradient event and no call into the project: nothing to find, so
+        # nothing is parsed (a syntax error here is Python's and ruff's to report: README).
+        return FileResult(path)
     if cache is not None:
         hit = cache.get(cache.key(path, _with_view(digest, view), settings, variant), path)
         if hit is not None:

@@ -15,11 +15,10 @@ entry, the new one or none, never half of one, so two runs may share the
 directory.
 
 The cache is a directory anyone may have damaged, so an entry is read
-like hostile input: every read of it (the entries, the parsed-digest set)
-takes only a regular file (opened non-blocking, without following a link: a
-FIFO or a link to /dev/zero is never read), at most MAX_ENTRY_BYTES of it
-(MAX_PARSED_BYTES for the set), used only when the digest its first line
-holds matches its body (an entry also names its key, which must be the
+like hostile input: every read of it takes only a regular file (opened
+non-blocking, without following a link: a FIFO or a link to /dev/zero is
+never read), at most MAX_ENTRY_BYTES of it, used only when the digest its
+first line holds matches its body (an entry also names its key, which must be the
 one asked for: an entry rewritten with well-formed but other content is
 not a result), decoded without letting deep nesting crash the run, and
 checked for the types a result holds.
@@ -49,9 +48,6 @@ CACHE_DIR_NAME = ".gradlint_cache"
 LAYOUT = "v2"  # bump when the entry format changes
 # No real result comes near this (a finding is about 1 KB); a bigger entry is never written.
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-# The parsed-digest set: 33 bytes a file, so about two million files.
-MAX_PARSED_BYTES = 64 * 1024 * 1024
-PARSED_SET = "parsed-set"  # what its seal is keyed with
 _ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
@@ -209,50 +205,6 @@ class Cache:
             pass  # this entry's name is taken by a directory: only this entry is lost
         except OSError:
             self.writable = False  # read-only or full disk: run on without a cache
-
-    # Files the prefilter passes over need only CPython's parse (gradlint/parse/syntax.py); the digests
-    # of the bytes that parsed are one set in one file per gradlint code and Python version (a
-    # newer Python parses more), read once per run and written once if it grew: a warm run of a
-    # tree of such files reads one file instead of parsing them all.
-    def _parsed_path(self) -> str:
-        import sys
-
-        return os.path.join(self.root, f"parsed-{sys.version_info[0]}.{sys.version_info[1]}-{self.code[:16]}.txt")
-
-    # Its first line seals the rest, as an entry's does: read like an entry (a regular file, bounded,
-    # not through a link), a set that is damaged, truncated or edited is no set (every file parses
-    # again); a forged digest in it would hide that file's syntax error.
-    def _parsed_set(self) -> set:
-        if getattr(self, "_parsed", None) is None:
-            self._parsed, self._parsed_new = set(), False
-            data = _read_entry(self._parsed_path(), MAX_PARSED_BYTES)
-            if data is not None:
-                head, _, body = data.partition(b"\n")
-                if head == _seal(PARSED_SET, body).encode() and body.isascii():
-                    self._parsed = set(body.decode("ascii").split())
-        return self._parsed
-
-    def known_to_parse(self, digest: str) -> bool:
-        return digest in self._parsed_set()
-
-    def parsed(self, digest: str) -> None:
-        known = self._parsed_set()
-        if digest not in known:
-            known.add(digest)
-            self._parsed_new = True
-
-    def save_parsed(self) -> None:
-        if not getattr(self, "_parsed_new", False) or not self.writable:
-            return
-        self._parsed_new = False
-        body = ("\n".join(sorted(self._parsed)) + "\n").encode("ascii")
-        if len(body) + 100 > MAX_PARSED_BYTES:
-            return  # a reader would refuse it: the files beyond it are parsed each run
-        try:
-            self._prepare()
-            write_atomically(self._parsed_path(), _seal(PARSED_SET, body).encode() + b"\n" + body)
-        except OSError:
-            self.writable = False
 
     def _prepare(self) -> None:
         """Create the directory and tell git and backup tools to leave it alone."""
