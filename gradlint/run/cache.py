@@ -145,26 +145,29 @@ class Cache:
         self._settings: dict[Settings, str] = {}
         self.writable = True
 
-    def key(self, path: str, digest: str, settings: Settings, variant: str = "") -> str:
-        """`variant`: "proven", the result whose fixes were proven to help (JSON and SARIF), or
-        "marked", with the text report's fix marks: each another entry."""
+    def key(self, path: str, digest: str, settings: Settings) -> str:
         fingerprint = self._settings.get(settings)
         if fingerprint is None:
             fingerprint = self._settings[settings] = settings.fingerprint()
-        text = "\0".join((self.code, fingerprint, path, digest) + ((variant,) if variant else ()))
+        text = "\0".join((self.code, fingerprint, path, digest))
         return hex_digest(text.encode("utf-8", "surrogateescape"), size=20)
 
     def _entry(self, key: str, area: str = "") -> str:
         """`area`: a folder of its own for entries that are not a file's result."""
         return os.path.join(self.root, area, key[:2], key[2:] + ".json")
 
-    def get(self, key: str, path: str) -> Optional[FileResult]:
-        """The result stored under `key` for `path`, None when there is none worth trusting."""
+    def get(self, key: str, path: str, variant: str = "") -> Optional[FileResult]:
+        """The result stored under `key` for `path`, None when there is none worth trusting.
+        `variant`: the result as a report wants it (see `put`); None when the entry lacks it."""
         data = self.get_json(key)
-        if data is None:
+        if not isinstance(data, dict) or not isinstance(data.get(""), dict):
             return None
         try:
-            result = FileResult.from_dict(data)
+            result = FileResult.from_dict(data[""])
+            if variant and variant in data:
+                result = FileResult.from_dict(data[variant])
+            elif variant and any(f.fix for f in result.findings):
+                return None  # the variant would offer other fixes than these: not known
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # corrupt: recompute and overwrite
         return result if result.path == path and _well_typed(result) else None
@@ -184,9 +187,14 @@ class Cache:
         except (ValueError, RecursionError, MemoryError):
             return None  # corrupt: recompute and overwrite
 
-    def put(self, key: str, result: FileResult) -> None:
-        if cacheable(result):
-            self.put_json(key, result.to_dict())
+    def put(self, key: str, result: FileResult, variants: Optional[dict] = None) -> None:
+        """One entry per file, for every report: `result`, and `variants` ({"proven": ..., "marked":
+        ...}: the same findings with the fixes that JSON and SARIF offer, or with the text report's
+        marks), needed only when `result` has a fix (without one, every report shows `result`).
+        A run in one format thus warms the cache for a run in any other."""
+        every = (result, *(variants or {}).values())
+        if all(cacheable(r) for r in every):
+            self.put_json(key, {"": result.to_dict(), **{name: r.to_dict() for name, r in (variants or {}).items()}})
 
     def put_json(self, key: str, value, area: str = "") -> None:
         if not self.writable:
