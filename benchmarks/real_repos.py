@@ -148,21 +148,25 @@ def gradlint_cmd(tree: Path, jobs: list[str]) -> list[str]:
             "--output-format", "json", str(tree)]
 
 
-def measure(name: str, tree: Path, clock: Clock, repeat: int, base: "Path | None" = None) -> dict:
+def measure(name: str, tree: Path, clock: Clock, repeat: int, base: "Path | None" = None, quick: bool = False) -> dict:
+    """`quick`: only what the targets need (ruff, gradlint -j 1, cleanrl's bare libcst parse)."""
     files = python_files(tree)
     lines = sum(Path(p).read_bytes().count(b"\n") for p in files)
     ruff = [str(VENV_BIN / "ruff"), "check", "--select", "ALL", "--no-cache", "--isolated", "--exit-zero",
             "--output-format", "concise", str(tree)]
     ruff_s, _ = clock.least(repeat, ruff)
-    default_s, default = clock.least(repeat, gradlint_cmd(tree, []), cwd=ROOT)
     one_s, one = clock.least(repeat, gradlint_cmd(tree, ["-j", "1"]), cwd=ROOT)
+    default_s, default = (0.0, one) if quick else clock.least(repeat, gradlint_cmd(tree, []), cwd=ROOT)
     base_s = clock.least(repeat, gradlint_cmd(tree, ["-j", "1"]), cwd=base)[0] if base is not None else 0.0
     for proc in (default, one):
         if proc.returncode not in (0, 1):
             print(f"{name}: gradlint exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     listing = "\n".join(files)
-    parse_s, _ = clock.least(repeat, [sys.executable, "-c", PARSE_CHILD, "libcst"], input=listing)
-    ast_s, _ = clock.least(repeat, [sys.executable, "-c", PARSE_CHILD, "ast"], input=listing)
+    parse_s = ast_s = 0.0
+    if not quick or name.startswith(CLEANRL):
+        parse_s, _ = clock.least(repeat, [sys.executable, "-c", PARSE_CHILD, "libcst"], input=listing)
+    if not quick:
+        ast_s, _ = clock.least(repeat, [sys.executable, "-c", PARSE_CHILD, "ast"], input=listing)
     report = json.loads(default.stdout or "[]")
     findings = report if isinstance(report, list) else report.get("findings", report)
     return {
@@ -181,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="owner/name (repeatable)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per command (the least CPU counts)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--quick", action="store_true", help="only what the targets need: no default-jobs run "
+                    "(the same-output check is skipped), no bare parse but cleanrl's")
     ap.add_argument("--base", type=Path, help="another checkout of gradlint (the code before a change): "
                     "its -j 1 is timed in the same run")
     args = ap.parse_args(argv)
@@ -203,10 +209,10 @@ def run(args) -> int:
         if not tree.is_dir():
             print(f"{name}: no checkout at {tree} (python benchmarks/real_repos.py --checkout): FAIL, not measured")
             return 1
-        rows.append(measure(name + (f" ({sub}/)" if sub else ""), tree, clock, args.repeat, args.base))
+        rows.append(measure(name + (f" ({sub}/)" if sub else ""), tree, clock, args.repeat, args.base, args.quick))
         print_row(rows[-1], flush=True)
     load_after = os.getloadavg()
-    return summary(rows, entries, load, load_after, clock, args.json)
+    return summary(rows, entries, load, load_after, clock, args.json, args.quick)
 
 
 HEAD = (f"{'repository':<34} {'files':>6} {'lines':>9} {'ruff s':>7} {'gradlint s':>10} {'-j 1 s':>7} "
@@ -226,14 +232,15 @@ def print_row(row: dict, flush: bool = False) -> None:
 print_row.first = True
 
 
-def summary(rows, entries, load, load_after, clock, json_path) -> int:
+def summary(rows, entries, load, load_after, clock, json_path, quick: bool = False) -> int:
     total = {key: sum(row[key] for row in rows) for key in ("files", "lines", "ruff", "gradlint", "gradlint_j1",
                                                            "base_j1", "libcst", "ast", "findings")}
     total.update(name="total", same=all(row["same"] for row in rows))
     print_row(total)
     print(f"load average {load[0]:.2f} at the start, {load_after[0]:.2f} at the end; CPU seconds of this run's "
           f"processes {clock.ours:.1f}, of every other process meanwhile {clock.others:.1f}")
-    print(f"default jobs / ruff (CPU s, information): {total['gradlint'] / total['ruff']:.3f}")
+    if not quick:
+        print(f"default jobs / ruff (CPU s, information): {total['gradlint'] / total['ruff']:.3f}")
     if total["base_j1"]:
         each = ", ".join(f"{row['base_j1'] / max(row['ruff'], 1e-9):.2f}" for row in rows)
         print(f"the --base checkout's -j 1 / ruff, same run: {total['base_j1'] / total['ruff']:.3f} (per repository: {each})")
@@ -249,8 +256,11 @@ def summary(rows, entries, load, load_after, clock, json_path) -> int:
         ok &= passed
         print(f"  {name:<48} {value:6.3f}  (target <= {limit})  {'PASS' if passed else 'FAIL'}")
     same = total["same"]
-    print(f"  {'same JSON output with -j 1 and the default jobs':<48} {'yes' if same else 'NO':>6}  "
-          f"{'PASS' if same else 'FAIL'}")
+    if quick:
+        print(f"  {'same JSON output with -j 1 and the default jobs':<48} not checked (--quick)")
+    else:
+        print(f"  {'same JSON output with -j 1 and the default jobs':<48} {'yes' if same else 'NO':>6}  "
+              f"{'PASS' if same else 'FAIL'}")
     if json_path is not None:
         json_path.write_text(json.dumps({"rows": rows, "load": [load, load_after], "others": clock.others}, indent=1))
     return 0 if ok and same else 1
