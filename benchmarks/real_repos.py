@@ -225,7 +225,8 @@ def print_row(row: dict, flush: bool = False) -> None:
         print_row.first = False
     print(f"{row['name']:<34} {row['files']:>6} {row['lines']:>9,} {row['ruff']:>7.2f} {row['gradlint']:>10.2f} "
           f"{row['gradlint_j1']:>7.2f} {row['libcst']:>8.2f} {row['ast']:>6.2f} "
-          f"{row['gradlint_j1'] / max(row['ruff'], 1e-9):>7.2f} {row['gradlint_j1'] / max(row['libcst'], 1e-9):>8.2f} "
+          f"{row['gradlint_j1'] / max(row['ruff'], 1e-9):>7.2f} "
+          f"{row['gradlint_j1'] / row['libcst'] if row['libcst'] else float('nan'):>8.2f} "
           f"{row['findings']:>8}{'' if row['same'] else '  -j 1 DIFFERS'}", flush=flush)
 
 
