@@ -1,5 +1,5 @@
-"""Inference loops never reach libcst (issue 28), and every checked file is parsed by CPython
-(issue 30 item 3).
+"""Inference loops never reach libcst (issue 28); a file gradlint reads is parsed by CPython
+(issue 30 item 3), a file with no gradient spelling at all by nothing (issue 48).
 
 A diffusion pipeline's denoising loop calls `self.scheduler.step(noise, t, latents)`: the
 prefilter sees a step spelled, but no `.step(...)` in such a file can be an optimizer's
@@ -166,9 +166,13 @@ def main(unet, train_dataloader, args):
 
 @pytest.fixture
 def parses(monkeypatch):
-    """Counts libcst's and CPython's parses while a test checks files."""
-    counts = {"libcst": 0, "ast": 0}
-    real_cst, real_ast = libcst.parse_module, ast.parse
+    """Counts libcst's and CPython's parses (and CPython's symbol-table check) while a test
+    checks files."""
+    from gradlint.parse import syntax
+
+    Settings.default()  # the rules' metadata is read from their modules once per process, not per file
+    counts = {"libcst": 0, "ast": 0, "symtable": 0}
+    real_cst, real_ast, real_symtable = libcst.parse_module, ast.parse, syntax._symbol_table
 
     def counted_cst(*args, **kwargs):
         counts["libcst"] += 1
@@ -178,8 +182,14 @@ def parses(monkeypatch):
         counts["ast"] += 1
         return real_ast(*args, **kwargs)
 
+    def counted_symtable(*args, **kwargs):
+        counts["symtable"] += 1
+        return real_symtable(*args, **kwargs)
+
     monkeypatch.setattr(libcst, "parse_module", counted_cst)
     monkeypatch.setattr(ast, "parse", counted_ast)
+    if real_symtable is not None:
+        monkeypatch.setattr(syntax, "_symbol_table", counted_symtable)
     return counts
 
 
@@ -266,41 +276,71 @@ def test_without_an_optimizer_word_a_sampler_parameter_is_not_kept(parses):
     assert parses["libcst"] == 0
 
 
-# --- every checked file is parsed by CPython (issue 30 item 3) -----------------------------
+# --- a file gradlint reads is parsed by CPython (issue 30 item 3); one without any gradient
+# spelling is not parsed at all (issue 48): its syntax errors are Python's and ruff's to report
 
 BROKEN = {"def_colon.py": "def f(:\n    pass\n", "python2.py": 'print "x"\n'}
+# the same mistakes in files gradlint reads: a training step spelled, an inference step spelled
+BROKEN_READ = {
+    "train_colon.py": "def train(:\n    loss.backward()\n",
+    "step_print.py": 'print "x"\nopt.step()\n',
+    "sample_colon.py": "def sample(:\n    latents = self.scheduler.step(noise, t, latents)\n",
+}
 
 
-def test_a_file_without_training_words_that_does_not_parse_is_an_error(tmp_path):
+def test_a_file_without_gradient_spellings_is_not_parsed(tmp_path, parses):
     for name, text in BROKEN.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "fine.py").write_text("x = 1\n")
+    run = engine.check_paths([str(tmp_path)], Settings.default(), engine.RunOptions(jobs=1))
+    assert run.errors() == [] and run.exit_code() == 0
+    assert run.files_checked == 3
+    assert parses == {"libcst": 0, "ast": 0, "symtable": 0}
+
+
+def test_a_file_gradlint_reads_that_does_not_parse_is_an_error(tmp_path):
+    for name, text in BROKEN_READ.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "fine.py").write_text("x = 1\nloss.backward()\n")
     run = engine.check_paths([str(tmp_path)], Settings.default())
     errors = [(e.path.rsplit("/", 1)[-1], e.kind, e.line) for e in run.errors()]
-    assert errors == [("def_colon.py", "syntax-error", 1), ("python2.py", "syntax-error", 1)]
+    assert errors == [(name, "syntax-error", 1) for name in sorted(BROKEN_READ)]
     assert run.exit_code() == 1
     assert run.files_checked == 1
 
 
 @pytest.mark.parametrize("argv", [[], ["--output-format", "json"], ["-j", "2"]])
-def test_the_command_line_reports_it_and_exits_1(tmp_path, argv):
+def test_the_command_line_reports_those_it_reads_and_exits_1(tmp_path, argv):
+    import subprocess
+    import sys
+
+    for name, text in {**BROKEN, **BROKEN_READ}.items():
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "--no-cache", *argv, *sorted(map(str, tmp_path.iterdir()))],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert all(name in proc.stdout for name in BROKEN_READ)
+    assert not any(name in proc.stdout for name in BROKEN)
+    assert "syntax error" in proc.stdout or "syntax-error" in proc.stdout
+
+
+def test_the_command_line_passes_broken_files_without_gradient_spellings(tmp_path):
     import subprocess
     import sys
 
     for name, text in BROKEN.items():
         (tmp_path / name).write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "gradlint", "--no-cache", *argv, *sorted(map(str, tmp_path.iterdir()))],
-                          capture_output=True, text=True)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "def_colon.py" in proc.stdout and "python2.py" in proc.stdout
-    assert "syntax error" in proc.stdout or "syntax-error" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "gradlint", "--no-cache", str(tmp_path)], capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout) == (0, "All checks passed! (2 files checked)\n"), proc.stderr
 
 
 def test_what_the_analysis_accepts_is_accepted(tmp_path):
     """The same parse as the analysis: newer syntax is read (PEP 695 on any Python), and what
-    only CPython's later passes refuse (`nonlocal` at module level) is no syntax error."""
-    (tmp_path / "newer.py").write_text("type Pair = tuple[int, int]\n\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n")
-    (tmp_path / "late.py").write_text("nonlocal x\n")
+    only CPython's later passes refuse (`nonlocal` at module level) is no syntax error (each
+    file spells a backward, so that it is read)."""
+    (tmp_path / "newer.py").write_text(
+        "type Pair = tuple[int, int]\n\ndef first[T](xs: list[T]) -> T:\n    return xs[0]\n\nloss.backward()\n")
+    (tmp_path / "late.py").write_text("nonlocal x\nloss.backward()\n")
     run = engine.check_paths([str(tmp_path)], Settings.default())
     assert run.errors() == [] and run.exit_code() == 0
 
@@ -312,20 +352,16 @@ def test_a_training_file_that_does_not_parse_is_refused_before_libcst(parses):
     assert parses["libcst"] == 0
 
 
-def test_the_cache_remembers_which_files_parse(tmp_path, monkeypatch):
-    """A warm run does not parse again a file without training code that parsed; one that does
-    not parse is reported again."""
-    from gradlint.parse import syntax
-
-    calls = []
-    real = syntax.parses
-    monkeypatch.setattr(syntax, "parses", lambda text: calls.append(text) or real(text))
+def test_a_warm_run_reports_a_broken_file_it_reads_again(tmp_path, parses):
+    """Nothing is cached for the files with no spelling (nothing was done for them); a file
+    read that does not parse is served from the cache with its error."""
     (tmp_path / "fine.py").write_text("x = 1\n")
-    (tmp_path / "broken.py").write_text("def f(:\n")
+    (tmp_path / "broken.py").write_text("def f(:\n    loss.backward()\n")
     tasks = [(str(tmp_path / name), Settings.default()) for name in ("fine.py", "broken.py")]
     options = engine.RunOptions(jobs=1, cache_dir=str(tmp_path / "cache"))
     for run in range(2):
-        calls.clear()
+        parses.update(libcst=0, ast=0, symtable=0)
         results = engine.check_files(tasks, options)
         assert [bool(r.errors) for r in results] == [False, True]
-        assert len(calls) == (2 if run == 0 else 1)  # the second run parses only the broken file
+        assert parses["libcst"] == 0
+        assert parses["ast"] + parses["symtable"] == (0 if run else 1)  # warm: the cache's entry

@@ -355,6 +355,7 @@ def _here(related: tuple, path: str) -> tuple:
 
 import os  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
+from typing import NamedTuple  # noqa: E402
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a generated or vendored monster: say so, do not stall the run
 
@@ -462,7 +463,7 @@ def _read_and_check(
         if error is not None:
             result = FileResult(path, errors=[error])  # (text is None)
         elif project is None and not _passes_prefilter(text, settings):
-            result, text = syntax_checked(text, path), None  # no gradient event can be written here
+            result, text = FileResult(path), None  # no gradient event can be written here: not parsed
         else:
             from gradlint.parse.file_context import FileContext
 
@@ -474,55 +475,74 @@ def _read_and_check(
     return result, digest, text
 
 
-def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
-    """_check_file, with each fix replaced by the first of its choices that provably helps
-    (fix/session.py's proven_fixes: what JSON and SARIF offer).  Done here, in the worker and
-    cached, rather than once more per file in the main process: a warm JSON run of 20,000
-    files took 18 times as long as a text one."""
-    from gradlint.fix.session import proven_fixes
+class Made(NamedTuple):
+    """What a worker made of a file besides its result: the digest of the bytes it describes
+    (None: not cacheable) and the result as the reports that change its fixes want it
+    (_check_file_for_every_report)."""
 
-    return _check_file_fixing(path, settings, notebooks, proven_fixes)
-
-
-def _check_file_marking(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
-    """_check_file, with each finding marked with what `--fix` would do to it (fix/session.py's
-    marked_fixes: the text report's `[*]`).  In the worker and cached, like the proofs: in the
-    main process a warm run re-checked every file with findings, and a file that calls into
-    another module rebuilt the whole project index for it.  A notebook is marked by the main
-    process (edit/fix_files.py `offered`), on its cells."""
-    from gradlint.fix.session import marked_fixes
-
-    return _check_file_fixing(path, settings, notebooks, marked_fixes)
+    digest: "str | None"
+    variants: dict
 
 
-def _check_file_fixing(path: str, settings: Settings, notebooks, fixing) -> tuple[FileResult, "str | None"]:
-    """_check_file, then `fixing(text, result, check)` (proven_fixes or marked_fixes).  Each
-    re-checks the file; when the file's time runs out meanwhile, its findings are given
-    without fixes (not cached)."""
+def _check_file_for_every_report(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, Made]:
+    """_check_file, and the same findings as the reports that change their fixes want them:
+    "proven", each fix replaced by the first of its choices that provably helps (fix/session.py's
+    proven_fixes: what JSON and SARIF offer), and "marked", each finding marked with what `--fix`
+    would do to it (marked_fixes: the text report's `[*]`); none when no finding has a fix
+    (every report shows the result as it is).  Both are made here, in the worker, and cached
+    with the result in one entry, so that a run in any format warms the cache for all: a JSON
+    run after a text one was a cold run, and proving in the main process had made a warm JSON
+    run 18 times as long as a text one.  A fixed text is checked once for both (a file with
+    one finding: one check).  When the file's time runs out meanwhile, its findings are
+    given without fixes (not cached)."""
     contexts: list = []
     result, digest, text = _read_and_check(path, settings, notebooks, contexts)
-    if text is None or not any(f.fix for f in result.findings):
-        return result, digest
+    if not any(f.fix for f in result.findings):
+        return result, Made(digest, {})
+    if text is None:  # a notebook: marked by the main process, on its cells (edit/fix_files.py `offered`)
+        return result, Made(digest, {"proven": result, "marked": result})
+    from gradlint.fix.session import marked_fixes, proven_fixes
     from gradlint.run.pool import TimeUp
     from gradlint.run.project_run import project_for
 
     screened = contexts[0].screened if contexts else None
     del contexts  # the check's trees and statements: a huge file's are hundreds of megabytes
+    checked: dict[str, FileResult] = {}
 
     def check(fixed: str) -> FileResult:
-        # the fixed file's findings are those of the fixed screened text when the fix changed
-        # only lines the screen kept (what no loop reaches cannot change them): a generated
-        # module's 7.8 MB are checked once, not once per fix (issue 28)
-        shown = _as_screened(text, fixed, screened)
-        return check_source(fixed if shown is None else shown, path, settings, project=project)
+        if fixed not in checked:
+            # the fixed file's findings are those of the fixed screened text when the fix changed
+            # only lines the screen kept (what no loop reaches cannot change them): a generated
+            # module's 7.8 MB are checked once, not once per fix (issue 28)
+            shown = _as_screened(text, fixed, screened)
+            checked[fixed] = check_source(fixed if shown is None else shown, path, settings, project=project)
+        return checked[fixed]
 
     try:
         project = project_for(path)  # a fix is judged in the run's project, as it was found
-        return fixing(text, result, check), digest
+        return result, Made(digest, {"proven": proven_fixes(text, result, check), "marked": marked_fixes(text, result, check)})
     except TimeUp:
         from dataclasses import replace
 
-        return FileResult(path, [replace(f, fix=None) for f in result.findings], result.errors, result.suppressed), None
+        bare = FileResult(path, [replace(f, fix=None) for f in result.findings], result.errors, result.suppressed)
+        return result, Made(None, {"proven": bare, "marked": bare})
+
+
+def as_reported(result: FileResult, variants: dict, variant: str) -> FileResult:
+    """The result as the run's report wants it: `variant` "proven", "marked" or "" (as found)."""
+    return variants.get(variant, result) if variant else result
+
+
+def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
+    """_check_file with the fixes JSON and SARIF offer (proven to help)."""
+    result, made = _check_file_for_every_report(path, settings, notebooks)
+    return as_reported(result, made.variants, "proven"), made.digest
+
+
+def _check_file_marking(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
+    """_check_file with the text report's marks (what `--fix` would repair)."""
+    result, made = _check_file_for_every_report(path, settings, notebooks)
+    return as_reported(result, made.variants, "marked"), made.digest
 
 
 def _as_screened(text: str, fixed: str, screened: "str | None") -> "str | None":
@@ -557,14 +577,6 @@ def check_data(data: bytes, path: str, settings: Settings) -> tuple[FileResult, 
     if error is not None:
         return FileResult(path, errors=[error]), None
     return check_source(text, path, settings), text
-
-
-def syntax_checked(text: str, path: str) -> FileResult:
-    """The result of a file the prefilter passes over: clean, unless CPython cannot parse it."""
-    from gradlint.parse.syntax import syntax_error
-
-    error = syntax_error(text, path)
-    return FileResult(path, errors=[error]) if error is not None else FileResult(path)
 
 
 def _passes_prefilter(text: str, settings: Settings) -> bool:
@@ -642,8 +654,8 @@ MIN_BYTES_FOR_POOL = 64 * 1024
 class RunOptions:
     jobs: int | None = None  # None: the core count, when the work is large enough (see above)
     cache_dir: str | None = None  # None: no cache (the CLI passes cache.default_cache_dir() by default)
-    prove_fixes: bool = False  # JSON and SARIF: only fixes that provably help (_check_file_proving)
-    mark_fixes: bool = False  # the text report: what --fix would repair (_check_file_marking)
+    prove_fixes: bool = False  # JSON and SARIF: only fixes that provably help (fix/session.py proven_fixes)
+    mark_fixes: bool = False  # the text report: what --fix would repair (fix/session.py marked_fixes)
     # notebook.check_notebook_data: .ipynb files are checked as notebooks (None: as Python)
     notebooks: "Callable | None" = None
     # notebook.joined_code: a notebook's code cells joined, for the project index (a notebook
@@ -655,7 +667,8 @@ class RunOptions:
 
     @property
     def variant(self) -> str:
-        """Which result a file's analysis gives and the cache keeps: "proven", "marked" or "" (plain)."""
+        """Which of a file's results the run reports (the analysis makes, and the cache keeps, all
+        three: _check_file_for_every_report): "proven", "marked" or "" (as found)."""
         return "proven" if self.prove_fixes else "marked" if self.mark_fixes else ""
 
 
@@ -719,7 +732,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         views = project_run.views_now()
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
-    analyse = _Analysis(options.variant, bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
+    analyse = _Analysis(bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
     if jobs > 1:
         from gradlint.run.pool import run_parallel
 
@@ -734,13 +747,12 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         from gradlint.run.pool import guarded
 
         outcomes = [guarded(analyse, path, settings) for path, settings in work]
-    for i, (result, digest) in zip(pending, outcomes):
-        results[i] = result
-        if cache is not None and digest is not None:
+    for i, (result, made) in zip(pending, outcomes):  # made: None when the file crashed or timed out
+        variants = made.variants if made is not None else {}
+        results[i] = as_reported(result, variants, options.variant)
+        if cache is not None and made is not None and made.digest is not None:
             path, settings = tasks[i]
-            cache.put(cache.key(path, _with_view(digest, views.get(path)), settings, options.variant), result)
-    if cache is not None:
-        cache.save_parsed()
+            cache.put(cache.key(path, _with_view(made.digest, views.get(path)), settings), result, variants)
     from gradlint.check.elsewhere import settle
 
     return settle(results, _text_now)
@@ -805,15 +817,11 @@ def _without_analysis(
         return read
     digest, size, text = read
     if text is not None and view is None and not _passes_prefilter(text, settings):
-        # No gradient event: only CPython's parse, remembered by the cache for bytes that parse.
-        if cache is not None and cache.known_to_parse(digest):
-            return FileResult(path)
-        result = syntax_checked(text, path)
-        if cache is not None and not result.errors:
-            cache.parsed(digest)
-        return result
+        # No spelling of a gradient event and no call into the project: nothing to find, so
+        # nothing is parsed (a syntax error here is Python's and ruff's to report: README).
+        return FileResult(path)
     if cache is not None:
-        hit = cache.get(cache.key(path, _with_view(digest, view), settings, variant), path)
+        hit = cache.get(cache.key(path, _with_view(digest, view), settings), path, variant)
         if hit is not None:
             hit.source_digest = digest  # what an edit of the file must find there (gradlint/edit/rewrite.py)
             return hit
@@ -860,18 +868,16 @@ SLOW_FOR_TESTS = "GRADLINT_TEST_STALL_ON"
 
 @dataclass(frozen=True)
 class _Analysis:
-    """What a worker runs per file (a picklable callable): _check_file, _check_file_proving or
-    _check_file_marking (RunOptions.variant), and in the tests, the stall of SLOW_FOR_TESTS first."""
+    """What a worker runs per file (a picklable callable): _check_file_for_every_report, and in
+    the tests, the stall of SLOW_FOR_TESTS first."""
 
-    variant: str = ""
     stall: bool = False
     notebooks: "Callable | None" = None  # RunOptions.notebooks (a module-level function: picklable)
 
-    def __call__(self, path: str, settings: Settings) -> tuple[FileResult, "str | None"]:
+    def __call__(self, path: str, settings: Settings) -> tuple[FileResult, Made]:
         if self.stall:
             stall_for_tests(path)
-        check = {"proven": _check_file_proving, "marked": _check_file_marking}.get(self.variant, _check_file)
-        return check(path, settings, self.notebooks)
+        return _check_file_for_every_report(path, settings, self.notebooks)
 
 
 def stall_for_tests(path: str) -> None:

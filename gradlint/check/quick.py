@@ -4,10 +4,8 @@ A pre-commit hook hands gradlint a few file names on every commit, and most
 of them hold no training loop.  For such a run the full CLI would import
 argparse, the configuration loader, the engine and the reporters (tens of
 milliseconds) only to print `All checks passed!` and exit 0.  This module gives that same
-answer with nothing but os, sys, re, gradlint/check/prefilter.py (and the API-name table
-gradlint/core/api_names.py it reads) and CPython's
-parser (gradlint/parse/syntax.py), when it is
-sure:
+answer with nothing but os, sys, re and gradlint/check/prefilter.py (and the API-name
+table gradlint/core/api_names.py it reads), when it is sure:
 
 * the arguments are `[check] FILE...` with flags that cannot change a clean
   answer (``--no-cache``, ``--cache-dir DIR``, ``--jobs N``, ``--exit-zero``,
@@ -15,9 +13,9 @@ sure:
   ``--force-exclude`` no FILE lies under a directory a walk would skip;
 * every FILE is a regular .py or .pyi file of at most
   engine.MAX_FILE_BYTES, plain UTF-8 (no BOM, no coding line, no NUL), in
-  which the prefilter finds no spelling of a gradient event and which
-  CPython parses (gradlint/parse/syntax.py): such a file has no finding, and no
-  error either;
+  which the prefilter finds no spelling of a gradient event: such a file has
+  no finding, and is not parsed (the full CLI does not parse it either, so a
+  syntax error in it is Python's and ruff's to report);
 * no FILE imports a module that may be the project's (a relative import, or a
   name that is a module or folder beside it or beside its package): a loop
   may call a training step there, which the full CLI's project index follows;
@@ -27,8 +25,8 @@ sure:
   the full CLI checks.
 
 Anything else returns None and the full CLI decides.  A file passed over
-here is exactly one the full run counts as checked and clean (it is parsed
-by CPython only, and nothing is cached for it); tests/test_quick.py runs both paths.
+here is exactly one the full run counts as checked and clean (it is not parsed,
+and nothing is cached for it); tests/test_quick.py runs both paths.
 """
 
 from __future__ import annotations
@@ -131,11 +129,7 @@ def _clean_file(path: str) -> bool:
 
     if may_hold_events(text):
         return False
-    if _imports_a_neighbour(path, text):
-        return False
-    from gradlint.parse.syntax import parses
-
-    return parses(text)  # a syntax error is reported by the full CLI (README, exit codes)
+    return not _imports_a_neighbour(path, text)  # not parsed: the full CLI does not parse it either
 
 
 def _imports_a_neighbour(path: str, text: str) -> bool:

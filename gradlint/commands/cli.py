@@ -42,8 +42,8 @@ options:
 
 `gradlint COMMAND --help` lists a command's options.
 
-exit codes: 0 no findings, 1 findings (or a file that does not parse or read),
-2 usage error, bad configuration, internal error, a file that is not Python
+exit codes: 0 no findings, 1 findings (or a file that does not read, or that
+spells a gradient event and does not parse), 2 usage error, bad configuration, internal error, a file that is not Python
 or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
 143 stopped by SIGTERM (timeout, a cancelled CI job).
 """
@@ -112,10 +112,16 @@ Settings come from the nearest [tool.gradlint] table in a pyproject.toml
 (options without a value) are off unless given."""
 
 CHECK_EPILOG = """\
-exit codes: 0 no findings, 1 findings or a file that does not parse or read,
-2 usage error, bad configuration, internal error, a file that is not Python
-or whose analysis ran out of time (--file-timeout); 130 stopped by Ctrl-C;
-143 stopped by SIGTERM (timeout, a cancelled CI job).
+exit codes: 0 no findings, 1 findings or a file that does not read, or that
+spells a gradient event and does not parse, 2 usage error, bad configuration,
+internal error, a file that is not Python or whose analysis ran out of time
+(--file-timeout); 130 stopped by Ctrl-C; 143 stopped by SIGTERM (timeout, a
+cancelled CI job).
+
+syntax errors: gradlint parses only the files in which it finds a spelling
+of a gradient event (`backward(`, `.step(`, a write to `.grad`, a configured
+wrapper); a file without any cannot hold a finding and is not parsed, so its
+syntax errors are left to Python and ruff.
 
 examples:
   gradlint check src/ train.py

@@ -1,12 +1,13 @@
-"""Does CPython parse this text?  The one test every checked file gets.
+"""Does CPython parse this text?  The syntax check of a file read but not modelled.
 
-A file in which the prefilter finds no gradient event is never analysed, but
-it is still checked: a syntax error in it is reported, as ruff reports every
-syntax error (the README's exit-code table).  That test runs on every file
-of a tree, so it must cost as little as a CPython parse can: the C parser
-with its symbol table (`_symtable`, what `compile` does before code
-generation), with no Python object per node; about two thirds of
-`ast.parse`'s time.
+A file whose only gradient spellings are a sampler's `.step(` (inference code,
+gradlint/check/screen.py `no_loop_by_text`) is decided from its text and never
+parsed for the analysis, but gradlint read it, so a syntax error in it is
+reported as in any analysed file (the README's exit-code table).  (A file with
+no spelling at all is not parsed by anything.)  That test must cost as little
+as a CPython parse can: the C parser with its symbol table (`_symtable`, what
+`compile` does before code generation), with no Python object per node;
+about two thirds of `ast.parse`'s time.
 
 It accepts exactly what the analysis accepts: when the symbol table
 refuses a text (a syntax error, or something only the compiler's later

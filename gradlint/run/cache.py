@@ -15,11 +15,10 @@ entry, the new one or none, never half of one, so two runs may share the
 directory.
 
 The cache is a directory anyone may have damaged, so an entry is read
-like hostile input: every read of it (the entries, the parsed-digest set)
-takes only a regular file (opened non-blocking, without following a link: a
-FIFO or a link to /dev/zero is never read), at most MAX_ENTRY_BYTES of it
-(MAX_PARSED_BYTES for the set), used only when the digest its first line
-holds matches its body (an entry also names its key, which must be the
+like hostile input: every read of it takes only a regular file (opened
+non-blocking, without following a link: a FIFO or a link to /dev/zero is
+never read), at most MAX_ENTRY_BYTES of it, used only when the digest its
+first line holds matches its body (an entry also names its key, which must be the
 one asked for: an entry rewritten with well-formed but other content is
 not a result), decoded without letting deep nesting crash the run, and
 checked for the types a result holds.
@@ -49,9 +48,6 @@ CACHE_DIR_NAME = ".gradlint_cache"
 LAYOUT = "v2"  # bump when the entry format changes
 # No real result comes near this (a finding is about 1 KB); a bigger entry is never written.
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-# The parsed-digest set: 33 bytes a file, so about two million files.
-MAX_PARSED_BYTES = 64 * 1024 * 1024
-PARSED_SET = "parsed-set"  # what its seal is keyed with
 _ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
@@ -149,26 +145,29 @@ class Cache:
         self._settings: dict[Settings, str] = {}
         self.writable = True
 
-    def key(self, path: str, digest: str, settings: Settings, variant: str = "") -> str:
-        """`variant`: "proven", the result whose fixes were proven to help (JSON and SARIF), or
-        "marked", with the text report's fix marks: each another entry."""
+    def key(self, path: str, digest: str, settings: Settings) -> str:
         fingerprint = self._settings.get(settings)
         if fingerprint is None:
             fingerprint = self._settings[settings] = settings.fingerprint()
-        text = "\0".join((self.code, fingerprint, path, digest) + ((variant,) if variant else ()))
+        text = "\0".join((self.code, fingerprint, path, digest))
         return hex_digest(text.encode("utf-8", "surrogateescape"), size=20)
 
     def _entry(self, key: str, area: str = "") -> str:
         """`area`: a folder of its own for entries that are not a file's result."""
         return os.path.join(self.root, area, key[:2], key[2:] + ".json")
 
-    def get(self, key: str, path: str) -> Optional[FileResult]:
-        """The result stored under `key` for `path`, None when there is none worth trusting."""
+    def get(self, key: str, path: str, variant: str = "") -> Optional[FileResult]:
+        """The result stored under `key` for `path`, None when there is none worth trusting.
+        `variant`: the result as a report wants it (see `put`); None when the entry lacks it."""
         data = self.get_json(key)
-        if data is None:
+        if not isinstance(data, dict) or not isinstance(data.get(""), dict):
             return None
         try:
-            result = FileResult.from_dict(data)
+            result = FileResult.from_dict(data[""])
+            if variant and variant in data:
+                result = FileResult.from_dict(data[variant])
+            elif variant and any(f.fix for f in result.findings):
+                return None  # the variant would offer other fixes than these: not known
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError, MemoryError):
             return None  # corrupt: recompute and overwrite
         return result if result.path == path and _well_typed(result) else None
@@ -188,9 +187,14 @@ class Cache:
         except (ValueError, RecursionError, MemoryError):
             return None  # corrupt: recompute and overwrite
 
-    def put(self, key: str, result: FileResult) -> None:
-        if cacheable(result):
-            self.put_json(key, result.to_dict())
+    def put(self, key: str, result: FileResult, variants: Optional[dict] = None) -> None:
+        """One entry per file, for every report: `result`, and `variants` ({"proven": ..., "marked":
+        ...}: the same findings with the fixes that JSON and SARIF offer, or with the text report's
+        marks), needed only when `result` has a fix (without one, every report shows `result`).
+        A run in one format thus warms the cache for a run in any other."""
+        every = (result, *(variants or {}).values())
+        if all(cacheable(r) for r in every):
+            self.put_json(key, {"": result.to_dict(), **{name: r.to_dict() for name, r in (variants or {}).items()}})
 
     def put_json(self, key: str, value, area: str = "") -> None:
         if not self.writable:
@@ -209,50 +213,6 @@ class Cache:
             pass  # this entry's name is taken by a directory: only this entry is lost
         except OSError:
             self.writable = False  # read-only or full disk: run on without a cache
-
-    # Files the prefilter passes over need only CPython's parse (gradlint/parse/syntax.py); the digests
-    # of the bytes that parsed are one set in one file per gradlint code and Python version (a
-    # newer Python parses more), read once per run and written once if it grew: a warm run of a
-    # tree of such files reads one file instead of parsing them all.
-    def _parsed_path(self) -> str:
-        import sys
-
-        return os.path.join(self.root, f"parsed-{sys.version_info[0]}.{sys.version_info[1]}-{self.code[:16]}.txt")
-
-    # Its first line seals the rest, as an entry's does: read like an entry (a regular file, bounded,
-    # not through a link), a set that is damaged, truncated or edited is no set (every file parses
-    # again); a forged digest in it would hide that file's syntax error.
-    def _parsed_set(self) -> set:
-        if getattr(self, "_parsed", None) is None:
-            self._parsed, self._parsed_new = set(), False
-            data = _read_entry(self._parsed_path(), MAX_PARSED_BYTES)
-            if data is not None:
-                head, _, body = data.partition(b"\n")
-                if head == _seal(PARSED_SET, body).encode() and body.isascii():
-                    self._parsed = set(body.decode("ascii").split())
-        return self._parsed
-
-    def known_to_parse(self, digest: str) -> bool:
-        return digest in self._parsed_set()
-
-    def parsed(self, digest: str) -> None:
-        known = self._parsed_set()
-        if digest not in known:
-            known.add(digest)
-            self._parsed_new = True
-
-    def save_parsed(self) -> None:
-        if not getattr(self, "_parsed_new", False) or not self.writable:
-            return
-        self._parsed_new = False
-        body = ("\n".join(sorted(self._parsed)) + "\n").encode("ascii")
-        if len(body) + 100 > MAX_PARSED_BYTES:
-            return  # a reader would refuse it: the files beyond it are parsed each run
-        try:
-            self._prepare()
-            write_atomically(self._parsed_path(), _seal(PARSED_SET, body).encode() + b"\n" + body)
-        except OSError:
-            self.writable = False
 
     def _prepare(self) -> None:
         """Create the directory and tell git and backup tools to leave it alone."""
