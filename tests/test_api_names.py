@@ -21,6 +21,7 @@ import pytest
 
 import gradlint
 from gradlint.core import api_names
+from installed import require
 
 PACKAGE = Path(gradlint.__file__).parent
 TABLE = PACKAGE / "core" / "api_names.py"
@@ -196,6 +197,7 @@ def test_a_function_that_only_measures_the_gradients_is_no_clip(name):
     assert _codes_after_the_step(name) == []
 
 
+@pytest.mark.xdist_group("imports_torch")  # torch in this process: on one worker, not on each
 def test_the_table_has_every_clip_and_norm_function_of_torch():
     """torch.nn.utils as installed: a new public clip (or norm) function must be added to the
     table, where both the checker and the probes read it."""
@@ -208,7 +210,7 @@ def test_the_table_has_every_clip_and_norm_function_of_torch():
 def test_the_probes_wrap_the_torch_clips_of_the_table_and_nothing_else():
     """The verifier's probes, installed in a child process (they patch torch), wrap exactly
     the table's torch clip functions: what the checker calls a clip is what verify watches."""
-    pytest.importorskip("torch")
+    require("torch")  # the child imports it
     code = (
         "import torch.nn.utils as u\n"
         "from gradlint.verify import probes\n"

@@ -28,6 +28,7 @@ import pytest
 
 from gradlint.check.engine import check_source
 from gradlint.options.settings import Settings
+from installed import require
 from marks import expected_marks, found_marks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,7 +229,7 @@ sys.__stdout__.write("\nRESULTS " + json.dumps(results) + "\n")
 
 def test_every_fixture_runs_on_cpu_in_one_process():
     """Each fixture runs to completion with torch only (one torch import for all of them)."""
-    pytest.importorskip("torch")
+    require("torch")  # the child imports it
     paths = [rel(p) for p in RUNNABLE]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(
@@ -251,7 +252,7 @@ def test_every_fixture_runs_on_cpu_in_one_process():
 @pytest.mark.parametrize("path", RUNNABLE, ids=[rel(p) for p in RUNNABLE])
 def test_fixture_runs_as_a_script(path):
     """`python fixtures/.../x.py` from the repository root, as the verifier runs it."""
-    pytest.importorskip("torch")
+    require("torch")  # the child imports it
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(
         [sys.executable, rel(path)], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env

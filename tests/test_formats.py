@@ -356,6 +356,8 @@ def fixture_run():
     return run
 
 
+# One worker for the five: the module-scoped run of the corpus is then made once, not once per worker.
+@pytest.mark.xdist_group("fixture_run")
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github", "junit", "lsp"])
 def test_fixture_findings_survive_every_format(fmt, fixture_run, monkeypatch):
     monkeypatch.chdir(REPO)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import collections
 import contextlib
+import importlib.util
 import os
 import signal
 import threading
@@ -129,14 +130,19 @@ def training_loops(draw) -> str:
 
 # --- generated Python (hypothesmith) -------------------------------------------------------
 
-try:
+
+
+def _grammar():
     import hypothesmith
 
-    GRAMMAR = hypothesmith.from_grammar()
-except ImportError:  # hypothesmith missing: the generated training loops still run
-    hypothesmith = None
-    GRAMMAR = None
-needs_hypothesmith = pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed")
+    return hypothesmith.from_grammar()
+
+
+# Built when the test first draws, on the worker that runs it: building the grammar's parser
+# costs seconds, which every pytest worker paid at collection when it was built here.
+HAS_HYPOTHESMITH = importlib.util.find_spec("hypothesmith") is not None
+GRAMMAR = st.deferred(_grammar) if HAS_HYPOTHESMITH else None
+needs_hypothesmith = pytest.mark.skipif(not HAS_HYPOTHESMITH, reason="hypothesmith is not installed")
 
 TAIL = "\nfor x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n"
 

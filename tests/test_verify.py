@@ -14,7 +14,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch")
+from installed import require
+
+require("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERIFY_FIXTURES = os.path.join(ROOT, "fixtures", "verify")

@@ -18,7 +18,9 @@ from functools import lru_cache
 
 import pytest
 
-pytest.importorskip("torch")
+from installed import require
+
+require("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "tests", "verify_scripts")

@@ -20,9 +20,11 @@ import time
 
 import pytest
 
+from installed import require
+
 from trees import tree_digest
 
-pytest.importorskip("torch")
+require("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "verify_scripts", "routes.py")

@@ -23,11 +23,13 @@ import time
 
 import pytest
 
+from installed import require
+
 from trees import tree_digest
 from test_verify_containment import _sleepers
 from unprivileged import unprivileged_run
 
-pytest.importorskip("torch")
+require("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "verify_scripts", "escapes.py")

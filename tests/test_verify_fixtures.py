@@ -18,9 +18,11 @@ import sys
 
 import pytest
 
+from installed import require
+
 from marks import expected_marks
 
-pytest.importorskip("torch")
+require("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures")

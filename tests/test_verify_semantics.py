@@ -9,9 +9,9 @@ import os
 import subprocess
 import sys
 
-import pytest
+from installed import require
 
-pytest.importorskip("torch")
+require("torch")
 
 LOOP = """
 import torch

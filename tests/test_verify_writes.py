@@ -14,9 +14,10 @@ import sys
 
 import pytest
 
+from installed import require
 from trees import tree_digest
 
-torch = pytest.importorskip("torch")
+require("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(ROOT, "tests", "verify_scripts")
@@ -58,6 +59,7 @@ def test_a_script_that_writes_like_real_ones_is_verified_and_its_folder_is_uncha
     assert overlay["kept"] is False and not os.path.exists(overlay["path"])
 
 
+@pytest.mark.xdist_group("imports_torch")  # torch in this process: on one worker, not on each
 @pytest.mark.parametrize("mode", ["auto", "python"])
 def test_keep_writes_keeps_the_overlay_under_absolute_paths(project, tmp_path, mode):
     before = tree_digest(project)
@@ -74,6 +76,8 @@ def test_keep_writes_keeps_the_overlay_under_absolute_paths(project, tmp_path, m
     mirror = kept / str(project).lstrip(os.sep)
     log = (mirror / "train.log").read_text().splitlines()
     assert log[0] == "old run" and [line.split()[:2] for line in log[1:]] == [["step", str(i)] for i in range(5)]
+    import torch  # here only: the other tests run torch in the processes they start
+
     assert torch.load(mirror / "outputs" / "checkpoints" / "step_4.pt")["step"] == 4
     assert sorted(os.listdir(mirror / "outputs" / "checkpoints")) == ["step_3.pt", "step_4.pt"]
 
