@@ -336,6 +336,7 @@ def _coverage(context: "FileContext", settings: Settings, project=None, model=No
     words = tuple(sorted(project.words)) if project is not None else ()
     marked = for_wrappers(settings.wrappers, words).event_lines(context.source)
     calls = coverage.gradient_calls(tree, context.path, context.lines, here, other, marked)
+    calls = coverage.referenced_by_name(calls, context.source)
     context.coverage = (calls, elsewhere, coverage.called_names(context.source))
 
 

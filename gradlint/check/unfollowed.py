@@ -8,7 +8,8 @@ are no training code or are not followed.  Two things only the whole run knows:
 * a call in a function no loop of its own file reaches (UNREACHED) has a caller somewhere
   or none: the names every analysed file calls (`called`) say which.  No caller: code that
   runs when something outside the project calls it, if ever, so no training the checker can
-  follow (NO_CALLER).  A caller the model did not follow the call from: CALLER_NOT_FOLLOWED,
+  follow (NO_CALLER), unless its own file names it without calling it (`STEPS = {"sgd":
+  update}`): then a call through that name (DYNAMIC_NAME).  A caller the model did not follow the call from: CALLER_NOT_FOLLOWED,
   or SEVERAL_CLASSES when more than one class of the run defines a method of that name with
   gradient calls in it (the receiver's class decides which one runs).
 """
@@ -20,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gradlint.core.findings import FOLLOWED, NOT_FOLLOWED, NOT_TRAINING, UNREACHED, FileResult, GradientCall
-from gradlint.model.coverage import CALLER_NOT_FOLLOWED, NO_CALLER, SEVERAL_CLASSES
+from gradlint.model.coverage import CALLER_NOT_FOLLOWED, DYNAMIC_NAME, NO_CALLER, REFERENCED, SEVERAL_CLASSES
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,10 @@ def verdicts(results: list[FileResult]) -> list[Verdict]:
     seen: set = set()
     for r in results:
         for call in r.gradient_calls:
-            if call.verdict == UNREACHED and "." in call.reason and (r.path, call.reason) not in seen:
-                seen.add((r.path, call.reason))
-                owners[call.reason.rsplit(".", 1)[1]] += 1
+            owner = call.reason.removeprefix(REFERENCED)
+            if call.verdict == UNREACHED and "." in owner and (r.path, owner) not in seen:
+                seen.add((r.path, owner))
+                owners[owner.rsplit(".", 1)[1]] += 1
     out = []
     for r in sorted(results, key=lambda r: r.path):
         where = os.path.abspath(r.path) if r.gradient_calls and reached else r.path
@@ -68,8 +70,10 @@ def verdicts(results: list[FileResult]) -> list[Verdict]:
 def _decided(call: GradientCall, called: set, owners: Counter) -> GradientCall:
     name = call.reason.rsplit(".", 1)[-1]
     if name not in called:
+        if call.reason.startswith(REFERENCED):  # named, never called by that name: a dynamic call
+            return GradientCall(call.line, call.col, NOT_FOLLOWED, DYNAMIC_NAME)
         return GradientCall(call.line, call.col, NOT_TRAINING, NO_CALLER)
-    if "." in call.reason and owners[name] > 1:
+    if "." in call.reason.removeprefix(REFERENCED) and owners[name] > 1:
         return GradientCall(call.line, call.col, NOT_FOLLOWED, SEVERAL_CLASSES)
     return GradientCall(call.line, call.col, NOT_FOLLOWED, CALLER_NOT_FOLLOWED)
 

@@ -7,7 +7,7 @@ unscale, a scheduler's step) ends in one of three verdicts:
   framework's per-batch method or a function reached from one); the rules read it;
 * **not training**: the model can say why no rule should read it (under `no_grad`, in a test,
   inside an optimizer's own method, in another framework's code, in code that runs once:
-  nothing calls its function and no loop holds it);
+  no loop holds it and nothing calls its function, or only code no loop reaches);
 * **not followed**: training code the model did not reach, with the reason in a few fixed
   words (REASONS).
 
@@ -36,15 +36,16 @@ UNDER_NO_GRAD = "under no_grad"
 IN_A_TEST = "in a test"
 OPTIMIZER_METHOD = "an optimizer's own method"
 OTHER_FRAMEWORK = "another framework's code"
-NO_CALLER = "no caller and no loop"
+NO_CALLER = "no loop reaches it"  # nothing calls its function, or only code that runs once
 # Reasons a call in training code is not followed.
 LOOP_NOT_MODELLED = "loop not modelled"
 FRAMEWORK_METHOD = "framework method with unknown mode"
 CALLER_NOT_FOLLOWED = "caller not followed"
 SEVERAL_CLASSES = "receiver may be several classes"
+DYNAMIC_NAME = "call through a dynamic name"
 
 NOT_TRAINING_REASONS = (UNDER_NO_GRAD, IN_A_TEST, OPTIMIZER_METHOD, OTHER_FRAMEWORK, NO_CALLER)
-NOT_FOLLOWED_REASONS = (LOOP_NOT_MODELLED, FRAMEWORK_METHOD, CALLER_NOT_FOLLOWED, SEVERAL_CLASSES)
+NOT_FOLLOWED_REASONS = (LOOP_NOT_MODELLED, FRAMEWORK_METHOD, CALLER_NOT_FOLLOWED, SEVERAL_CLASSES, DYNAMIC_NAME)
 
 _CLEARS = api.ZERO_GRAD_METHODS
 _CLIPS = api.CLIP_FUNCTIONS | api.SELF_UNSCALING_CLIPS
@@ -200,6 +201,45 @@ _CALLED_REVERSED = re.compile(r"\([ \t]*(\w+)(?!\w)(?![ \t]+(?:fed|ssalc)(?!\w))
 def called_names(text: str) -> frozenset:
     """The names `text` calls (`train(`, `x.update(`), not those it defines."""
     return frozenset(name[::-1] for name in _CALLED_REVERSED.findall(text[::-1]))
+
+
+# An UNREACHED call's function that its own file names without calling it (`STEPS = {"sgd":
+# update}`, `callbacks=[self.update]`, `getattr(self, "update")`): called through that name.
+REFERENCED = "ref:"
+
+
+def referenced_by_name(calls: list[GradientCall], text: str) -> list[GradientCall]:
+    """`calls` with REFERENCED before the function of each UNREACHED one that `text` names
+    other than where it defines or calls it."""
+    names = {call.reason.rsplit(".", 1)[-1] for call in calls if call.verdict == UNREACHED}
+    if not names:
+        return calls
+    named = {name for name in names if _named_not_called(text, name)}
+    if not named:
+        return calls
+    return [
+        GradientCall(c.line, c.col, c.verdict, REFERENCED + c.reason)
+        if c.verdict == UNREACHED and c.reason.rsplit(".", 1)[-1] in named else c
+        for c in calls
+    ]
+
+
+def _named_not_called(text: str, name: str) -> bool:
+    """Does `text` hold `name` as a word that is neither a definition (`def name`) nor a call
+    (`name(`)?  A string holding exactly the name counts (`getattr(self, "name")`)."""
+    start = text.find(name)
+    while start >= 0:
+        end = start + len(name)
+        whole = (start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")) and not (
+            end < len(text) and (text[end].isalnum() or text[end] == "_")
+        )
+        if whole:
+            before = text[max(0, start - 16) : start].rstrip()
+            after = text[end : end + 16].lstrip(" \t")
+            if not before.endswith(("def", "class")) and not after.startswith("("):
+                return True
+        start = text.find(name, end)
+    return False
 
 
 def _outer_fields(node: ast.AST, inner_fields: tuple, outer: _Place, inner: _Place):
