@@ -55,7 +55,7 @@ _GRAD_DISABLING = frozenset(name.rsplit(".", 1)[-1] for name in api.GRAD_DISABLI
 # `def step(self)` of an optimizer wrapper calls `self.base.step()`.
 _OPTIMIZER_METHODS = frozenset({STEP, *api.ZERO_GRAD_METHODS, SCALER_UNSCALE})
 # Bases that make a class no framework's: a method of such a class runs when its caller says so.
-_PLAIN_BASES = frozenset({"object", "Module", "nn.Module", "torch.nn.Module"})
+_PLAIN_BASES = frozenset(base.rsplit(".", 1)[-1] for base in api.PROTOCOL_FREE_BASES)  # by last name
 
 
 def _last_name(func: ast.expr) -> Optional[str]:
@@ -305,7 +305,7 @@ def _verdict(line: int, col: int, place: _Place, followed: bool, other_framework
 
 
 def _framework_class(bases: tuple) -> bool:
-    return any(base not in _PLAIN_BASES for base in bases)
+    return any(base.rsplit(".", 1)[-1] not in _PLAIN_BASES for base in bases)
 
 
 def followed_places(model) -> tuple[frozenset, frozenset]:
