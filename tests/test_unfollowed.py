@@ -99,7 +99,9 @@ def test_a_function_followed_from_another_modules_loop_is_followed_there(tmp_pat
     ({"swa.py": "import torch\ndef swa(model, optimizer, x):\n    with torch.no_grad():" + STEP.replace("\n    ", "\n        ")
       + "\nswa(1, 2, 3)\n"}, coverage.UNDER_NO_GRAD),
     ({"lookahead.py": "class Lookahead:\n    def step(self):\n        self.optimizer.step()\n"
-                      "        self.base_optimizer.step()\n"}, coverage.OPTIMIZER_METHOD),
+                      "        self.base_optimizer.step()\n"}, coverage.OWN_METHOD),
+    ({"kernel.py": "import torch\nclass Scan(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n"
+                   "        return scan_cuda.backward(g, ctx.saved)\n"}, coverage.OWN_METHOD),
     ({"once.py": "import torch\nmodel = torch.nn.Linear(2, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=1)\n"
                  "x = torch.ones(2)" + STEP.replace("\n    ", "\n")}, coverage.NO_CALLER),
 ])

@@ -6,7 +6,7 @@ unscale, a scheduler's step) ends in one of three verdicts:
 * **followed**: the loop model holds it (gradlint/model/loops.py put it in a loop, a
   framework's per-batch method or a function reached from one); the rules read it;
 * **not training**: the model can say why no rule should read it (under `no_grad`, in a test,
-  inside an optimizer's own method, in another framework's code, in code that runs once:
+  inside a `step` or `backward` method of its own (an optimizer's, an autograd function's), in another framework's code, in code that runs once:
   no loop holds it and nothing calls its function, or only code no loop reaches);
 * **not followed**: training code the model did not reach, with the reason in a few fixed
   words (REASONS).
@@ -34,7 +34,7 @@ from gradlint.core.findings import FOLLOWED, NOT_FOLLOWED, NOT_TRAINING, UNREACH
 # Reasons a call is not training code.
 UNDER_NO_GRAD = "under no_grad"
 IN_A_TEST = "in a test"
-OPTIMIZER_METHOD = "an optimizer's own method"
+OWN_METHOD = "inside a step or backward of its own"
 OTHER_FRAMEWORK = "another framework's code"
 NO_CALLER = "no loop reaches it"  # nothing calls its function, or only code that runs once
 # Reasons a call in training code is not followed.
@@ -44,16 +44,17 @@ CALLER_NOT_FOLLOWED = "caller not followed"
 SEVERAL_CLASSES = "receiver may be several classes"
 DYNAMIC_NAME = "call through a dynamic name"
 
-NOT_TRAINING_REASONS = (UNDER_NO_GRAD, IN_A_TEST, OPTIMIZER_METHOD, OTHER_FRAMEWORK, NO_CALLER)
+NOT_TRAINING_REASONS = (UNDER_NO_GRAD, IN_A_TEST, OWN_METHOD, OTHER_FRAMEWORK, NO_CALLER)
 NOT_FOLLOWED_REASONS = (LOOP_NOT_MODELLED, FRAMEWORK_METHOD, CALLER_NOT_FOLLOWED, SEVERAL_CLASSES, DYNAMIC_NAME)
 
 _CLEARS = api.ZERO_GRAD_METHODS
 _CLIPS = api.CLIP_FUNCTIONS | api.SELF_UNSCALING_CLIPS
 _STEPS = api.STEP_FUNCTIONS  # `xm.optimizer_step(opt)`: a step whatever its receiver
 _GRAD_DISABLING = frozenset(name.rsplit(".", 1)[-1] for name in api.GRAD_DISABLING)
-# Methods whose own body is an optimizer's (or a scheduler's) machinery, not a training step:
-# `def step(self)` of an optimizer wrapper calls `self.base.step()`.
-_OPTIMIZER_METHODS = frozenset({STEP, *api.ZERO_GRAD_METHODS, SCALER_UNSCALE})
+# Methods whose body is an optimizer's or an autograd function's own machinery, not a training
+# step: `def step(self)` of an optimizer wrapper calls `self.base.step()`, the `backward` of a
+# `torch.autograd.Function` calls its kernel's `backward(...)`.
+_OWN_METHODS = frozenset({STEP, BACKWARD, *api.ZERO_GRAD_METHODS, SCALER_UNSCALE})
 # Bases that make a class no framework's: a method of such a class runs when its caller says so.
 _PLAIN_BASES = frozenset(base.rsplit(".", 1)[-1] for base in api.PROTOCOL_FREE_BASES)  # by last name
 
@@ -292,8 +293,8 @@ def _verdict(line: int, col: int, place: _Place, followed: bool, other_framework
         return GradientCall(line, col, NOT_TRAINING, IN_A_TEST)
     if other_framework:
         return GradientCall(line, col, NOT_TRAINING, OTHER_FRAMEWORK)
-    if place.class_bases is not None and place.function in _OPTIMIZER_METHODS:
-        return GradientCall(line, col, NOT_TRAINING, OPTIMIZER_METHOD)
+    if place.class_bases is not None and place.function in _OWN_METHODS:
+        return GradientCall(line, col, NOT_TRAINING, OWN_METHOD)
     if place.in_loop:
         return GradientCall(line, col, NOT_FOLLOWED, LOOP_NOT_MODELLED)
     if place.class_bases is not None and place.function in api.PER_BATCH_METHODS and _framework_class(place.class_bases):
