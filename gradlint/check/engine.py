@@ -101,7 +101,7 @@ def check_source(
     kept, suppressed = apply_suppressions([f for f in findings if not is_elsewhere(f, path)], source)
     if elsewhere:
         kept = sorted(kept + elsewhere, key=Finding.sort_key)
-    calls, reached, called = getattr(context, "coverage", ((), (), frozenset()))
+    calls, reached, called = context.coverage
     return FileResult(
         path, findings=kept, suppressed=suppressed, gradient_calls=list(calls), reached=sorted(reached), called=called
     )
@@ -334,7 +334,10 @@ def _coverage(context: "FileContext", settings: Settings, project=None, model=No
     here, elsewhere = coverage.followed_places(model) if model is not None else (frozenset(), frozenset())
     other = model is not None and api.other_framework(model.bindings.imports.packages)
     words = tuple(sorted(project.words)) if project is not None else ()
-    marked = for_wrappers(settings.wrappers, words).event_lines(context.source)
+    spelled = context.event_lines  # the screen's, when it read this text
+    if spelled is None:
+        spelled = for_wrappers(settings.wrappers, words).event_lines(context.source)
+    marked = coverage.marked_lines(context.source, spelled)
     calls = coverage.gradient_calls(tree, context.path, context.lines, here, other, marked)
     calls = coverage.referenced_by_name(calls, context.source)
     context.coverage = (calls, elsewhere, coverage.called_names(context.source))

@@ -313,6 +313,8 @@ def screen(
     walk = _Walk(tree, memo)
     prefilter = for_wrappers(wrappers, project_words)
     token_lines = set(prefilter.event_lines(source, _sampler_steps_dropped(source, walk, prefilter)))
+    if context is not None:  # the lines gradlint/model/coverage.py looks for gradient calls on
+        context.event_lines = sorted(token_lines)
     marks = set(token_lines)
     lines = source.split("\n")
 

@@ -178,19 +178,45 @@ def gradient_calls(
             col = _char_col(lines, node.lineno, node.col_offset)
             end = ("end", node.end_lineno, _char_col(lines, node.end_lineno, node.end_col_offset))
             out.append(_verdict(node.lineno, col, place, (node.lineno, col) in followed or end in followed, other_framework))
-        stack.extend(_children(node, place))
+        for child, inner in _children(node, place):
+            # a statement without a marked line holds no gradient call: not walked (most of a file)
+            if marked is None or not isinstance(child, ast.stmt) or _holds(child, marked):
+                stack.append((child, inner))
     out.sort(key=lambda call: (call.line, call.col))
     return out
 
 
 def _holding(statements: list, marked: list) -> list:
     """The statements whose lines hold one of `marked` (ascending line numbers)."""
-    out = []
-    for statement in statements:
-        at = bisect_left(marked, statement.lineno)
-        if at < len(marked) and marked[at] <= (statement.end_lineno or statement.lineno):
-            out.append(statement)
-    return out
+    return [statement for statement in statements if _holds(statement, marked)]
+
+
+def _holds(statement: ast.stmt, marked: list) -> bool:
+    at = bisect_left(marked, statement.lineno)
+    return at < len(marked) and marked[at] <= (statement.end_lineno or statement.lineno)
+
+
+# The names of the calls that can be gradient events besides the prefilter's spellings
+# (a backward, a step): a clear, a clip, an unscale.  Found as text, like the prefilter's.
+_OTHER_WORDS = tuple(sorted(_CLEARS | _CLIPS | {SCALER_UNSCALE}))
+
+
+def marked_lines(text: str, spelled: list) -> list:
+    """The prefilter's lines (`spelled`, ascending) and those where a clear, a clip or an
+    unscale is written: the lines a gradient call can start or end on."""
+    found = []
+    for word in _OTHER_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            found.append(at)
+            at = text.find(word, at + len(word))
+    lines = set(spelled)
+    line, last = 1, 0
+    for at in sorted(found):  # each newline counted once, however many words
+        line += text.count("\n", last, at)
+        last = at
+        lines.add(line)
+    return sorted(lines)
 
 
 # A call read backwards, as gradlint/project/scan.py reads calls (`(`, blanks, the name
