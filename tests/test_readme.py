@@ -149,7 +149,10 @@ def test_quick_start_checks_correct_code(capsys):
     assert (ROOT / folder).is_dir() and len(list((ROOT / folder).glob("*.py"))) >= 10
     code, out, err = run_cli(capsys, "--no-cache", "--isolated", str(ROOT / folder))
     checked = len(list((ROOT / folder).glob("*.py")))
-    assert (code, out, err) == (0, f"All checks passed! ({checked} files checked)\n", "")
+    lines = out.splitlines()
+    if len(lines) == 2 and re.fullmatch(r"\d+ gradient calls? (were|was) not followed \(--show-unfollowed lists them\)", lines[1]):
+        lines.pop()  # correct code the analysis is blind to: a note, no finding
+    assert (code, lines, err) == (0, [f"All checks passed! ({checked} files checked)"], "")
     assert "All checks passed! (N files checked)" in section(README, "Quick start")
     assert "exits 0" in section(README, "Quick start")
 

@@ -73,6 +73,10 @@ def check_source(
         if error is not None:
             return FileResult(path, errors=[error])
         source = text
+    if context is None:
+        from gradlint.parse.file_context import FileContext
+
+        context = FileContext(path, source, memo)
     try:
         findings = _analyse(source, path, settings, memo, project, context)
     except _ParseFailure as failure:
@@ -97,7 +101,10 @@ def check_source(
     kept, suppressed = apply_suppressions([f for f in findings if not is_elsewhere(f, path)], source)
     if elsewhere:
         kept = sorted(kept + elsewhere, key=Finding.sort_key)
-    return FileResult(path, findings=kept, suppressed=suppressed)
+    calls, reached, called = context.coverage
+    return FileResult(
+        path, findings=kept, suppressed=suppressed, gradient_calls=list(calls), reached=sorted(reached), called=called
+    )
 
 
 class _ParseFailure(Exception):
@@ -272,6 +279,7 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
     _guard(context)
     text = _screen(context, settings, project)
     if text is None:
+        _coverage(context, settings, project)  # its gradient calls are followed by no loop
         return []  # no loop can hold a backward or a step: nothing to parse
     context.screened = text  # a fix's proof re-checks the fixed screened text (_check_file_fixing)
     from gradlint.parse.parse_guard import oversized_statement
@@ -291,6 +299,7 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
         module, parsed = _parse_screened(text, source, path)
         model = build(module, path, source, settings.wrappers, parsed_text=parsed, project=project, context=context)
         del module
+    _coverage(context, settings, project, model)
     if not model.loops and not model.lightning_clips and not model.functions:
         return []
     from gradlint.check.elsewhere import merged
@@ -309,6 +318,29 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
             key = (finding.path, finding.code, finding.span)
             found[key] = merged(found[key], finding) if key in found else finding
     return sorted(found.values(), key=Finding.sort_key)
+
+
+def _coverage(context: "FileContext", settings: Settings, project=None, model=None) -> None:
+    """Each call of the file that can be a gradient event, with what the model made of it
+    (gradlint/model/coverage.py), kept on the context for the file's result."""
+    from gradlint.check.prefilter import for_wrappers
+    from gradlint.core import events as api
+    from gradlint.model import coverage
+
+    try:
+        tree = context.tree()
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return
+    here, elsewhere = coverage.followed_places(model) if model is not None else (frozenset(), frozenset())
+    other = model is not None and api.other_framework(model.bindings.imports.packages)
+    words = tuple(sorted(project.words)) if project is not None else ()
+    spelled = context.event_lines  # the screen's, when it read this text
+    if spelled is None:
+        spelled = for_wrappers(settings.wrappers, words).event_lines(context.source)
+    marked = coverage.marked_lines(context.source, spelled)
+    calls = coverage.gradient_calls(tree, context.path, context.lines, here, other, marked)
+    calls = coverage.referenced_by_name(calls, context.source)
+    context.coverage = (calls, elsewhere, coverage.called_names(context.source))
 
 
 def _finding(raw, path: str, model, plan) -> Finding | None:
@@ -597,6 +629,15 @@ class RunResult:
 
     def suppressed(self) -> list[Finding]:
         return sorted((f for r in self.results for f in r.suppressed), key=Finding.sort_key)
+
+    def not_followed(self) -> list:
+        """The run's gradient calls that the analysis does not follow (gradlint/check/unfollowed.py's
+        Verdicts, in path, line and column order): where the checker is blind, not the code right."""
+        if not any(r.gradient_calls for r in self.results):
+            return []
+        from gradlint.check.unfollowed import not_followed
+
+        return not_followed(self.results)
 
     def errors(self) -> list[FileError]:
         errors = self.discovery_errors + [e for r in self.results for e in r.errors]

@@ -312,7 +312,11 @@ def screen(
         return source
     walk = _Walk(tree, memo)
     prefilter = for_wrappers(wrappers, project_words)
-    token_lines = set(prefilter.event_lines(source, _sampler_steps_dropped(source, walk, prefilter)))
+    kept = _sampler_steps_dropped(source, walk, prefilter)
+    token_lines = set(prefilter.event_lines(source, kept))
+    if context is not None:  # the lines gradlint/model/coverage.py looks for gradient calls on:
+        # every spelling (a scheduler's step in a file of samplers' steps is one too)
+        context.event_lines = sorted(token_lines) if kept is None else prefilter.event_lines(source)
     marks = set(token_lines)
     lines = source.split("\n")
 

@@ -195,6 +195,11 @@ def check_parser() -> argparse.ArgumentParser:
         help="also list the findings that `# noqa` comments silenced (they never change the exit code)",
     )
     out.add_argument(
+        "--show-unfollowed", action="store_true",
+        help="list each call that can be a gradient event (backward, step, clear, clip, unscale) but that"
+        " the analysis does not follow, as `path:line:col: <reason>` (they never change the exit code)",
+    )
+    out.add_argument(
         "--report-unused-noqa", action="store_true",
         help="report noqa / gradlint: ignore comments that silence nothing (GL900)",
     )
@@ -932,7 +937,10 @@ def _render(args, run) -> str:
         return statistics(run, args.output_format)
     from gradlint.report import render
 
-    return render(args.output_format, run, show_suppressed=args.show_suppressed, quiet=args.quiet)
+    return render(
+        args.output_format, run, show_suppressed=args.show_suppressed, quiet=args.quiet,
+        show_unfollowed=args.show_unfollowed,
+    )
 
 
 def _write(text: str, output_file: Optional[str]) -> None:

@@ -185,6 +185,36 @@ class FileError:
         return FileError(**{**data, "cell": CellSpan.from_dict(data.get("cell"))})
 
 
+# The verdicts of a call that can be a gradient event (gradlint/model/coverage.py decides them).
+FOLLOWED = "followed"  # part of a modelled iteration: the rules read it
+NOT_TRAINING = "not training"  # the model can say why it is no training code
+NOT_FOLLOWED = "not followed"  # training code the analysis does not reach: the checker is blind there
+# Left for the run to decide: no loop of this file reaches the call's function, and only the
+# other files can say whether one calls it (`reason`: the function, `Class.method` for a method).
+UNREACHED = "unreached"
+
+
+@dataclass(frozen=True)
+class GradientCall:
+    """A call that can be a gradient event (a backward, an optimizer's step or clear, a clip,
+    an unscale, a scheduler's step): where it is, its verdict and, unless followed, why."""
+
+    line: int
+    col: int
+    verdict: str
+    reason: str = ""
+
+    def to_list(self) -> list:
+        return [self.line, self.col, self.verdict, self.reason]
+
+    @staticmethod
+    def from_list(data) -> "GradientCall":
+        line, col, verdict, reason = data
+        if not (type(line) is int and type(col) is int and isinstance(verdict, str) and isinstance(reason, str)):
+            raise TypeError("a gradient call is [line, col, verdict, reason]")
+        return GradientCall(line, col, verdict, reason)
+
+
 @dataclass
 class FileResult:
     path: str
@@ -195,6 +225,13 @@ class FileResult:
     # The digest (gradlint/core/digest.py) of the bytes this result describes, when they came from a
     # file: an edit (--fix, --add-noqa) refuses a file that no longer holds them.  Not reported.
     source_digest: Optional[str] = field(default=None, compare=False, repr=False)
+    # Every call of the file that can be a gradient event, with its verdict (what the run
+    # reports as not followed); `reached`: (path, line, col) of the calls of other files this
+    # file's loops followed into; `called`: the names the file calls (not defines), which tell
+    # the run whether an UNREACHED call's function has a caller.  Kept by the cache.
+    gradient_calls: list[GradientCall] = field(default_factory=list)
+    reached: list[tuple] = field(default_factory=list)
+    called: frozenset = frozenset()
 
     def to_dict(self) -> dict:
         return {
@@ -202,13 +239,25 @@ class FileResult:
             "findings": [f.to_dict() for f in self.findings],
             "errors": [e.to_dict() for e in self.errors],
             "suppressed": [f.to_dict() for f in self.suppressed],
+            "gradient_calls": [c.to_list() for c in self.gradient_calls],
+            "reached": [list(r) for r in self.reached],
+            "called": sorted(self.called),
         }
 
     @staticmethod
     def from_dict(data: dict) -> "FileResult":
+        reached = [tuple(r) for r in data.get("reached", [])]
+        if not all(len(r) == 3 and isinstance(r[0], str) and type(r[1]) is int and type(r[2]) is int for r in reached):
+            raise TypeError("a reached call is [path, line, col]")
+        called = data.get("called", [])
+        if not all(isinstance(name, str) for name in called):
+            raise TypeError("called names are strings")
         return FileResult(
             path=data["path"],
             findings=[Finding.from_dict(f) for f in data["findings"]],
             errors=[FileError.from_dict(e) for e in data["errors"]],
             suppressed=[Finding.from_dict(f) for f in data.get("suppressed", [])],
+            gradient_calls=[GradientCall.from_list(c) for c in data.get("gradient_calls", [])],
+            reached=reached,
+            called=frozenset(called),
         )

@@ -46,6 +46,11 @@ class FileContext:
         # What libcst was handed: the source with what no loop reaches blanked (check/screen.py),
         # same lines; None until the engine screened it (or nothing was screened).
         self.screened: Optional[str] = None
+        # The lines where the screen's prefilter found a spelling (None: not screened), and what
+        # gradlint/model/coverage.py made of the file's gradient calls: (calls, the other files'
+        # calls this file's loops followed, the names the file calls), for its FileResult.
+        self.event_lines: Optional[list] = None
+        self.coverage: tuple = ((), frozenset(), frozenset())
         self._trees: list[tuple[str, Union[ast.Module, BaseException]]] = []  # newest first
         self._lines: Optional[list[str]] = None
 

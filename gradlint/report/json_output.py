@@ -6,7 +6,12 @@
                    fix: null | {description, applicability: "safe"|"unsafe",
                                 edits: [{line, column, end_line, end_column, new_text}]}}],
      "errors": [{path, kind, message, line, column, cell}],
-     "suppressed": [...]}          (only with --show-suppressed)
+     "suppressed": [...],          (only with --show-suppressed)
+     "not_followed": [{path, line, column, reason}]}
+
+"not_followed" notes the calls that can be gradient events (a backward, a step, a clear, a
+clip, an unscale) which the analysis does not follow, with the reason in a few fixed words
+(docs/what-it-understands.md): no finding, and no change to the exit code.
 
 Lines and columns are 1-based (as in the text format); end_column is the
 column just after the last character.  `cell` is null except in a notebook,
@@ -78,4 +83,7 @@ def render(run, show_suppressed: bool = False) -> str:
     }
     if show_suppressed:
         data["suppressed"] = [finding_dict(f) for f in run.suppressed()]
+    data["not_followed"] = [
+        {"path": v.path, "line": v.call.line, "column": v.call.col, "reason": v.reason} for v in run.not_followed()
+    ]
     return json.dumps(data, indent=2) + "\n"

@@ -9,6 +9,9 @@
   the code) but toolExecutionNotifications of the invocation, level error,
   with the kind (`syntax-error`, `read-error`, `internal-error`) as
   descriptor id; an internal error or a timeout sets executionSuccessful to false.
+- a gradient call the analysis does not follow is a toolExecutionNotification
+  too, level `note`, descriptor id `not-followed`, its reason as the message:
+  where the checker is blind, never a result, never a change to the exit code.
 - with --show-suppressed, suppressed findings are results carrying an
   `inSource` suppression (viewers show them as dismissed).
 
@@ -146,6 +149,21 @@ def _notification(error) -> dict:
     }
 
 
+NOT_FOLLOWED_ID = "not-followed"
+
+
+def _blind_note(verdict) -> dict:
+    from gradlint.core.findings import Span
+
+    line, col = verdict.call.line, verdict.call.col
+    return {
+        "level": "note",
+        "message": {"text": f"gradient call not followed: {verdict.reason}"},
+        "descriptor": {"id": NOT_FOLLOWED_ID},
+        "locations": [_location(verdict.path, Span(line, col, line, col), None)],
+    }
+
+
 def build(run, show_suppressed: bool = False) -> dict:
     from gradlint import __version__
 
@@ -175,7 +193,8 @@ def build(run, show_suppressed: bool = False) -> dict:
                 "invocations": [
                     {
                         "executionSuccessful": not any(e.kind in TOOL_FAILURES for e in errors),
-                        "toolExecutionNotifications": [_notification(e) for e in errors],
+                        "toolExecutionNotifications": [_notification(e) for e in errors]
+                        + [_blind_note(v) for v in run.not_followed()],
                     }
                 ],
                 "results": results,

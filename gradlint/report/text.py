@@ -36,9 +36,11 @@ def error_line(error) -> str:
     return f"error: {shown(error.path)}: {error.message}"
 
 
-def render(run, show_suppressed: bool = False, quiet: bool = False) -> str:
+def render(run, show_suppressed: bool = False, quiet: bool = False, show_unfollowed: bool = False) -> str:
     """The findings and errors, then (unless `quiet`, ruff's -q) the summary: `Found ...` or,
-    when there is nothing to report, ruff's `All checks passed!` with the files checked."""
+    when there is nothing to report, ruff's `All checks passed!` with the files checked, and a
+    line counting the gradient calls the analysis does not follow, if any.  `show_unfollowed`:
+    each of those calls too, `path:line:col: <reason>`, after the findings."""
     lines = [error_line(error) for error in run.errors()]
     findings = [(f, "") for f in run.findings()]
     suppressed = run.suppressed() if show_suppressed else []
@@ -47,6 +49,9 @@ def render(run, show_suppressed: bool = False, quiet: bool = False) -> str:
     for finding, mark in rows:
         fixable = "[*] " if not mark and fix_kind(finding) == SAFE else ""
         lines.append(f"{location(finding)}: {finding.code} {fixable}{finding.message}{mark}")
+    blind = run.not_followed()
+    if show_unfollowed:
+        lines.extend(f"{v.path}:{v.call.line}:{v.call.col}: {v.reason}" for v in blind)
     if quiet:
         return "\n".join(lines) + ("\n" if lines else "")
     summary = run.summary() or clean_summary(run.files_checked)
@@ -58,7 +63,15 @@ def render(run, show_suppressed: bool = False, quiet: bool = False) -> str:
     fixes = fixable_summary(run.findings())
     if fixes:
         lines.append(fixes)
+    if blind:
+        lines.append(unfollowed_summary(len(blind), listed=show_unfollowed))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def unfollowed_summary(count: int, listed: bool = False) -> str:
+    """`3 gradient calls were not followed (--show-unfollowed lists them)`."""
+    calls = f"{count} gradient call{'s' if count != 1 else ''} {'were' if count != 1 else 'was'} not followed"
+    return f"{calls}." if listed else f"{calls} (--show-unfollowed lists them)"
 
 
 def fix_kind(finding) -> str | None:

@@ -1,0 +1,219 @@
+"""Every call that can be a gradient event ends followed, not training, or not followed with a
+reason (gradlint/model/coverage.py, gradlint/check/unfollowed.py); `--show-unfollowed` lists
+the blind ones, the text summary counts them, JSON and SARIF carry them as notes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gradlint.check.engine import RunOptions, check_paths
+from gradlint.check.unfollowed import verdicts
+from gradlint.commands.cli import main
+from gradlint.model import coverage
+from gradlint.options.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "unfollowed"
+
+# Each fixture of fixtures/unfollowed/ and the reasons its not-followed calls carry, by line.
+EXPECTED = {
+    "right_step_built_by_a_factory.py": {13: coverage.DYNAMIC_NAME, 14: coverage.DYNAMIC_NAME,
+                                         15: coverage.DYNAMIC_NAME, 29: coverage.LOOP_NOT_MODELLED},
+    "right_agent_of_two_classes.py": {line: coverage.SEVERAL_CLASSES for line in (17, 18, 19, 28, 29, 30)},
+    "right_update_picked_from_a_table.py": {line: coverage.DYNAMIC_NAME for line in (10, 11, 12)},
+    "right_manual_mode_set_in_a_base_class.py": {line: coverage.FRAMEWORK_METHOD for line in (34, 35, 36)},
+    "right_trainer_handed_in_by_the_caller.py": {line: coverage.CALLER_NOT_FOLLOWED for line in (15, 16, 17)},
+}
+
+
+def run_of(*paths, **options):
+    return check_paths([str(p) for p in paths], Settings.default(), RunOptions(jobs=1, **options))
+
+
+def blind(run) -> dict:
+    return {v.call.line: v.reason for v in run.not_followed()}
+
+
+def test_every_fixture_is_listed():
+    assert sorted(p.name for p in FIXTURES.glob("*.py")) == sorted(EXPECTED)
+
+
+def test_every_not_followed_reason_has_a_fixture():
+    shown = {reason for lines in EXPECTED.values() for reason in lines.values()}
+    assert shown == set(coverage.NOT_FOLLOWED_REASONS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_fixture_is_not_followed_for_its_reason(name):
+    run = run_of(FIXTURES / name)
+    assert run.findings() == []  # right code: the checker is blind there, the code is not wrong
+    assert blind(run) == EXPECTED[name]
+
+
+def write(folder: Path, files: dict) -> Path:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
+
+
+STEP = """
+    optimizer.zero_grad()
+    model(x).sum().backward()
+    optimizer.step()
+"""
+
+
+def by_verdict(run) -> dict:
+    out: dict = {}
+    for v in verdicts(run.results):
+        out.setdefault(v.verdict, []).append((os.path.basename(v.path), v.call.line, v.reason))
+    return out
+
+
+def test_a_modelled_loop_is_followed_and_its_calls_are_not_reported(tmp_path):
+    write(tmp_path, {"train.py": "def train(model, optimizer, loader):\n    for x in loader:" + STEP.replace("\n    ", "\n        ")})
+    run = run_of(tmp_path)
+    assert by_verdict(run) == {"followed": [("train.py", 3, ""), ("train.py", 4, ""), ("train.py", 5, "")]}
+    assert run.not_followed() == []
+
+
+def test_a_function_followed_from_another_modules_loop_is_followed_there(tmp_path):
+    write(tmp_path, {
+        "steps.py": "def train_step(model, optimizer, x):" + STEP,
+        "train.py": "from steps import train_step\n\n\ndef fit(model, optimizer, loader):\n"
+                    "    for x in loader:\n        train_step(model, optimizer, x)\n",
+    })
+    assert by_verdict(run_of(tmp_path)) == {"followed": [("steps.py", 2, ""), ("steps.py", 3, ""), ("steps.py", 4, "")]}
+
+
+@pytest.mark.parametrize("files, reason", [
+    ({"lib.py": "def update(model, optimizer, x):" + STEP}, coverage.NO_CALLER),
+    ({"tests/check_step.py": "def check(model, optimizer, x):" + STEP + "\ncheck(1, 2, 3)\n"}, coverage.IN_A_TEST),
+    ({"test_step.py": "def run(model, optimizer, x):" + STEP + "\nrun(1, 2, 3)\n"}, coverage.IN_A_TEST),
+    ({"swa.py": "import torch\ndef swa(model, optimizer, x):\n    with torch.no_grad():" + STEP.replace("\n    ", "\n        ")
+      + "\nswa(1, 2, 3)\n"}, coverage.UNDER_NO_GRAD),
+    ({"lookahead.py": "class Lookahead:\n    def step(self):\n        self.optimizer.step()\n"
+                      "        self.base_optimizer.step()\n"}, coverage.OWN_METHOD),
+    ({"kernel.py": "import torch\nclass Scan(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n"
+                   "        return scan_cuda.backward(g, ctx.saved)\n"}, coverage.OWN_METHOD),
+    ({"once.py": "import torch\nmodel = torch.nn.Linear(2, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=1)\n"
+                 "x = torch.ones(2)" + STEP.replace("\n    ", "\n")}, coverage.NO_CALLER),
+])
+def test_code_that_is_no_training_says_why(tmp_path, files, reason):
+    run = run_of(write(tmp_path, files))
+    found = by_verdict(run)
+    assert set(found) == {"not training"}
+    assert {r for _, _, r in found["not training"]} == {reason}
+    assert run.not_followed() == []
+
+
+def test_a_function_only_code_without_a_loop_calls_runs_once(tmp_path):
+    """main.py calls it once, and nothing calls main.py's function in a loop: no iteration."""
+    write(tmp_path, {
+        "agent.py": "def learn(model, optimizer, x):" + STEP,
+        "main.py": "from agent import learn\n\n\ndef main(model, optimizer, x):\n    learn(model, optimizer, x)\n",
+    })
+    run = run_of(tmp_path)
+    assert {v.reason for v in verdicts(run.results)} == {coverage.NO_CALLER} and run.not_followed() == []
+
+
+def test_a_function_a_checked_file_calls_is_not_followed_when_the_model_misses_the_call(tmp_path):
+    write(tmp_path, {
+        "agent.py": "def learn(model, optimizer, x):" + STEP,
+        "main.py": "import torch\nfrom agent import learn\n\n\ndef main(agents, optimizer, loader):\n"
+                   "    for x in loader:\n        for a in agents:\n            a.opt.zero_grad()\n"
+                   "        handlers['learn'] = learn\n        optimizer.step()\n    learn(1, 2, 3)\n",
+    })
+    assert set(blind(run_of(tmp_path)).values()) == {coverage.CALLER_NOT_FOLLOWED}
+
+
+def test_a_sampler_or_an_environment_step_is_no_gradient_call(tmp_path):
+    write(tmp_path, {"sample.py": "def sample(scheduler, env, unet, x):\n    for t in range(3):\n"
+                                  "        x = scheduler.step(unet(x), t, x).prev_sample\n        env.step(0)\n"})
+    assert verdicts(run_of(tmp_path).results) == []
+
+
+def test_called_names_leave_out_definitions():
+    text = "def train(a):\n    x.update(b)\n    foo (c)\nclass Net(B):\n    pass\nasync def g():\n    h()\n"
+    assert coverage.called_names(text) == {"update", "foo", "h"}
+
+
+def test_a_file_with_a_syntax_error_has_no_gradient_calls(tmp_path):
+    write(tmp_path, {"broken.py": "for x in loader:\n    loss.backward(\n"})
+    run = run_of(tmp_path)
+    assert run.errors() and verdicts(run.results) == []
+
+
+# --- what the user sees ------------------------------------------------------------------
+
+
+TABLE = FIXTURES / "right_update_picked_from_a_table.py"
+
+
+def cli(capsys, *argv):
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_show_unfollowed_lists_path_line_col_reason(capsys):
+    code, out = cli(capsys, "--no-cache", "--show-unfollowed", str(TABLE))
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.startswith(str(TABLE))]
+    assert rows == [f"{TABLE}:{line}:5: {coverage.DYNAMIC_NAME}" for line in (10, 11, 12)]
+    assert out.splitlines()[-1] == "3 gradient calls were not followed."
+
+
+def test_the_default_report_ends_with_the_count(capsys):
+    code, out = cli(capsys, "--no-cache", str(TABLE))
+    assert code == 0
+    assert out.splitlines()[-1] == "3 gradient calls were not followed (--show-unfollowed lists them)"
+    assert coverage.DYNAMIC_NAME not in out
+
+
+def test_no_count_when_every_call_is_followed(capsys):
+    code, out = cli(capsys, "--no-cache", str(ROOT / "fixtures" / "gl001" / "right_ignite_update_clears.py"))
+    assert "not followed" not in out
+
+
+def test_json_carries_them_as_notes_not_findings(capsys):
+    code, out = cli(capsys, "--no-cache", "--output-format", "json", str(TABLE))
+    data = json.loads(out)
+    assert code == 0 and data["findings"] == []
+    assert data["not_followed"] == [
+        {"path": str(TABLE), "line": line, "column": 5, "reason": coverage.DYNAMIC_NAME} for line in (10, 11, 12)
+    ]
+
+
+def test_sarif_carries_them_as_note_notifications(capsys):
+    code, out = cli(capsys, "--no-cache", "--output-format", "sarif", str(TABLE))
+    run = json.loads(out)["runs"][0]
+    assert code == 0 and run["results"] == []
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert [n["level"] for n in notes] == ["note"] * 3
+    assert {n["descriptor"]["id"] for n in notes} == {"not-followed"}
+    assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def test_a_finding_keeps_its_exit_code_beside_them(capsys, tmp_path):
+    write(tmp_path, {
+        "wrong.py": "def train(model, optimizer, loader):\n    for x in loader:\n        model(x).sum().backward()\n"
+                    "        optimizer.step()\n",
+        "lib.py": "UPDATES = {}\n\ndef update(model, optimizer, x):" + STEP + "\nUPDATES['u'] = update\n",
+    })
+    code, out = cli(capsys, "--no-cache", str(tmp_path))
+    assert code == 1
+    assert "GL001" in out and out.splitlines()[-1].startswith("3 gradient calls were not followed")
+
+
+def test_the_cache_keeps_them(tmp_path):
+    cache = tmp_path / "cache"
+    first = run_of(TABLE, cache_dir=str(cache))
+    second = run_of(TABLE, cache_dir=str(cache))
+    assert [v.call for v in second.not_followed()] == [v.call for v in first.not_followed()]
+    assert len(second.not_followed()) == 3
