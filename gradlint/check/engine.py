@@ -278,8 +278,9 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
         return []  # inference code (a sampler's `.step(`): its cost is one CPython parse
     _guard(context)
     text = _screen(context, settings, project)
+    placed = _placed_calls(context, settings, project)  # before a build in pieces lets the trees go
     if text is None:
-        _coverage(context, settings, project)  # its gradient calls are followed by no loop
+        _coverage(context, placed)  # its gradient calls are followed by no loop
         return []  # no loop can hold a backward or a step: nothing to parse
     context.screened = text  # a fix's proof re-checks the fixed screened text (_check_file_fixing)
     from gradlint.parse.parse_guard import oversized_statement
@@ -299,7 +300,7 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
         module, parsed = _parse_screened(text, source, path)
         model = build(module, path, source, settings.wrappers, parsed_text=parsed, project=project, context=context)
         del module
-    _coverage(context, settings, project, model)
+    _coverage(context, placed, model)
     if not model.loops and not model.lightning_clips and not model.functions:
         return []
     from gradlint.check.elsewhere import merged
@@ -320,25 +321,35 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
     return sorted(found.values(), key=Finding.sort_key)
 
 
-def _coverage(context: "FileContext", settings: Settings, project=None, model=None) -> None:
-    """Each call of the file that can be a gradient event, with what the model made of it
-    (gradlint/model/coverage.py), kept on the context for the file's result."""
+def _placed_calls(context: "FileContext", settings: Settings, project=None) -> "list | None":
+    """Where each call of the file that can be a gradient event stands (gradlint/model/coverage.py),
+    read from the file's CPython tree while it is still held (None: the file does not parse)."""
     from gradlint.check.prefilter import for_wrappers
-    from gradlint.core import events as api
     from gradlint.model import coverage
 
     try:
         tree = context.tree()
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return
-    here, elsewhere = coverage.followed_places(model) if model is not None else (frozenset(), frozenset())
-    other = model is not None and api.other_framework(model.bindings.imports.packages)
+        return None
     words = tuple(sorted(project.words)) if project is not None else ()
     spelled = context.event_lines  # the screen's, when it read this text
     if spelled is None:
         spelled = for_wrappers(settings.wrappers, words).event_lines(context.source)
     marked = coverage.marked_lines(context.source, spelled)
-    calls = coverage.gradient_calls(tree, context.path, context.lines, here, other, marked)
+    return coverage.placed_calls(tree, context.path, context.lines, marked)
+
+
+def _coverage(context: "FileContext", placed: "list | None", model=None) -> None:
+    """Each placed gradient call with what the model made of it (gradlint/model/coverage.py),
+    kept on the context for the file's result."""
+    if placed is None:
+        return
+    from gradlint.core import events as api
+    from gradlint.model import coverage
+
+    here, elsewhere = coverage.followed_places(model) if model is not None else (frozenset(), frozenset())
+    other = model is not None and api.other_framework(model.bindings.imports.packages)
+    calls = coverage.judged(placed, here, other)
     calls = coverage.referenced_by_name(calls, context.source)
     context.coverage = (calls, elsewhere, coverage.called_names(context.source))
 
@@ -516,7 +527,15 @@ class Made(NamedTuple):
     variants: dict
 
 
-def _check_file_for_every_report(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, Made]:
+# Proving fixes costs one analysis per fix (up to fix/session.py's MAX_CHECKS), marking them one
+# in all: a run that does not report proofs proves a file's fixes only when they are this few, so
+# that a text run stays cheap on a file of many fixes and a JSON run after it re-analyses only such files.
+PROVE_EAGERLY_AT_MOST = 4
+
+
+def _check_file_for_every_report(
+    path: str, settings: Settings, notebooks=None, variant: str = ""
+) -> tuple[FileResult, Made]:
     """_check_file, and the same findings as the reports that change their fixes want them:
     "proven", each fix replaced by the first of its choices that provably helps (fix/session.py's
     proven_fixes: what JSON and SARIF offer), and "marked", each finding marked with what `--fix`
@@ -525,8 +544,9 @@ def _check_file_for_every_report(path: str, settings: Settings, notebooks=None) 
     with the result in one entry, so that a run in any format warms the cache for all: a JSON
     run after a text one was a cold run, and proving in the main process had made a warm JSON
     run 18 times as long as a text one.  A fixed text is checked once for both (a file with
-    one finding: one check).  When the file's time runs out meanwhile, its findings are
-    given without fixes (not cached)."""
+    one finding: one check).  The proofs are left out (the cache then misses for a proving run)
+    when `variant` is not "proven" and the file has more than PROVE_EAGERLY_AT_MOST fixes.  When
+    the file's time runs out meanwhile, its findings are given without fixes (not cached)."""
     contexts: list = []
     result, digest, text = _read_and_check(path, settings, notebooks, contexts)
     if not any(f.fix for f in result.findings):
@@ -552,7 +572,11 @@ def _check_file_for_every_report(path: str, settings: Settings, notebooks=None) 
 
     try:
         project = project_for(path)  # a fix is judged in the run's project, as it was found
-        return result, Made(digest, {"proven": proven_fixes(text, result, check), "marked": marked_fixes(text, result, check)})
+        made = {}
+        if variant == "proven" or sum(1 for f in result.findings if f.fix) <= PROVE_EAGERLY_AT_MOST:
+            made["proven"] = proven_fixes(text, result, check)
+        made["marked"] = marked_fixes(text, result, check)
+        return result, Made(digest, made)
     except TimeUp:
         from dataclasses import replace
 
@@ -567,13 +591,13 @@ def as_reported(result: FileResult, variants: dict, variant: str) -> FileResult:
 
 def _check_file_proving(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
     """_check_file with the fixes JSON and SARIF offer (proven to help)."""
-    result, made = _check_file_for_every_report(path, settings, notebooks)
+    result, made = _check_file_for_every_report(path, settings, notebooks, "proven")
     return as_reported(result, made.variants, "proven"), made.digest
 
 
 def _check_file_marking(path: str, settings: Settings, notebooks=None) -> tuple[FileResult, "str | None"]:
     """_check_file with the text report's marks (what `--fix` would repair)."""
-    result, made = _check_file_for_every_report(path, settings, notebooks)
+    result, made = _check_file_for_every_report(path, settings, notebooks, "marked")
     return as_reported(result, made.variants, "marked"), made.digest
 
 
@@ -773,7 +797,7 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         views = project_run.views_now()
     work = [tasks[i] for i in pending]
     jobs = _workers(options.jobs, len(work), pending_bytes)
-    analyse = _Analysis(bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks)
+    analyse = _Analysis(bool(os.environ.get(SLOW_FOR_TESTS)), options.notebooks, options.variant)
     if jobs > 1:
         from gradlint.run.pool import run_parallel
 
@@ -914,11 +938,12 @@ class _Analysis:
 
     stall: bool = False
     notebooks: "Callable | None" = None  # RunOptions.notebooks (a module-level function: picklable)
+    variant: str = ""  # RunOptions.variant: the report this run makes
 
     def __call__(self, path: str, settings: Settings) -> tuple[FileResult, Made]:
         if self.stall:
             stall_for_tests(path)
-        return _check_file_for_every_report(path, settings, self.notebooks)
+        return _check_file_for_every_report(path, settings, self.notebooks, self.variant)
 
 
 def stall_for_tests(path: str) -> None:

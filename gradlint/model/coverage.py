@@ -163,12 +163,17 @@ def _bases(node: ast.ClassDef) -> tuple:
 def gradient_calls(
     tree: ast.Module, path: str, lines: list[str], followed: frozenset, other_framework: bool = False, marked=None
 ) -> list[GradientCall]:
-    """The GradientCall of every call in `tree` that can be a gradient event.  `followed`: the
-    (line, col) where an event the file's loop model holds starts, and ("end", line, col) where
-    one ends (a parenthesized receiver may start the two parses' spans at different places).
+    """The GradientCall of every call in `tree` that can be a gradient event: judged(placed_calls(...))."""
+    return judged(placed_calls(tree, path, lines, marked), followed, other_framework)
+
+
+def placed_calls(tree: ast.Module, path: str, lines: list[str], marked=None) -> list:
+    """(line, col, end, place) of every call in `tree` that can be a gradient event, in order:
+    where it stands (def, class, loop, no_grad, test), read before the model is built, while the
+    file's tree is at hand (a huge file's trees are let go while it is built in pieces).
     `marked`: the lines where the prefilter saw a spelling (ascending); only the top-level
     statements holding one are walked (None: all)."""
-    out: list[GradientCall] = []
+    out: list = []
     top = _Place(in_test=_test_path(path))
     statements = tree.body if marked is None else _holding(tree.body, marked)
     stack = [(statement, top) for statement in statements]
@@ -177,13 +182,23 @@ def gradient_calls(
         if isinstance(node, ast.Call) and is_gradient_call(node):
             col = _char_col(lines, node.lineno, node.col_offset)
             end = ("end", node.end_lineno, _char_col(lines, node.end_lineno, node.end_col_offset))
-            out.append(_verdict(node.lineno, col, place, (node.lineno, col) in followed or end in followed, other_framework))
+            out.append((node.lineno, col, end, place))
         for child, inner in _children(node, place):
             # a statement without a marked line holds no gradient call: not walked (most of a file)
             if marked is None or not isinstance(child, ast.stmt) or _holds(child, marked):
                 stack.append((child, inner))
-    out.sort(key=lambda call: (call.line, call.col))
+    out.sort(key=lambda call: (call[0], call[1]))
     return out
+
+
+def judged(placed: list, followed: frozenset, other_framework: bool = False) -> list[GradientCall]:
+    """The verdict of each placed call.  `followed`: the (line, col) where an event the file's
+    loop model holds starts, and ("end", line, col) where one ends (a parenthesized receiver may
+    start the two parses' spans at different places)."""
+    return [
+        _verdict(line, col, place, (line, col) in followed or end in followed, other_framework)
+        for line, col, end, place in placed
+    ]
 
 
 def _holding(statements: list, marked: list) -> list:
