@@ -29,6 +29,7 @@ from gradlint.core.api_names import (
 )
 from gradlint.guard.watcher import Watcher
 
+_INHERITED = object()  # what `replace` saves for an attribute the class inherits
 _SCALED = "_gradlint_guard_scaled"  # set on the tensor an enabled GradScaler.scale returns
 
 
@@ -39,7 +40,8 @@ class Patches:
         self.handles: list = []
 
     def replace(self, owner, attribute: str, wrapper) -> None:
-        original = owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)
+        # a class's own attribute (an inherited one, such as Tensor.zero_, is deleted again)
+        original = owner.__dict__.get(attribute, _INHERITED) if isinstance(owner, type) else getattr(owner, attribute)
         self.saved.append((owner, attribute, original))
         setattr(owner, attribute, wrapper)
 
@@ -52,7 +54,10 @@ class Patches:
 
     def restore(self) -> None:
         for owner, attribute, original in reversed(self.saved):
-            setattr(owner, attribute, original)
+            if original is _INHERITED:
+                delattr(owner, attribute)
+            else:
+                setattr(owner, attribute, original)
         self.saved.clear()
         for handle in self.handles:
             handle.remove()
@@ -131,6 +136,7 @@ class Patches:
                 return call()
             if w.touched:
                 w.flush_backward()
+            w.backward_starts()
             w.backward_sites = w.sites()
             w.backward_scaled = any(getattr(t, _SCALED, False) for t in tensors if isinstance(t, torch.Tensor))
             w.depth["B"] += 1
@@ -151,6 +157,16 @@ class Patches:
 
         self.replace(torch.Tensor, "backward", backward)
         self.replace(torch.autograd, "backward", autograd)
+
+        tensor_zero = torch.Tensor.zero_
+
+        def zero_(self):
+            # inside a wrapped clear, torch's own work; else maybe a hand-written clear of a gradient
+            if not w.depth["Z"] and w.refs:
+                w.zeroed_in_place(self)
+            return tensor_zero(self)
+
+        self.replace(torch.Tensor, "zero_", zero_)
 
     # --- clips ---------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ class Report:
     evidence: str  # what this run did
     related: list = field(default_factory=list)  # (path, line) of the calls that make it a bug
     rank: Optional[int] = None
+    lines: set = field(default_factory=set, repr=False)  # every user line of the calls' stacks (helpers' callers)
 
     @staticmethod
     def of(detection, replay) -> "Report":
@@ -58,7 +59,7 @@ class Report:
         related = sorted({site for site in detection.calls if site != own and site[0]}, key=lambda s: (s[0], s[1]))
         return Report(
             detection.code, rule.name if rule else "", rule.summary if rule else "", detection.file,
-            detection.line, detection.evidence, related, rank(),
+            detection.line, detection.evidence, related, rank(), set(detection.lines),
         )
 
     @property

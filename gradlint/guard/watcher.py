@@ -43,6 +43,8 @@ class Watcher:
         self.stepped_in_scaler = False
         self.building_scheduler = 0  # LRScheduler.__init__ steps once itself
         self.reports: list[Report] = []
+        self.pending_clear: Optional[tuple] = None  # (sites, pids) of `p.grad.zero_()` calls on one line
+        self.grad_owners: Optional[dict] = None  # data_ptr of a gradient -> pid, rebuilt after a backward
         self.backward_sites: list = []  # of the running backward
         self.backward_scaled = False
         self.frames: list = []  # the user's frames of the event being reported (names come from them)
@@ -136,6 +138,8 @@ class Watcher:
     # --- events --------------------------------------------------------------------------
 
     def _event(self, kind: str, sites: list, **raw):
+        if self.pending_clear is not None and raw.get("api") != "grad.zero_()":
+            self.flush_clear()
         if kind != "B" and self.touched:
             self.flush_backward()
         raw["kind"], raw["sites"] = kind, sites
@@ -160,7 +164,52 @@ class Watcher:
         else:
             self.backward_done([], api="backward (unseen call)")
 
+    def backward_starts(self) -> None:
+        """Before a backward: gradients set to None by hand since the last event (`p.grad = None`)
+        were a clear, at an unknown line (the guard does not wrap the `grad` attribute)."""
+        if self.pending_clear is not None:
+            self.flush_clear()
+        gone = [pid for pid, ref in self.refs.items()
+                if self.live.get(pid) is not None and (ref() is None or ref().grad is None)]
+        if gone:
+            own = {pid: None for pid in gone}
+            self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
+            self.live.update(own)
+
+    def zeroed_in_place(self, tensor) -> bool:
+        """`p.grad.zero_()` (or `.data.zero_()`) on a watched parameter's gradient: a clear, merged
+        with the others of the same line.  False for any other tensor."""
+        try:
+            pointer = tensor.data_ptr()
+        except Exception:
+            return False
+        if not pointer or tensor.requires_grad:
+            return False
+        if self.grad_owners is None:
+            self.grad_owners = {}
+            for pid, ref in self.refs.items():
+                param = ref()
+                grad = param.grad if param is not None else None
+                if grad is not None and grad.data_ptr():
+                    self.grad_owners[grad.data_ptr()] = pid
+        pid = self.grad_owners.get(pointer)
+        if pid is None:
+            return False
+        sites = self.sites()
+        if self.pending_clear is not None and self.pending_clear[0][:1] != sites[:1]:
+            self.flush_clear()
+        if self.pending_clear is None:
+            self.pending_clear = (sites, [])
+        self.pending_clear[1].append(pid)
+        return True
+
+    def flush_clear(self) -> None:
+        sites, pids = self.pending_clear
+        self.pending_clear = None
+        self.cleared(sites, pids, False, "grad.zero_()")
+
     def backward_done(self, sites: list, api: str, scaled: bool = False) -> None:
+        self.grad_owners = None
         pids = list(dict.fromkeys(self.touched))
         self.touched.clear()
         if not pids:
