@@ -131,6 +131,7 @@ class LiveReplay(Analysis):
         self.waiting: dict = {}  # oid -> {site of the waiting event: then}
         self._ever_cleared = set()
         self.new: list = []
+        self.reported: dict = {}  # (path, line) of a reported call -> its code
 
     def add(self, event: Event) -> list:
         index = self.events.append(event)
@@ -150,9 +151,14 @@ class LiveReplay(Analysis):
         self.waiting.setdefault(oid, {}).setdefault(tuple(self.events[index].site), then)
 
     def detect(self, code, event, evidence, also=()):
+        """A new detection is reported, unless it is made of a call already reported under
+        another code (one bug, one finding: a step moved before its backward is GL007, and the
+        clear that later throws that backward away is the same bug seen again)."""
         detection = super().detect(code, event, evidence, also)
         if detection.count == 1:
-            self.new.append(detection)
+            if not any(self.reported.get(site, code) != code for site in detection.calls):
+                self.new.append(detection)
+                self.reported.setdefault((detection.file, detection.line), code)
         return detection
 
     def call(self, event: Event) -> str:
