@@ -409,3 +409,45 @@ def test_uninstalled_guard_sees_nothing():
     guard.uninstall()
     gl001_wrong()
     assert guard.reports() == []
+
+
+# --- python -m gradlint.guard --------------------------------------------------------------------
+
+_SCRIPT = """\
+import sys
+import torch
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(int(sys.argv[1])):
+    model(torch.ones(1, 2)).sum().backward()
+    opt.step()
+print("steps", sys.argv[1:])
+"""
+
+
+def _guarded(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "gradlint.guard", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_runs_a_script_with_its_arguments_under_the_guard(tmp_path):
+    (tmp_path / "train.py").write_text(_SCRIPT)
+    run = _guarded("train.py", "3", "--flag", cwd=tmp_path)
+    assert run.returncode == 0 and "steps ['3', '--flag']" in run.stdout
+    assert run.stderr.count("GL001 missing-zero-grad") == 1 and "train.py:6" in run.stderr
+    run = _guarded("--mode", "raise", "train.py", "3", cwd=tmp_path)
+    assert run.returncode == 1 and "GradlintGuardError" in run.stderr and "steps" not in run.stdout
+    run = _guarded("--mode", "log", "train.py", "1", cwd=tmp_path)
+    assert run.returncode == 0 and "GL001" not in run.stderr  # one step: nothing piled up yet
+
+
+def test_the_command_runs_a_module(tmp_path):
+    (tmp_path / "trainer_pkg").mkdir()
+    (tmp_path / "trainer_pkg" / "__init__.py").write_text("")
+    (tmp_path / "trainer_pkg" / "train.py").write_text(_SCRIPT)
+    run = _guarded("--mode", "raise", "-m", "trainer_pkg.train", "2", cwd=tmp_path)
+    assert run.returncode == 1 and "GL001" in run.stderr
+
+
+def test_the_command_refuses_a_missing_script(tmp_path):
+    run = _guarded("nothing.py", cwd=tmp_path)
+    assert run.returncode == 2 and "no such script" in run.stderr
