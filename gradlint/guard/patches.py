@@ -83,13 +83,13 @@ class Patches:
             if w.depth["Z"]:
                 return optimizer_zero(self, set_to_none)
             sites = w.sites()
-            oid, pairs = w.optimizer(self)
+            oid, _, pids = w.optimizer(self)
             w.depth["Z"] += 1
             try:
                 result = optimizer_zero(self, set_to_none)
             finally:
                 w.depth["Z"] -= 1
-            w.cleared(sites, [pid for pid, _ in pairs], bool(set_to_none), "optimizer.zero_grad", oid)
+            w.cleared(sites, pids, bool(set_to_none), "optimizer.zero_grad", oid)
             return result
 
         def zero_module(self, set_to_none: bool = True):

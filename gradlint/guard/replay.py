@@ -24,7 +24,8 @@ from gradlint.verify.verdicts import Analysis, Event, Run, display_path
 PRESENT = {"norm": None, "sum": None, "zero": False}  # a gradient the guard has not read
 ZEROED = {"norm": 0.0, "sum": 0.0, "zero": True}  # kept by a clear that zeroes in place
 _KEEP = 64  # provenance entries kept per gradient: more than any accumulation window's backward passes
-_PRUNE_EVERY = 512  # events between two trims of the window
+_STEPS_KEPT = 4  # step indexes kept per optimizer: the criteria read the last two
+_PRUNE_EVERY = 64  # events between two trims of the window (each costs a pass over the gradients)
 
 
 class GuardEvent(Event):
@@ -84,7 +85,7 @@ class Recent:
     def append(self, index: int) -> None:
         self.total += 1
         self.tail.append(index)
-        del self.tail[:-_KEEP]
+        del self.tail[:-_STEPS_KEPT]
 
     def __len__(self) -> int:
         return self.total

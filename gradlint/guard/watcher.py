@@ -12,6 +12,7 @@ parameter.  Everything it keeps is per parameter tensor, per optimizer, or per s
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import weakref
@@ -31,7 +32,7 @@ class Watcher:
         self.mode = mode
         self.live: dict[int, object] = {}  # pid -> None | PRESENT | ZEROED
         self.replay = LiveReplay(LiveRun(self._name))
-        self.params: dict[int, tuple] = {}  # id(param) -> (weakref, pid)
+        self.params: dict[int, int] = {}  # id(param) -> pid (refs[pid]() is the parameter)
         self.refs: dict[int, weakref.ref] = {}  # pid -> weakref of the parameter
         self.hooks: dict[int, object] = {}  # pid -> the hook's handle
         self.optimizers: dict[int, tuple] = {}  # id(opt) -> (weakref, oid, signature, [(pid, ref)])
@@ -53,9 +54,9 @@ class Watcher:
     # --- parameters and optimizers ---------------------------------------------------
 
     def _pid(self, param) -> Optional[int]:
-        known = self.params.get(id(param))
-        if known is not None and known[0]() is param:
-            return known[1]
+        pid = self.params.get(id(param))
+        if pid is not None and self.refs[pid]() is param:
+            return pid
         return None
 
     def track_param(self, param, oid: Optional[int]) -> Optional[int]:
@@ -65,7 +66,7 @@ class Watcher:
         if pid is None:
             pid = len(self.refs) + 1
             ref = weakref.ref(param)
-            self.params[id(param)] = (ref, pid)
+            self.params[id(param)] = pid
             self.refs[pid] = ref
             self.live[pid] = None if param.grad is None else PRESENT
             self._hook(pid, param)
@@ -76,24 +77,19 @@ class Watcher:
     def _hook(self, pid: int, param) -> None:
         if pid in self.hooks or not (param.requires_grad and param.is_leaf):
             return
-        touched = self.touched
-
-        def accumulated(_param, pid=pid):
-            touched.append(pid)
-
         try:
-            self.hooks[pid] = param.register_post_accumulate_grad_hook(accumulated)
+            self.hooks[pid] = param.register_post_accumulate_grad_hook(functools.partial(_accumulated, self.touched, pid))
         except RuntimeError:  # a tensor that takes no hooks: seen through `p.grad is None` only
             pass
 
-    def optimizer(self, opt) -> tuple[int, list]:
-        """The optimizer's number and its [(pid, weakref)], tracked on first sight and again when
-        its groups change."""
+    def optimizer(self, opt) -> tuple[int, list, list]:
+        """The optimizer's number, its [(pid, weakref)] and its pids (one list, shared by its
+        events: never changed), tracked on first sight and again when its groups change."""
         groups = getattr(opt, "param_groups", None) or []
         signature = tuple(len(group.get("params", ())) for group in groups)
         known = self.optimizers.get(id(opt))
         if known is not None and known[0]() is opt and known[2] == signature:
-            return known[1], known[3]
+            return known[1], known[3], known[4]
         oid = known[1] if known is not None and known[0]() is opt else len(self.optimizers) + 1
         pairs = []
         for group in groups:
@@ -101,8 +97,9 @@ class Watcher:
                 pid = self.track_param(param, oid)
                 if pid is not None:
                     pairs.append((pid, self.refs[pid]))
-        self.optimizers[id(opt)] = (weakref.ref(opt), oid, signature, pairs)
-        return oid, pairs
+        pids = [pid for pid, _ in pairs]
+        self.optimizers[id(opt)] = (weakref.ref(opt), oid, signature, pairs, pids)
+        return oid, pairs, pids
 
     def pids_of(self, tensors) -> list[int]:
         pids = []
@@ -173,8 +170,9 @@ class Watcher:
                 if self.live.get(pid) is not None and (ref() is None or ref().grad is None)]
         if gone:
             own = {pid: None for pid in gone}
-            self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
+            event, _ = self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
             self.live.update(own)
+            del event.raw["own"]
 
     def zeroed_in_place(self, tensor) -> bool:
         """`p.grad.zero_()` (or `.data.zero_()`) on a watched parameter's gradient: a clear, merged
@@ -221,8 +219,9 @@ class Watcher:
 
     def cleared(self, sites: list, pids: list, set_to_none: bool, api: str, oid=None) -> None:
         own = {pid: None if set_to_none or self.live.get(pid) is None else ZEROED for pid in pids}
-        _, found = self._event("Z", sites, api=api, params=pids, own=own, oid=oid)
+        event, found = self._event("Z", sites, api=api, params=pids, own=own, oid=oid)
         self.live.update(own)
+        del event.raw["own"]  # the live state says the same from now on; the window keeps no copy
         self._deliver(found)
 
     def clip(self, sites: list, pids: list, api: str, limit) -> None:
@@ -230,17 +229,16 @@ class Watcher:
         self._deliver(found)
 
     def unscaled(self, sites: list, opt, error: Optional[str]) -> None:
-        oid, pairs = self.optimizer(opt)
+        oid, _, pids = self.optimizer(opt)
         raw = {"error": error} if error else {}
-        _, found = self._event("U", sites, api="scaler.unscale_", oid=oid, params=[pid for pid, _ in pairs], **raw)
+        _, found = self._event("U", sites, api="scaler.unscale_", oid=oid, params=pids, **raw)
         self._deliver(found)
 
     def step(self, sites: list, opt, closure: bool = False, skipped: bool = False) -> None:
-        oid, pairs = self.optimizer(opt)
+        oid, pairs, pids = self.optimizer(opt)
         self._reconcile(sites, pairs)
-        frozen, pids = [], []
+        frozen = []
         for pid, ref in pairs:
-            pids.append(pid)
             param = ref()
             if param is not None and not param.requires_grad:
                 frozen.append(pid)
@@ -271,8 +269,9 @@ class Watcher:
                 self._hook(pid, param)
         if gone:
             own = {pid: None for pid in gone}
-            self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
+            event, _ = self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
             self.live.update(own)
+            del event.raw["own"]
         if appeared:
             self.touched.extend(appeared)
             self.backward_done([], api="inferred backward")
@@ -289,13 +288,18 @@ class Watcher:
 
     def _name(self, kind: str, key: int) -> Optional[str]:
         if kind == "optimizer":
-            for ref, oid, _, _ in self.optimizers.values():
+            for ref, oid, *_ in self.optimizers.values():
                 if oid == key and ref() is not None:
                     return _local_name(self.frames, ref())
             return None
         ref = self.refs.get(key)
         param = ref() if ref is not None else None
         return _param_name(self.frames, param) if param is not None else None
+
+
+def _accumulated(touched: list, pid: int, _param) -> None:
+    """The hook: this parameter's gradient was written (a partial of this, the smallest hook)."""
+    touched.append(pid)
 
 
 def _local_name(frames, obj) -> Optional[str]:

@@ -192,7 +192,7 @@ class Detection:
         return (self.code, self.file, self.line)
 
 
-@dataclass
+@dataclass(slots=True)  # one per parameter tensor, for the whole of a guarded run
 class _Grad:
     sources: list = field(default_factory=list)  # indexes of backward events that wrote it
     consumed: list = field(default_factory=list)  # indexes of steps that used it
@@ -262,7 +262,10 @@ class Analysis:
         return f"`{text}` at {self.where(event)}" if text else self.where(event)
 
     def grad(self, pid) -> _Grad:
-        return self.grads.setdefault(pid, _Grad())
+        found = self.grads.get(pid)  # (setdefault would build a _Grad on every call: the guard asks per event)
+        if found is None:
+            found = self.grads[pid] = _Grad()
+        return found
 
     def detect(self, code, event: Event, evidence: str, also=()):
         path, line = event.site
