@@ -277,6 +277,9 @@ class Watcher:
             self.backward_done([], api="inferred backward")
 
     def scheduled(self, sites: list, scheduler, opt, raw: dict) -> None:
+        # a wrapper that steps its inner optimizer (Accelerate's, Lightning's): the inner one steps
+        while isinstance(getattr(opt, "optimizer", None), torch.optim.Optimizer):
+            opt = opt.optimizer
         oid = self.optimizer(opt)[0] if isinstance(opt, torch.optim.Optimizer) else None
         label = self.scheduler_names.get(id(scheduler))
         if label is None:
