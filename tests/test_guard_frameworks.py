@@ -6,7 +6,6 @@ download) and Accelerate's `accumulate`.  Each is skipped where its package is n
 from __future__ import annotations
 
 import inspect
-import os
 
 import pytest
 
