@@ -152,12 +152,15 @@ class LiveReplay(Analysis):
         self.waiting.setdefault(oid, {}).setdefault(tuple(self.events[index].site), then)
 
     def detect(self, code, event, evidence, also=()):
-        """A new detection is reported, unless it is made of a call already reported under
-        another code (one bug, one finding: a step moved before its backward is GL007, and the
-        clear that later throws that backward away is the same bug seen again)."""
+        """A new detection is reported, unless one of the other calls it is made of was already
+        reported under another code (one bug, one finding: a step moved before its backward is
+        GL007, and the clear that later throws that backward away is the same bug seen again).
+        Two codes on the same call are both reported: a clip above a scaled backward is GL005
+        and, on the micro-batches before unscale_, also GL006."""
         detection = super().detect(code, event, evidence, also)
         if detection.count == 1:
-            if not any(self.reported.get(site, code) != code for site in detection.calls):
+            own = (detection.file, detection.line)
+            if not any(self.reported.get(site, code) != code for site in detection.calls if site != own):
                 self.new.append(detection)
                 self.reported.setdefault((detection.file, detection.line), code)
         return detection
