@@ -137,3 +137,49 @@ def test_the_per_file_limit_bounds_memory(monkeypatch):
     result, _ = pool.guarded(lambda path, settings: (check_source("x = 1\n", path, settings), None), "f.py", Settings.default())
     assert [(e.kind, e.message) for e in result.errors] == [("timeout", "analysis stopped: out of memory")]
     assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
+def loops_in_one_function(loops: int) -> str:
+    """One function holding `loops` copies of a five-line loop (generated, notebook-exported code)."""
+    loop = ["    for b in loader:", "        loss = model(b).sum()", "        loss.backward()",
+            "        opt.zero_grad()", "        opt.step()"]
+    return "import torch\n\ndef main(model, loader, opt):\n" + "\n".join(loop * loops) + "\n"
+
+
+@pytest.fixture
+def closer_reads(monkeypatch):
+    """Counts the characters the project scan reads looking for the line that closes a def, class
+    or loop (gradlint/project/scan.py _closing): a search that finds nothing reads to its end."""
+    from gradlint.project import scan
+
+    state = {"chars": 0}
+    real = scan._closing
+
+    class Counted:
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def search(self, text, pos=0, endpos=None):
+            found = self.pattern.search(text, pos) if endpos is None else self.pattern.search(text, pos, endpos)
+            stop = found.end() if found is not None else (len(text) if endpos is None else endpos)
+            state["chars"] += stop - pos
+            return found
+
+    monkeypatch.setattr(scan, "_closing", lambda width: Counted(real(width)))
+    return state
+
+
+def test_placing_the_events_of_a_function_of_many_loops_reads_its_text_a_bounded_number_of_times(closer_reads):
+    """Each backward, clear and step of the project scan is placed among the defs and loops around
+    it.  Placing one walked back over every head before it and searched the function's whole
+    text up to it for a closing line: one function of 2,000 loops read 4,000 times as much as
+    one of 1,000 (issue 48: 4,000 loops took 32.8 s and then ran out of time)."""
+    from gradlint.project.scan import scan
+
+    read = []
+    for loops in (500, 1_000):
+        closer_reads["chars"] = 0
+        found = scan(loops_in_one_function(loops))
+        assert found.functions == {"main"}  # the function that backs, clears and steps
+        read.append(closer_reads["chars"])
+    assert read[1] <= 2.2 * read[0], read
