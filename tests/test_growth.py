@@ -183,3 +183,53 @@ def test_placing_the_events_of_a_function_of_many_loops_reads_its_text_a_bounded
         assert found.functions == {"main"}  # the function that backs, clears and steps
         read.append(closer_reads["chars"])
     assert read[1] <= 2.2 * read[0], read
+
+
+def package_of(tmp_path, modules: int, imports: int = 20) -> list:
+    """`modules` modules of one package, each importing `imports` helpers of the others and
+    calling one in a small training loop (no finding): the rows project_run.index_files takes."""
+    import hashlib
+
+    package = tmp_path / f"pkg{modules}" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    rows = [(str(package / "__init__.py"), "", hashlib.sha1(b"").hexdigest(), None)]
+    for i in range(modules):
+        others = [(i + 1 + 7 * step) % modules for step in range(imports)]
+        text = "".join(f"from pkg.m{j} import update_{j}\n" for j in others) + (
+            f"\n\ndef update_{i}(model, opt, batch):\n    opt.zero_grad()\n    model(batch).sum().backward()\n    opt.step()\n"
+            f"\n\ndef train(model, opt, loader):\n    for batch in loader:\n        update_{others[0]}(model, opt, batch)\n"
+        )
+        path = package / f"m{i}.py"
+        path.write_text(text)
+        rows.append((str(path), text, hashlib.sha1(text.encode()).hexdigest(), None))
+    return rows
+
+
+def test_the_project_index_costs_what_each_file_imports_not_the_whole_package_per_file(tmp_path, monkeypatch):
+    """Every file's view followed its imports four levels deep on its own: with 20 imports a
+    module, each file reached the whole package, and doubling the modules made four times the
+    lookups (issue 48: 500 modules took 45 s, 1,000 took 189 s).  What a module's imports reach
+    is read once per module now, shared by every file that imports it."""
+    from gradlint.project.index import Index
+    from gradlint.run import project_run
+
+    lookups = {"count": 0}
+    real = Index.lookup
+
+    def counted(self, *args, **kwargs):
+        lookups["count"] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "lookup", counted)
+    counts = []
+    for modules in (120, 240):
+        lookups["count"] = 0
+        rows = package_of(tmp_path, modules)
+        _, views = project_run.index_files(rows, (str(tmp_path / f"pkg{modules}"),))
+        # every module calls a helper of another in its loop: each has a view, with the names it imports
+        assert len(views) == modules
+        view = views[rows[1][0]]
+        assert {"update_1", "update_8"} <= set(view.words) and set(view.callbacks) >= {"backward", "step", "zero_grad"}
+        counts.append(lookups["count"])
+    assert counts[1] <= 2.2 * counts[0], counts
