@@ -41,6 +41,10 @@ def without_big_data(source: str, context, prefilter) -> str:
     tree of `source` is read); `prefilter`: the spellings of events (gradlint/check/prefilter.py)."""
     if len(source) < MIN_CHARS or "\r" in source:
         return source
+    from gradlint.parse.parse_guard import long_line
+
+    if long_line(source, context.path) is not None:
+        return source  # refused before any parse: CPython's ast of such a line takes gigabytes
     try:
         tree = context.tree(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
