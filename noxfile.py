@@ -52,8 +52,10 @@ def _install(session: nox.Session, with_torch: bool) -> None:
     if with_torch:
         session.install(*TORCH_INSTALL)  # first, so the verify extra finds it and pulls no other build
         # frameworks: Lightning, transformers and Accelerate for gradlint.guard's tests, here only:
-        # beside the CPU torch above; on another Python they would pull a CUDA build of torch
-        session.install(*editable, ".[dev,verify,frameworks]")
+        # beside the CPU torch above; on another Python they would pull a CUDA build of torch.
+        # The torch pin (TORCH_INSTALL's version) makes a framework release that wants a newer
+        # torch fail the install instead of pulling PyPI's multi-GB CUDA build over the CPU one.
+        session.install(*editable, ".[dev,verify,frameworks]", TORCH_INSTALL[1])
     else:
         session.install(*editable, ".[dev]")
 
