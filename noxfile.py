@@ -35,7 +35,8 @@ TORCH_PYTHON = "3.11"
 # without E741: `l` for a line or loop in a comprehension is the house style.
 RUFF_RULES = ["--select", "E4,E7,E9,F", "--ignore", "E741"]
 LINTED = ["gradlint", "tests", "benchmarks", "noxfile.py"]
-VERIFIER_TESTS = ["tests/test_verify*.py", "tests/test_fix_verify.py"]  # each runs scripts under torch
+# each runs scripts under torch
+VERIFIER_TESTS = ["tests/test_verify*.py", "tests/test_fix_verify.py", "tests/test_guard*.py"]
 
 # pyenv's shims answer only for the selected version: put each interpreter's own directory on PATH.
 os.environ["PATH"] = os.pathsep.join([*interpreter_dirs(), os.environ.get("PATH", "")])
@@ -50,7 +51,11 @@ def _install(session: nox.Session, with_torch: bool) -> None:
     editable = ["--config-settings", "editable_mode=compat", "-e"]
     if with_torch:
         session.install(*TORCH_INSTALL)  # first, so the verify extra finds it and pulls no other build
-        session.install(*editable, ".[dev,verify]")
+        # frameworks: Lightning, transformers and Accelerate for gradlint.guard's tests, here only:
+        # beside the CPU torch above; on another Python they would pull a CUDA build of torch.
+        # The torch pin (TORCH_INSTALL's version) makes a framework release that wants a newer
+        # torch fail the install instead of pulling PyPI's multi-GB CUDA build over the CPU one.
+        session.install(*editable, ".[dev,verify,frameworks]", TORCH_INSTALL[1])
     else:
         session.install(*editable, ".[dev]")
 

@@ -1,4 +1,4 @@
-"""Shapes whose cost once grew faster than the file (issue 34): nesting, one huge line.
+"""Shapes whose cost once grew faster than the file (issues 34, 48): nesting, one huge line, and more.
 
     python benchmarks/growth.py                      # the shapes, with their targets
     python benchmarks/growth.py --corpus DIR [DIR...]  # how close real loops come to the bounds
@@ -14,6 +14,15 @@
   7 MB).  Target: the command line answers with one error line, within the time limit,
   under 300 MB of peak memory; a smaller line of the same shape (--small-kb) is still
   analysed (its finding is reported).
+* One function holding 1,000, 2,000 and 4,000 copies of a five-line loop (issue 48: the
+  project scan placed every event by walking back over every loop before it).  Targets:
+  doubling the loops costs at most 2.2 times (command line CPU, -j 1, no cache), and the
+  20,000-line file's analysis at most 1.5 times its bare libcst parse.
+* 250, 500 and 1,000 modules of one package, each importing 20 helpers of the others and
+  calling one in a loop (issue 48: every file's view walked the import graph four levels
+  deep on its own).  Target: doubling the modules costs at most 2.2 times.
+* Four statements of 500 KB each in a training loop (issue 48: libcst aborted the process).
+  Target: the loop's GL001 is reported (the data is blanked before any parse).
 * `--corpus`: the steps of each loop's path enumeration and the events of its walks, per
   node of its model, the largest over every loop of the trees given, against the bounds of
   gradlint/model/flow.py (STEPS_PER_NODE, WALK_EVENTS_PER_NODE).
@@ -153,6 +162,122 @@ def corpus(roots: list[str]) -> int:
                     (("steps", flow.STEPS_PER_NODE), ("walk events", flow.WALK_EVENTS_PER_NODE))) else 1
 
 
+def loops_in_one_function(loops: int) -> str:
+    """One function holding `loops` copies of a five-line training loop (generated, notebook-exported code)."""
+    loop = ["    for b in loader:", "        loss = model(b).sum()", "        loss.backward()",
+            "        opt.zero_grad()", "        opt.step()"]
+    return "import torch\n\ndef main(model, loader, opt):\n" + "\n".join(loop * loops) + "\n"
+
+
+def package(root: str, modules: int, imports: int = 20) -> str:
+    """`modules` modules of one package, each importing `imports` helpers of the others and calling
+    one in a small training loop (no finding); returns the folder to check."""
+    folder = os.path.join(root, f"pkg{modules}")
+    os.makedirs(os.path.join(folder, "pkg"))
+    open(os.path.join(folder, "pkg", "__init__.py"), "w").close()
+    for i in range(modules):
+        others = [(i + 1 + 7 * step) % modules for step in range(imports)]
+        with open(os.path.join(folder, "pkg", f"m{i}.py"), "w") as handle:
+            handle.write("".join(f"from pkg.m{j} import update_{j}\n" for j in others))
+            handle.write(f"\n\ndef update_{i}(model, opt, batch):\n    opt.zero_grad()\n    model(batch).sum().backward()\n"
+                         f"    opt.step()\n\n\ndef train(model, opt, loader):\n    for batch in loader:\n"
+                         f"        update_{others[0]}(model, opt, batch)\n")
+    return folder
+
+
+def big_statements(count: int = 100_000) -> str:
+    """A loop that never clears (one GL001) holding four statements of about 5 * count characters."""
+    items = ", ".join(["x.y"] * count)
+    return HEADER + "for x in loader:\n" + "".join(f"    z{k} = [{items}]\n" for k in range(4)) + \
+        "    model(x).sum().backward()\n    opt.step()\n"
+
+
+def cli_cpu(args: list, cwd: str = ROOT) -> tuple[float, int, str]:
+    """CPU seconds, exit code and output of `gradlint --no-cache -j 1 *args` in a child."""
+    runner = (
+        "import resource, subprocess, sys\n"
+        "p = subprocess.run([sys.executable, '-m', 'gradlint', '--no-cache', '-j', '1', '--file-timeout', '600'] + sys.argv[1:],"
+        " capture_output=True, text=True)\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(u.ru_utime + u.ru_stime, p.returncode)\n"
+        "print(p.stdout + p.stderr)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-c", runner, *args], capture_output=True, text=True, cwd=cwd, timeout=1800, env=env)
+    first, _, output = proc.stdout.partition("\n")
+    cpu, code = first.split()
+    return float(cpu), int(code), output.strip()
+
+
+BARE_PARSE = r"""
+import sys, time
+import libcst
+libcst.parse_module("x = 1\n")
+source = open(sys.argv[1]).read()
+start = time.process_time()
+libcst.parse_module(source)
+print(time.process_time() - start)
+"""
+
+
+def bare_parse(path: str) -> float:
+    proc = subprocess.run([sys.executable, "-c", BARE_PARSE, path], capture_output=True, text=True, check=True, timeout=900)
+    return float(proc.stdout)
+
+
+ANALYSIS = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from gradlint.check.engine import check_source
+from gradlint.options.settings import Settings
+from gradlint.run.pool import collector_paused
+check_source("import torch\nfor x in loader:\n    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()\n", "warm.py")
+source = open(sys.argv[2]).read()
+start = time.process_time()
+with collector_paused():  # as the command line checks each file
+    check_source(source, sys.argv[2], Settings.default())
+print(time.process_time() - start)
+"""
+
+
+def analysis(path: str) -> float:
+    """CPU seconds of the whole analysis of one file (check_source) in a fresh child."""
+    proc = subprocess.run([sys.executable, "-c", ANALYSIS, ROOT, path], capture_output=True, text=True, check=True, timeout=900)
+    return float(proc.stdout)
+
+
+def new_shapes(tmp: str, targets: list) -> None:
+    """Issue 48's shapes: loops in one function, modules of one package, big statements."""
+    print("one function of N five-line loops (CLI CPU s, -j 1, no cache)")
+    cpus = []
+    for loops in (1_000, 2_000, 4_000):
+        path = os.path.join(tmp, f"function{loops}.py")
+        with open(path, "w") as handle:
+            handle.write(loops_in_one_function(loops))
+        cpu, code, output = cli_cpu([path])
+        cpus.append(cpu)
+        print(f"  {loops:6,} loops  {cpu:7.2f} s  exit {code}  {output.splitlines()[-1][:60]}")
+    targets.append(("loops in one function: 4,000 / 2,000 loops <= 2.2", cpus[2] / cpus[1], 2.2))
+    checked, parsed = analysis(path), bare_parse(path)
+    print(f"  20,000 lines: analysis {checked:.2f} s, bare libcst parse {parsed:.2f} s")
+    targets.append(("20,000 lines in one function: analysis / bare parse <= 1.5", checked / parsed, 1.5))
+    print("N modules of one package, 20 imports each (CLI CPU s, -j 1, no cache)")
+    cpus = []
+    for modules in (250, 500, 1_000):
+        folder = package(tmp, modules)
+        cpu, code, output = cli_cpu(["pkg"], cwd=folder)
+        cpus.append(cpu)
+        print(f"  {modules:6,} modules  {cpu:7.2f} s  exit {code}  {output.splitlines()[-1][:60]}")
+    targets.append(("modules of a package: 1,000 / 500 modules <= 2.2", cpus[2] / cpus[1], 2.2))
+    path = os.path.join(tmp, "big_statements.py")
+    with open(path, "w") as handle:
+        handle.write(big_statements())
+    cpu, code, output = cli_cpu([path])
+    print(f"four statements of 500 KB in a loop: {cpu:.2f} CPU s, exit {code}")
+    print("  " + output.replace("\n", "\n  "))
+    targets.append(("four 500 KB statements: the loop's GL001 reported", float("GL001" in output and code == 1), 1.0))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--line-mb", type=float, default=7.0)
@@ -184,6 +309,7 @@ def main() -> int:
             else:
                 targets.append(("the huge line: peak MB <= 300", rss, 300))
                 targets.append(("the huge line: one error line", float(output.count("error:") == 1 and code in (1, 2)), 1.0))
+        new_shapes(tmp, targets)
     print("targets:")
     ok = True
     for name, value, limit in targets:

@@ -56,6 +56,7 @@ STAGES = {
     "report": None,
     "lsp": None,
     "verify": None,
+    "guard": None,  # the rules watched in the user's own run, on verify's replay
     "edit": "Changing the user's files: --fix (fix_files, fix_notebook), --add-noqa, and the one\n"
     "writer they share (rewrite).",
     "commands": "The command line: argument parsing and exit codes (cli), `gradlint explain`.",

@@ -108,7 +108,8 @@ def test_a_huge_line_in_a_training_loop_is_one_error_before_any_parse(parses):
 
 
 def test_a_huge_statement_on_many_lines_never_reaches_libcst(parses):
-    items = ",\n        ".join(["x.y"] * 90_000)
+    """One that holds events (data that holds none is blanked first: tests/test_big_expressions.py)."""
+    items = ",\n        ".join(["opt.step()"] * 30_000)
     source = HEADER + f"for x in loader:\n    z = [\n        {items}\n    ]\n    model(x).sum().backward()\n    opt.step()\n"
     result = check_source(source, "huge.py", Settings.default())
     assert [(e.kind, e.line) for e in result.errors] == [("syntax-error", 5)]
@@ -137,3 +138,99 @@ def test_the_per_file_limit_bounds_memory(monkeypatch):
     result, _ = pool.guarded(lambda path, settings: (check_source("x = 1\n", path, settings), None), "f.py", Settings.default())
     assert [(e.kind, e.message) for e in result.errors] == [("timeout", "analysis stopped: out of memory")]
     assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
+def loops_in_one_function(loops: int) -> str:
+    """One function holding `loops` copies of a five-line loop (generated, notebook-exported code)."""
+    loop = ["    for b in loader:", "        loss = model(b).sum()", "        loss.backward()",
+            "        opt.zero_grad()", "        opt.step()"]
+    return "import torch\n\ndef main(model, loader, opt):\n" + "\n".join(loop * loops) + "\n"
+
+
+@pytest.fixture
+def closer_reads(monkeypatch):
+    """Counts the characters the project scan reads looking for the line that closes a def, class
+    or loop (gradlint/project/scan.py _closing): a search that finds nothing reads to its end."""
+    from gradlint.project import scan
+
+    state = {"chars": 0}
+    real = scan._closing
+
+    class Counted:
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def search(self, text, pos=0, endpos=None):
+            found = self.pattern.search(text, pos) if endpos is None else self.pattern.search(text, pos, endpos)
+            stop = found.end() if found is not None else (len(text) if endpos is None else endpos)
+            state["chars"] += stop - pos
+            return found
+
+    monkeypatch.setattr(scan, "_closing", lambda width: Counted(real(width)))
+    return state
+
+
+def test_placing_the_events_of_a_function_of_many_loops_reads_its_text_a_bounded_number_of_times(closer_reads):
+    """Each backward, clear and step of the project scan is placed among the defs and loops around
+    it.  Placing one walked back over every head before it and searched the function's whole
+    text up to it for a closing line: one function of 2,000 loops read 4,000 times as much as
+    one of 1,000 (issue 48: 4,000 loops took 32.8 s and then ran out of time)."""
+    from gradlint.project.scan import scan
+
+    read = []
+    for loops in (500, 1_000):
+        closer_reads["chars"] = 0
+        found = scan(loops_in_one_function(loops))
+        assert found.functions == {"main"}  # the function that backs, clears and steps
+        read.append(closer_reads["chars"])
+    assert read[1] <= 2.2 * read[0], read
+
+
+def package_of(tmp_path, modules: int, imports: int = 20) -> list:
+    """`modules` modules of one package, each importing `imports` helpers of the others and
+    calling one in a small training loop (no finding): the rows project_run.index_files takes."""
+    import hashlib
+
+    package = tmp_path / f"pkg{modules}" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    rows = [(str(package / "__init__.py"), "", hashlib.sha1(b"").hexdigest(), None)]
+    for i in range(modules):
+        others = [(i + 1 + 7 * step) % modules for step in range(imports)]
+        text = "".join(f"from pkg.m{j} import update_{j}\n" for j in others) + (
+            f"\n\ndef update_{i}(model, opt, batch):\n    opt.zero_grad()\n    model(batch).sum().backward()\n    opt.step()\n"
+            f"\n\ndef train(model, opt, loader):\n    for batch in loader:\n        update_{others[0]}(model, opt, batch)\n"
+        )
+        path = package / f"m{i}.py"
+        path.write_text(text)
+        rows.append((str(path), text, hashlib.sha1(text.encode()).hexdigest(), None))
+    return rows
+
+
+def test_the_project_index_costs_what_each_file_imports_not_the_whole_package_per_file(tmp_path, monkeypatch):
+    """Every file's view followed its imports four levels deep on its own: with 20 imports a
+    module, each file reached the whole package, and doubling the modules made four times the
+    lookups (issue 48: 500 modules took 45 s, 1,000 took 189 s).  What a module's imports reach
+    is read once per module now, shared by every file that imports it."""
+    from gradlint.project.index import Index
+    from gradlint.run import project_run
+
+    lookups = {"count": 0}
+    real = Index.lookup
+
+    def counted(self, *args, **kwargs):
+        lookups["count"] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "lookup", counted)
+    counts = []
+    for modules in (120, 240):
+        lookups["count"] = 0
+        rows = package_of(tmp_path, modules)
+        _, views = project_run.index_files(rows, (str(tmp_path / f"pkg{modules}"),))
+        # every module calls a helper of another in its loop: each has a view, with the names it imports
+        assert len(views) == modules
+        view = views[rows[1][0]]
+        assert {"update_1", "update_8"} <= set(view.words) and set(view.callbacks) >= {"backward", "step", "zero_grad"}
+        counts.append(lookups["count"])
+    assert counts[1] <= 2.2 * counts[0], counts

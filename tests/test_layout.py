@@ -31,6 +31,7 @@ STAGES = (
     "report",  # one formatter per output format
     "lsp",  # the language server
     "verify",  # the runtime verifier
+    "guard",  # the rules watched inside the user's own run (verify's replay, fed live)
     "edit",  # --fix and --add-noqa on the user's files, the one writer
     "commands",  # the command line
 )

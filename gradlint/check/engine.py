@@ -272,6 +272,13 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
     # From here on the source has its big numeric data literals emptied (gradlint/parse/data_literals.py):
     # the same lines, the same positions of everything else, and no 850 MB ast of the numbers.
     context.source = source = without_data(context.source, context)
+    from gradlint.check.big_expressions import without_big_data
+    from gradlint.check.prefilter import for_wrappers
+
+    # and its big expressions that call nothing and spell no event blanked (the same lines and
+    # columns): no pass below walks their nodes, and libcst never parses them
+    words = tuple(sorted(project.words)) if project is not None else ()
+    context.source = source = without_big_data(source, context, for_wrappers(settings.wrappers, words))
     path = context.path
     if context.memo is None and _no_loop_by_text(source, settings, project):
         _syntax_only(source, path)
@@ -809,9 +816,15 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
             prepare = partial(project_run.install_and_load, index, views, load_analysis)
         outcomes = run_parallel(analyse, work, jobs, prepare)
     else:
-        from gradlint.run.pool import guarded
+        from gradlint.run.pool import guarded, isolated, size_of
 
-        outcomes = [guarded(analyse, path, settings) for path, settings in work]
+        # A big file is analysed in a child process even so: libcst's native parser aborts its
+        # process when an allocation fails, and the guards bound what it is given by estimates.
+        # In a child an abort is one error for that file, and the run goes on.
+        outcomes = [
+            isolated(analyse, path, settings) if size_of(path) >= ISOLATED_FROM_BYTES else guarded(analyse, path, settings)
+            for path, settings in work
+        ]
     for i, (result, made) in zip(pending, outcomes):  # made: None when the file crashed or timed out
         variants = made.variants if made is not None else {}
         results[i] = as_reported(result, variants, options.variant)
@@ -902,6 +915,10 @@ def _digested(read):
 
     data, text = read
     return content_digest(data), len(data), text
+
+
+# A file this big is never analysed in the command line's own process (check_files).
+ISOLATED_FROM_BYTES = 1024 * 1024
 
 
 def _workers(asked: int | None, files: int, size: int) -> int:

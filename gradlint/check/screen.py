@@ -64,6 +64,7 @@ from gradlint.core.api_names import (
     WRAPPER_METHODS,
 )
 from gradlint.parse.ast_nodes import ast_nodes
+from gradlint.check.big_expressions import blank_big_expressions
 from gradlint.core.events import FRAMEWORK_TRAINERS, arguments_read_pattern, named_like_optimizer, named_like_scaler
 from gradlint.check.prefilter import for_wrappers
 from gradlint.options.settings import Wrappers
@@ -427,7 +428,7 @@ def screen(
             keep.add(parent)
             parent = pieces[parent][3]
     if len(keep) == len(pieces) and not skeletons:
-        return source
+        return blank_big_expressions(source, lines, tree, marked)
     out = list(lines)
     for i, (start, end, _, parent) in enumerate(pieces):
         if i in keep or (parent >= 0 and parent not in keep):
@@ -443,7 +444,7 @@ def screen(
             continue  # blanked with its class
         for n in range(start, end + 1):
             out[n - 1] = kept.get(n, "")
-    return "\n".join(out)
+    return blank_big_expressions("\n".join(out), lines, tree, marked)
 
 
 def _loop_holders(walk: "_Walk", marked: list[int], candidates) -> set[int]:

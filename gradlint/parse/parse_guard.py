@@ -98,10 +98,21 @@ def _too_large(path: str, size: int, line: int, col: int) -> FileError:
     )
 
 
+# A statement of this size or more counts towards the file's bound below: libcst's memory for
+# one big statement of small tokens is about 2 KB per character, and several of them each under
+# MAX_STATEMENT_CHARS add up (four of 500 KB: past the per-file memory limit, and libcst's native
+# parser aborts the process when an allocation fails).  Ordinary statements are far smaller.
+BIG_STATEMENT_CHARS = 16 * 1024
+# What all the big statements of the text libcst parses may hold together: about a gigabyte.
+MAX_BIG_STATEMENTS_CHARS = MAX_STATEMENT_CHARS
+
+
 def oversized_statement(text: str, path: str, context=None) -> Optional[FileError]:
-    """The error for the first simple statement of `text` longer than MAX_STATEMENT_CHARS, or None.
-    Cheap: only a text that long is looked at, and then only its statements (not expressions).
-    `context`: the check's FileContext, whose tree of `text` is read (None: parsed here)."""
+    """The error for the first simple statement of `text` longer than MAX_STATEMENT_CHARS, or for
+    the text when its statements of BIG_STATEMENT_CHARS or more hold more than
+    MAX_BIG_STATEMENTS_CHARS together; else None.  Cheap: only a text that long is looked at,
+    and then only its statements (not expressions).  `context`: the check's FileContext, whose
+    tree of `text` is read (None: parsed here)."""
     if len(text) <= MAX_STATEMENT_CHARS:
         return None
     from gradlint.parse import python_ast
@@ -113,6 +124,7 @@ def oversized_statement(text: str, path: str, context=None) -> Optional[FileErro
     lines = text.split("\n")
     starts = list(accumulate((len(line) + 1 for line in lines), initial=0))
     stack = list(reversed(tree.body))
+    big: list[tuple[int, int, int]] = []  # (size, line, column) of each statement of BIG_STATEMENT_CHARS or more
     while stack:
         node = stack.pop()
         bodies = [getattr(node, name, None) for name in ("body", "orelse", "finalbody", "handlers", "cases")]
@@ -121,9 +133,24 @@ def oversized_statement(text: str, path: str, context=None) -> Optional[FileErro
             stack.extend(reversed(children))  # a compound statement: its own lines are short
             continue
         end = node.end_lineno or node.lineno
-        size = starts[min(end, len(lines)) - 1] + (node.end_col_offset or 0) - starts[node.lineno - 1] - node.col_offset
+        first = starts[node.lineno - 1] + node.col_offset
+        size = starts[min(end, len(lines)) - 1] + (node.end_col_offset or 0) - first
+        if size >= BIG_STATEMENT_CHARS:
+            # spaces cost libcst next to nothing: a blanked expression (check/big_expressions.py) is free
+            size -= text.count(" ", first, first + size)
         if size > MAX_STATEMENT_CHARS:
             return _too_large(path, size, node.lineno, node.col_offset + 1)
+        if size >= BIG_STATEMENT_CHARS:
+            big.append((size, node.lineno, node.col_offset + 1))
+    total = sum(size for size, _, _ in big)
+    if total > MAX_BIG_STATEMENTS_CHARS:
+        _, line, col = big[0]  # the first of them
+        return FileError(
+            path, SYNTAX_ERROR,
+            f"statements too large to check ({total // 1024:,} KiB in {len(big)} statements of "
+            f"{BIG_STATEMENT_CHARS // 1024} KiB or more; at most {MAX_BIG_STATEMENTS_CHARS // 1024} KiB in all): "
+            "exclude the file if it is generated", line, col,
+        )
     return None
 
 

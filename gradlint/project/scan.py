@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from itertools import repeat
+from typing import Optional
 from dataclasses import dataclass, field
 
 from gradlint.core.api_names import BACKWARD, DATA, GRAD, GRAD_ZERO, SCALER_UNSCALE, STEP
@@ -188,6 +189,8 @@ class _Heads:
             bases = _bases_text(text, m.end()) if kind == "class" else ""
             self.heads.append((m.start(), len(m.group(1)), kind, m.group(3) or "", bases))
         self.offsets = [h[0] for h in self.heads]
+        self._ends: list[int] = []
+        self._parents: Optional[list[int]] = None  # made on the first question (_nest)
 
     def around(self, offset: int) -> list[tuple]:
         """(kind, name, owner kind) of each head around the line holding `offset`, innermost first
@@ -211,19 +214,43 @@ class _Heads:
         return [(head[2], head[3], found[0] if found else _NO_HEAD)] + self.around(offset)
 
     def _enclosing(self, offset: int) -> list[tuple]:
+        """The heads whose bodies hold the line of `offset` and that are indented less than it,
+        innermost first.  Such heads nest (each strictly indented more than the one around it),
+        so they are all on the chain of parents of the last head before the line: the walk costs
+        the nesting's depth, not the number of heads before the line (a function of thousands of
+        loops asks once per event)."""
         text = self.text
         line_start = text.rfind("\n", 0, offset) + 1
         prefix = text[line_start:offset]
         indent = len(prefix) - len(prefix.lstrip(" \t"))  # a tab is one column, as in _closing
+        if self._parents is None:
+            self._nest()
+        ends, parents = self._ends, self._parents
         found = []
         index = bisect_left(self.offsets, line_start) - 1
         while index >= 0 and indent > 0:
             head = self.heads[index]
-            if head[1] < indent and _closing(head[1]).search(text, head[0], line_start) is None:
+            if head[1] < indent and ends[index] > line_start:
                 found.append(head)
                 indent = head[1]
-            index -= 1
+            index = parents[index]
         return found
+
+    def _nest(self) -> None:
+        """Each head's end (where the first line indented no deeper than it closes it; a head is
+        open on every line that starts before that end) and its parent (the nearest earlier head
+        open on its line, -1 for none).  A head closed before a line is closed for every later
+        line, so one stack of open heads finds every parent; each head's end is searched once."""
+        text, heads = self.text, self.heads
+        ends, parents, open_heads = [], [], []
+        for index, head in enumerate(heads):
+            closer = _closing(head[1]).search(text, head[0])
+            ends.append(closer.end() if closer is not None else len(text) + 1)
+            while open_heads and not (heads[open_heads[-1]][1] < head[1] and ends[open_heads[-1]] > head[0]):
+                open_heads.pop()
+            parents.append(open_heads[-1] if open_heads else -1)
+            open_heads.append(index)
+        self._ends, self._parents = ends, parents
 
 
 _NO_HEAD = (None, None, None, None, "")

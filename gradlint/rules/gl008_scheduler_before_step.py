@@ -39,19 +39,24 @@ def check(file):
 
 def runtime(replay, i, event):
     """A scheduler step (without an explicit epoch) before its optimizer's first step, or while
-    that optimizer has fresh gradients it has not stepped yet."""
+    that optimizer has fresh gradients it has not stepped yet; reported once that optimizer's
+    next step shows the update the premature scheduler step changed."""
     if event.raw.get("plateau") or event.raw.get("error") or event.raw.get("positioned"):
         return  # `sched.step(epoch)` sets its position itself: stepping first skips nothing
     oid = event.raw.get("oid")
     if oid is None:
         return
-    later = next((e for e in replay.events[i + 1 :] if e.kind == "S" and e.raw.get("oid") == oid), None)
-    if later is None:
+    first = not replay.steps.get(oid)
+    if not (first or replay.fresh.get(oid)):
         return
+    replay.at_next_step(i, oid, lambda later: _report(replay, event, oid, later, first))
+
+
+def _report(replay, event, oid, later, first):
     name = replay.run.optimizer(oid)
     sched = event.raw.get("scheduler") or "the scheduler"
     before, after = event.raw.get("lr_before"), event.raw.get("lr_after")
-    if not replay.steps.get(oid):
+    if first:
         found = replay.detect(
             "GL008", event,
             f"{replay.call(event)} ran before the first {name}.step() ({replay.where(later)}): "
@@ -61,7 +66,7 @@ def runtime(replay, i, event):
         )
         found.message = (f"{sched}.step() runs before {name}.step() ({replay.where(later)}): the first learning "
                          "rate of the schedule is skipped (since PyTorch 1.1 the scheduler steps after the optimizer)")
-    elif replay.fresh.get(oid):
+    else:
         found = replay.detect(
             "GL008", event,
             f"{replay.call(event)} ran before the step of its iteration ({replay.where(later)}): "

@@ -278,7 +278,7 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int, prepare=Non
     outcomes: list = [None] * len(tasks)
     broken: list[int] = []
     # Big files first: the last file to finish then is a small one.
-    order = sorted(range(len(tasks)), key=lambda i: -_size(tasks[i][0]))
+    order = sorted(range(len(tasks)), key=lambda i: -size_of(tasks[i][0]))
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_worker, initargs=(prepare, os.getpid()))
     try:
         with _holding_stop_signals():  # submit forks the workers
@@ -295,7 +295,7 @@ def run_parallel(work, tasks: list[tuple[str, Settings]], jobs: int, prepare=Non
         raise
     pool.shutdown(wait=True)
     for i in broken:
-        outcomes[i] = _isolated(work, *tasks[i], prepare)
+        outcomes[i] = isolated(work, *tasks[i], prepare)
     return outcomes
 
 
@@ -328,7 +328,9 @@ def _forget_wakeup(manager) -> None:
         wakeups.pop(manager, None)
 
 
-def _isolated(work, path: str, settings: Settings, prepare) -> Outcome:
+def isolated(work, path: str, settings: Settings, prepare=None) -> Outcome:
+    """`work(path, settings)` guarded in a process of its own: its death (a native abort, the
+    OOM killer) is an error for that file, not the end of the run."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -346,7 +348,7 @@ def _isolated(work, path: str, settings: Settings, prepare) -> Outcome:
     return outcome
 
 
-def _size(path: str) -> int:
+def size_of(path: str) -> int:
     try:
         return os.path.getsize(path)
     except OSError:

@@ -72,7 +72,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         forget_calls()
         return index, views
     from gradlint.project.construction import Deliveries
-    from gradlint.project.view import walk
+    from gradlint.project.view import parse_reachable
 
     # what the build scanned, for the construction sites of a class (construction.py)
     known_texts = {key: texts[key] if key in texts else index.pending[key][1] for key in scans if key in texts or key in index.pending}
@@ -142,6 +142,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     names = functions | set(methods)
     index.reachable_words = frozenset(_words(scans, names))
     index.holders = None if every_module else frozenset(_holders(scans, names, stars)[0])
+    expanded: dict = {}  # module key -> the levels of its imports parsed (parse_reachable)
     for _, key in callers:
         # its own defs matter, or an earlier caller's walk parsed it already (a base class
         # looked up there): the summary; else only its imports, read from its text
@@ -151,7 +152,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             path, text, digest, _ = index.pending.pop(key)
             module = index.modules[key] = Module(path, digest, text_aliases(text))
         if module is not None:
-            walk(index, key, module)
+            parse_reachable(index, key, module, expanded)
     index.mark_relevant(_seeds(index, scans, functions, methods))
     if every_module:
         for key, found in scans.items():

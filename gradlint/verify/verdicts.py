@@ -192,7 +192,7 @@ class Detection:
         return (self.code, self.file, self.line)
 
 
-@dataclass
+@dataclass(slots=True)  # one per parameter tensor, for the whole of a guarded run
 class _Grad:
     sources: list = field(default_factory=list)  # indexes of backward events that wrote it
     consumed: list = field(default_factory=list)  # indexes of steps that used it
@@ -243,6 +243,7 @@ class Analysis:
         self.stepping: tuple = (0, "")  # the step being replayed: its number, its optimizer's name
         self._stale_at: Optional[tuple] = None  # (step index, stale_use's answer) for the last step asked
         self._ever_cleared: Optional[set] = None  # the parameters some clear of the run covered
+        self.criteria: Optional[dict] = None  # criteria_by_kind(), read on the first event
 
     # --- helpers ---------------------------------------------------------------
 
@@ -261,7 +262,10 @@ class Analysis:
         return f"`{text}` at {self.where(event)}" if text else self.where(event)
 
     def grad(self, pid) -> _Grad:
-        return self.grads.setdefault(pid, _Grad())
+        found = self.grads.get(pid)  # (setdefault would build a _Grad on every call: the guard asks per event)
+        if found is None:
+            found = self.grads[pid] = _Grad()
+        return found
 
     def detect(self, code, event: Event, evidence: str, also=()):
         path, line = event.site
@@ -288,23 +292,38 @@ class Analysis:
     def analyse(self) -> list[Detection]:
         """Replay the run: each event updates the gradients' provenance, and every rule whose
         criterion watches that kind of event is asked whether the run shows its bug there."""
-        criteria = criteria_by_kind()
         for index, event in enumerate(self.events):
-            oid = event.raw.get("oid")
-            if oid is not None and event.kind in ("S", "O"):  # whoever steps a parameter owns it too
-                for pid in event.params:
-                    self.owners.setdefault(pid, set()).add(oid)
-            if not event.raw.get("in_step"):
-                self.step_counted = False
-            before = getattr(self, f"_on_{event.kind}", None)
-            if before is not None:
-                before(index, event)
-            for criterion in criteria.get(event.kind, ()):
-                criterion.detect(self, index, event)
-            after = getattr(self, f"_after_{event.kind}", None)
-            if after is not None:
-                after(index, event)
+            self.feed(index, event)
         return list(self.detections.values())
+
+    def feed(self, index: int, event: Event) -> None:
+        """One event of the run, in order: update the provenance, then ask the criteria that
+        watch its kind.  The replay of a whole log calls it for each event; gradlint.guard calls
+        it as each event happens in the user's own run."""
+        if self.criteria is None:
+            self.criteria = criteria_by_kind()
+        oid = event.raw.get("oid")
+        if oid is not None and event.kind in ("S", "O"):  # whoever steps a parameter owns it too
+            for pid in event.params:
+                self.owners.setdefault(pid, set()).add(oid)
+        if not event.raw.get("in_step"):
+            self.step_counted = False
+        before = getattr(self, f"_on_{event.kind}", None)
+        if before is not None:
+            before(index, event)
+        for criterion in self.criteria.get(event.kind, ()):
+            criterion.detect(self, index, event)
+        after = getattr(self, f"_after_{event.kind}", None)
+        if after is not None:
+            after(index, event)
+
+    def at_next_step(self, index: int, oid, then) -> None:
+        """Call `then(step)` with the next step of optimizer `oid` after event `index`, if one
+        comes (a criterion whose bug needs that step to happen: GL008).  A log is read ahead;
+        a live replay calls `then` when that step comes."""
+        later = next((e for e in self.events[index + 1:] if e.kind == "S" and e.raw.get("oid") == oid), None)
+        if later is not None:
+            then(later)
 
     def _on_B(self, i, event):
         # The iteration a backward ran in: how many times its line ran.  The evaluations of one

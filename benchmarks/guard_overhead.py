@@ -1,0 +1,187 @@
+"""What gradlint.guard costs a training step: a small transformer and a small CNN, with and
+without the guard, in the same run.
+
+    python benchmarks/guard_overhead.py [--steps 60] [--rounds 6]
+
+Steps with and without the guard alternate in blocks (the guard installed and removed between
+blocks), so that the machine's load falls on both alike; each figure is the median step time
+of its side (>= 50 steps each), in CPU time of this process on CPU (the load of other
+processes does not count), wall time on CUDA.  Memory: what the guard's own code holds after
+200 steps (traced by tracemalloc, any allocation with a gradlint frame in its stack), per
+parameter tensor (from two models of 16 and 256 tensors) and for the run.  The
+same figures for CUDA are printed when a GPU is there.  Exit 1 when a target is missed:
+overhead <= 2% of the step, memory <= 1 KB per parameter tensor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import tracemalloc
+
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import gradlint.guard as guard  # noqa: E402
+
+OVERHEAD_TARGET = 0.02
+MEMORY_TARGET = 1024
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, vocab=1000, width=128, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        layer = nn.TransformerEncoderLayer(width, nhead=4, dim_feedforward=4 * width, batch_first=True)
+        self.body = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, tokens):
+        return self.head(self.body(self.embed(tokens)))
+
+
+def _transformer(device):
+    model = TinyTransformer().to(device)
+    tokens = torch.randint(0, 1000, (16, 32), device=device)
+
+    def loss():
+        logits = model(tokens[:, :-1])
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1))
+
+    return model, loss
+
+
+def _cnn(device):
+    model = nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(64, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(64, 10),
+    ).to(device)
+    images = torch.randn(32, 3, 32, 32, device=device)
+    labels = torch.randint(0, 10, (32,), device=device)
+    return model, lambda: nn.functional.cross_entropy(model(images), labels)
+
+
+def _trainer(build, device):
+    torch.manual_seed(0)
+    model, loss = build(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1.0)
+
+    def step():
+        opt.zero_grad()
+        loss().backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # the step's time, not its launch's (the guard itself never syncs)
+
+    return model, step
+
+
+def _clock(device) -> float:
+    """CPU time of this process on CPU (other processes' load does not count), wall time on CUDA."""
+    return time.process_time() if device.type == "cpu" else time.perf_counter()
+
+
+def measure(build, device, steps: int, rounds: int) -> dict:
+    model, step = _trainer(build, device)
+    for _ in range(5):  # warm-up: allocator, kernels, first-step state
+        step()
+    times = {False: [], True: []}
+    block = max(1, steps // rounds)
+    for round_ in range(rounds * 2):
+        watched = round_ % 2 == 1
+        if watched:
+            guard.install(mode="raise")  # a report would stop the benchmark: the loop is right
+            step()  # not timed: a run's first guarded step meets its optimizer (hooks, once per run)
+        try:
+            for _ in range(block):
+                start = _clock(device)
+                step()
+                times[watched].append(_clock(device) - start)
+        finally:
+            if watched:
+                guard.uninstall()
+    plain, guarded = statistics.median(times[False]), statistics.median(times[True])
+    return {"tensors": sum(1 for _ in model.parameters()), "plain": plain, "guarded": guarded,
+            "overhead": guarded / plain - 1, "steps": len(times[True])}
+
+
+def _mlp(depth):
+    def build(device):
+        model = nn.Sequential(*[nn.Linear(16, 16) for _ in range(depth)]).to(device)
+        x = torch.randn(4, 16, device=device)
+        return model, lambda: model(x).square().mean()
+    return build
+
+
+def _held(build, device, steps: int) -> tuple[int, int, int]:
+    """Bytes the guard's code holds after `steps` steps (its modules' import excluded: installed
+    once before tracing), what the last half of the steps added, and the parameter tensors."""
+    model, step = _trainer(build, device)
+    guard.install(mode="raise")
+    step()
+    guard.uninstall()
+    ours = [tracemalloc.Filter(True, "*gradlint*", all_frames=True)]
+    tracemalloc.start(25)
+    guard.install(mode="raise")
+    try:
+        for _ in range(steps // 2):
+            step()
+        half = sum(s.size for s in tracemalloc.take_snapshot().filter_traces(ours).statistics("filename"))
+        for _ in range(steps - steps // 2):
+            step()
+        held = sum(s.size for s in tracemalloc.take_snapshot().filter_traces(ours).statistics("filename"))
+    finally:
+        guard.uninstall()
+        tracemalloc.stop()
+    return held, held - half, sum(1 for _ in model.parameters())
+
+
+def memory(device, steps: int = 200) -> dict:
+    """The guard's memory: a part that does not depend on the model (its window of recent
+    events, caches of file names) and a part per parameter tensor, from two models of the same
+    layers, 8 and 128 deep."""
+    small, small_growth, few = _held(_mlp(8), device, steps)
+    large, large_growth, many = _held(_mlp(128), device, steps)
+    per_tensor = (large - small) / (many - few)
+    return {"per_tensor": per_tensor, "fixed": small - per_tensor * few, "growth": max(small_growth, large_growth)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=60, help="steps per side (median of them), at least 50")
+    parser.add_argument("--rounds", type=int, default=6, help="blocks per side, alternating")
+    options = parser.parse_args(argv)
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    missed = False
+    print(f"load average {os.getloadavg()[0]:.1f}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    for device in devices:
+        held = memory(device)
+        ok_memory = held["per_tensor"] <= MEMORY_TARGET
+        missed = not ok_memory
+        print(f"{device.type:4} memory: {held['per_tensor']:.0f} B per parameter tensor {'ok' if ok_memory else 'MISSED'}, "
+              f"plus {held['fixed'] / 1024:.0f} KB for the run; {held['growth']:+d} B over the last 100 of 200 steps")
+        for name, build in (("transformer", _transformer), ("cnn", _cnn)):
+            timing = measure(build, device, max(50, options.steps), options.rounds)
+            ok_time = timing["overhead"] <= OVERHEAD_TARGET
+            missed = missed or not ok_time
+            print(
+                f"{device.type:4} {name:11} {timing['tensors']:3} tensors  step {timing['plain'] * 1e3:8.2f} ms plain, "
+                f"{timing['guarded'] * 1e3:8.2f} ms guarded (median of {timing['steps']}): "
+                f"overhead {timing['overhead'] * 100:+.2f}% {'ok' if ok_time else 'MISSED'}"
+            )
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

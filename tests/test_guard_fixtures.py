@@ -1,0 +1,105 @@
+"""Every runnable fixture under gradlint.guard: a wrong one gives the checker's finding, a right
+one and every idiom none.
+
+The fixtures are the ones `gradlint verify` runs (tests/test_verify_fixtures.py picks them).
+tests/guard_driver.py runs many in one process (torch imported once); the default run takes
+the same quick set as verify's test (one wrong fixture per rule folder, two idioms), the slow
+set all of them (about 80 s on two loaded cores).  A report matches a finding as verify's
+verdicts do: same code, at the finding's line or at one of its related lines, anywhere in the
+user's stack of the calls the report is made of.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from marks import expected_marks
+
+pytest.importorskip("torch")
+
+import test_verify_fixtures as picked  # noqa: E402  (after the skip: it imports torch's absence too)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DRIVER = os.path.join(ROOT, "tests", "guard_driver.py")
+
+# What the guard cannot see that verify does: verify measures every gradient and parameter,
+# the guard reads none (docs/guard.md, "What it cannot see").
+_MANUAL = "the guard reads no values, so an update written by hand (`p -= lr * p.grad`) is not a step it sees"
+GUARD_GAPS = {
+    # the guard sees the user's whole stack: a helper's bug in another module is seen on its call
+    **{path: gap for path, gap in picked.VERIFY_GAPS.items() if gap != picked._ACROSS_FILES},
+    "fixtures/gl001/wrong_manual_sgd_never_cleared.py": _MANUAL,
+    "fixtures/cross_file/model_factory_optimizers/wrong_train.py": (
+        "the run blames the first clear between the step and the next backward (line 11); the "
+        "project-wide check blames the other clear of the same optimizer (line 15)"),
+}
+_RESULTS: dict = {}
+
+
+def _run(paths: list) -> None:
+    proc = subprocess.run([sys.executable, DRIVER, *paths], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    for line in proc.stdout.splitlines():
+        if line.startswith("GUARD-JSON "):
+            result = json.loads(line[len("GUARD-JSON "):])
+            _RESULTS[result["path"]] = result
+    missing = [p for p in paths if p not in _RESULTS]
+    assert not missing, f"the driver stopped before {missing[0]}:\n{proc.stderr[-3000:]}"
+
+
+def _result(path: str) -> dict:
+    if path not in _RESULTS:
+        _run(sorted(picked.QUICK) if path in picked.QUICK else [p for p in picked.PATHS if p not in _RESULTS])
+    return _RESULTS[path]
+
+
+def _params(marked: bool) -> list:
+    chosen = []
+    for path in picked.PATHS:
+        if bool(picked._marks(path)) != marked:
+            continue
+        marks = [] if path in picked.QUICK else [pytest.mark.slow]
+        if path in GUARD_GAPS:
+            marks.append(pytest.mark.xfail(strict=True, reason=GUARD_GAPS[path]))
+        chosen.append(pytest.param(path, marks=marks))
+    return chosen
+
+
+def _text(result: dict) -> str:
+    return "\n".join(r["text"] for r in result["reports"]) or "(no report)"
+
+
+@pytest.mark.xdist_group("guard_fixtures")
+@pytest.mark.parametrize("path", _params(marked=True))
+def test_wrong_fixture_gives_the_checkers_finding(path):
+    from gradlint.check.engine import check_source
+    from gradlint.options.settings import Settings
+
+    result = _result(path)
+    if "ModuleNotFoundError" in result["outcome"]:
+        pytest.skip(f"needs a package that is not installed: {result['outcome']}")
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+        source = handle.read()
+    real = os.path.realpath(os.path.join(ROOT, path))
+    findings = {(f.span.line, f.code): f for f in check_source(source, path, Settings.default()).findings}
+    for line, code in expected_marks(source):
+        # a project's script: the checker alone may not see the helper's bug; the mark is on the call
+        finding = findings.get((line, code))
+        lines = {(real, line)} | {(real, r.span.line) for r in (finding.related if finding else ())}
+        assert any(
+            r["code"] == code and lines & {tuple(site) for site in r["lines"]} for r in result["reports"]
+        ), f"{code} at line {line}: {result['outcome']}\n{_text(result)}"
+
+
+@pytest.mark.xdist_group("guard_fixtures")
+@pytest.mark.parametrize("path", _params(marked=False))
+def test_right_fixture_and_idiom_get_no_report(path):
+    result = _result(path)
+    if "ModuleNotFoundError" in result["outcome"]:
+        pytest.skip(f"needs a package that is not installed: {result['outcome']}")
+    assert result["reports"] == [], _text(result)
+    assert result["outcome"] in ("completed", "exit 0", "exit None"), result["outcome"]
