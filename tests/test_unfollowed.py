@@ -217,3 +217,13 @@ def test_the_cache_keeps_them(tmp_path):
     second = run_of(TABLE, cache_dir=str(cache))
     assert [v.call for v in second.not_followed()] == [v.call for v in first.not_followed()]
     assert len(second.not_followed()) == 3
+
+
+@pytest.mark.parametrize("folder", ["agent_of_two_classes_one_never_clears", "agent_of_two_classes_from_a_factory"])
+def test_a_receiver_bound_to_several_classes_follows_each_class(folder):
+    """`agent` bound to either of two classes of the project (on two branches, or by a factory
+    of the file whose returns build either): each class's `update` is a path of the loop."""
+    run = run_of(ROOT / "fixtures" / "cross_file" / folder)
+    assert blind(run) == {}
+    followed = [v for v in verdicts(run.results) if v.verdict == coverage.FOLLOWED]
+    assert {(os.path.basename(v.path), v.call.line) for v in followed} >= {("agents.py", 15), ("agents.py", 25)}

@@ -858,11 +858,32 @@ class Builder:
                 return [Branch(key, True, False, [marked], [])]
             return [event]
         helper = helper or self.helper_for(call, ctx)
+        if helper is None and self.project is not None and len(ctx.helpers) < MAX_HELPER_DEPTH:
+            alternatives = self.project.alternatives_for(call, ctx)
+            if alternatives:
+                return [self.one_of(call, alternatives, ctx)]
         if helper is None:
             opaque = classify.opaque_call(call, ctx)
             return [opaque] if opaque is not None else []
         definition, class_name, label, *other_module = helper
         return [Helper(self.inline(definition, call, class_name, label, ctx, *other_module))]
+
+    def one_of(self, call: cst.Call, alternatives: list, ctx: Context) -> Branch:
+        """`agent.update(batch)` on an object that is an instance of one of several classes:
+        each class's method on its own side of a branch (`type(agent) is SAC`), so every path
+        through the loop runs one of them, the same one in every iteration unless the loop
+        rebinds the object."""
+        receiver = ctx.name(call.func.value) or dotted(call.func.value) or ""
+        invariant = receiver not in ctx.assigned and root(receiver) not in ctx.assigned
+        (class_name, helper), *rest = alternatives
+        definition, owner, label, *other_module = helper
+        then = [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
+        if len(rest) == 1:
+            _, (definition, owner, label, *other_module) = rest[0]
+            orelse: list[Node] = [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
+        else:
+            orelse = [self.one_of(call, rest, ctx)]
+        return Branch(f"type({receiver}) is {class_name}", False, invariant, then, orelse)
 
     def note_scaled(self, stmt, ctx: Context) -> None:
         """Keep `self.scaled` up to date with an assignment: `loss = scaler.scale(loss)` binds
