@@ -102,6 +102,9 @@ def test_a_function_followed_from_another_modules_loop_is_followed_there(tmp_pat
                       "        self.base_optimizer.step()\n"}, coverage.OWN_METHOD),
     ({"kernel.py": "import torch\nclass Scan(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n"
                    "        return scan_cuda.backward(g, ctx.saved)\n"}, coverage.OWN_METHOD),
+    ({"flow.py": "import torch\nclass Flow(torch.nn.Module):\n    def forward(self, z):\n"
+                 "        return self.coupling.backward(z)\n",
+      "sample.py": "from flow import Flow\nflow = Flow()\nfor z in zs:\n    print(flow.forward(z))\n"}, coverage.OWN_METHOD),
     ({"once.py": "import torch\nmodel = torch.nn.Linear(2, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=1)\n"
                  "x = torch.ones(2)" + STEP.replace("\n    ", "\n")}, coverage.NO_CALLER),
 ])
