@@ -230,3 +230,53 @@ def test_a_receiver_bound_to_several_classes_follows_each_class(folder):
     assert blind(run) == {}
     followed = [v for v in verdicts(run.results) if v.verdict == coverage.FOLLOWED]
     assert {(os.path.basename(v.path), v.call.line) for v in followed} >= {("agents.py", 15), ("agents.py", 25)}
+
+
+@pytest.mark.parametrize("folder", ["base_loop_runs_a_subclass_clip_after_step", "base_loop_runs_subclass_steps_in_order"])
+def test_a_base_loop_follows_the_overrides_of_its_stub_in_subclasses_of_other_modules(folder):
+    """`self.run_step(x, y)` in the base's loop, `run_step` a stub there and written by two
+    subclasses in another module: both are paths of the loop."""
+    run = run_of(ROOT / "fixtures" / "cross_file" / folder)
+    found = by_verdict(run)
+    assert set(found) == {"followed"}
+    assert {line for name, line, _ in found["followed"] if name == "trainers.py"} == {10, 11, 12, 17, 18, 19, 20}
+
+
+BASE_AND_TWO_STEPS = """
+import torch
+from torch import nn
+
+
+class Base:
+    def __init__(self):
+        self.net = nn.Linear(4, 1)
+        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def train(self, batches):
+        for x, y in batches:
+            self.run_step(x, y)
+
+    def run_step(self, x, y):
+        raise NotImplementedError
+
+
+class Plain(Base):
+    def run_step(self, x, y):
+        self.optimizer.zero_grad()
+        nn.functional.mse_loss(self.net(x), y).backward()
+        self.optimizer.step()
+
+
+class Clipped(Base):
+    def run_step(self, x, y):
+        self.optimizer.zero_grad()
+        nn.functional.mse_loss(self.net(x), y).backward()
+        self.optimizer.step()
+        nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
+"""
+
+
+def test_a_base_loop_follows_each_override_of_its_stub_in_the_same_file(tmp_path):
+    run = run_of(write(tmp_path, {"trainers.py": BASE_AND_TWO_STEPS}))
+    assert set(by_verdict(run)) == {"followed"}
+    assert [(f.code, f.line) for f in run.findings()] == [("GL004", 31)]

@@ -25,6 +25,7 @@ from gradlint.project.index import PORTABLE_SELF, Class, Function, Index, Module
 # the loop's own file cannot say (`self.scheduler = OneCycleLR(...)` is in trainer.py).
 _OPTIMIZER, _SCHEDULER, _SCALER = "optimizer", "scheduler", "scaler"
 _MEMBER_DEPTH = 1  # attributes of attributes: `gan.discriminator.optimizer`, no deeper
+_BASE_DEPTH = 3  # a subclass of a subclass of ... the loop's class, this many levels
 
 
 class _Numbered(Numbering):
@@ -215,6 +216,7 @@ class Project:
         self.words = frozenset(view.words)
         self.digest = view.digest
         self.callbacks = frozenset(view.callbacks)
+        self._overrides: dict = {}  # (class, method) -> the overrides of other modules found
 
     def calls_project_function(self, called) -> bool:
         """Does a loop that calls these names call a function of another module that touches gradients?"""
@@ -295,6 +297,46 @@ class Project:
             if helper is not None:
                 out.append((found[2].name if found[2] is not None else cls.name, helper))
         return out if len(out) > 1 else []
+
+    def overrides(self, class_name: str, method: str, call: cst.Call, ctx) -> list:
+        """`self.run_step()` in the checked file's class `class_name`, whose own `run_step` is a
+        stub: the helper of each override of it in a subclass of another module of the project
+        (`class A2CAgent(DiscreteA2CBase)` in a2c_discrete.py), as [(class name, helper)].  Only
+        the modules the index parsed are read (a frozen index parses nothing more)."""
+        key = (class_name, method)
+        if key not in self._overrides:
+            self._overrides[key] = self._overriding(class_name, method)
+        out = []
+        for found in self._overrides[key]:
+            helper = self._helper(call, ctx, None, found, "self")
+            if helper is not None:
+                out.append((found[2].name, helper))
+        return out
+
+    def _overriding(self, class_name: str, method: str) -> list:
+        out = []
+        for key, module in sorted(self.index.modules.items()):
+            if key == self.key or module is None:
+                continue
+            for cls in module.classes.values():
+                if method in cls.methods and self._derives(key, module, cls, class_name, 0):
+                    out.append((key, module, cls, cls.methods[method]))
+        return out
+
+    def _derives(self, key: str, module: Module, cls: Class, class_name: str, depth: int) -> bool:
+        """Does `cls` derive from the checked file's class `class_name`, through classes of the project?"""
+        if depth > _BASE_DEPTH:
+            return False
+        for base in cls.bases:
+            found = self.index.class_named(base, key, module)
+            if found is None:
+                continue
+            if found[0] == self.key and found[1].name == class_name:
+                return True
+            inner = self.index.module(found[0])
+            if inner is not None and self._derives(found[0], inner, found[1], class_name, depth + 1):
+                return True
+        return False
 
     def _classes_bound(self, values, bindings) -> Optional[list]:
         """[(module, Class)] of every class of the project the assigned `values` build: a call
