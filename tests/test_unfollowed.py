@@ -280,3 +280,18 @@ def test_a_base_loop_follows_each_override_of_its_stub_in_the_same_file(tmp_path
     run = run_of(write(tmp_path, {"trainers.py": BASE_AND_TWO_STEPS}))
     assert set(by_verdict(run)) == {"followed"}
     assert [(f.code, f.line) for f in run.findings()] == [("GL004", 31)]
+
+
+def test_a_base_loop_follows_a_method_only_its_subclass_of_another_module_defines(tmp_path):
+    """`self.process_batch(batch)` in the base's loop, a method the base never defines: the
+    subclass's (another module) is the one that runs."""
+    run = run_of(write(tmp_path, {
+        "base_trainer.py": "class BaseTrainer:\n    def train(self, loader):\n        for batch in loader:\n"
+                           "            self.process_batch(batch)\n",
+        "trainer.py": "import torch\nfrom base_trainer import BaseTrainer\n\n\nclass Trainer(BaseTrainer):\n"
+                      "    def process_batch(self, batch):\n        self.optimizer.zero_grad()\n"
+                      "        self.model(batch).sum().backward()\n        self.optimizer.step()\n"
+                      "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n",
+    }))
+    assert set(by_verdict(run)) == {"followed"}
+    assert [(os.path.basename(f.path), f.code, f.line) for f in run.findings()] == [("trainer.py", "GL004", 10)]

@@ -877,13 +877,18 @@ class Builder:
 
     def overrides_for(self, call: cst.Call, ctx: Context) -> list:
         """`self.run_step()` in a class of the file whose own `run_step` is a stub left to its
-        subclasses (in this file or other modules of the project): which one runs is the
-        object's class, so each override is a path (as `one_of` builds them).  Empty when the
-        method is no stub, or only one subclass of the file or none overrides it (file_helper's
-        answer)."""
+        subclasses, or that it does not define at all (`BaseTrainer` calls `self.process_batch`,
+        which only its subclasses write), in this file or other modules of the project: which
+        one runs is the object's class, so each override is a path (as `one_of` builds them).
+        Empty when the class defines the method, or only one subclass of the file or none
+        overrides it (file_helper's answer)."""
         method = call.func.attr.value
+        if ctx.class_name is None:
+            return []
         found = self.bindings.find_method(ctx.class_name, method)
-        if found is None or not _stub(found[0]):
+        if found is not None and not _stub(found[0]):
+            return []
+        if found is None and not self.bindings.classes.get(ctx.class_name):
             return []
         # the subclasses of the loop's class (a sibling's override never runs in this loop)
         here = self.bindings.overrides(ctx.class_name, method)
