@@ -10,6 +10,7 @@ loop called the method on (`self.trainer` for `self.trainer.train_step(batch)`).
 from __future__ import annotations
 
 import ast
+import os
 import warnings
 from typing import Optional
 
@@ -194,6 +195,12 @@ def _built_by_factory(callee: str, bindings) -> Optional[str]:
     return built.pop() if built is not None and len(built) == 1 else None
 
 
+def _qualified(key: str, cls: Class) -> str:
+    """`ddpg.DDPG`: a class's name with its module's, so that two classes of one name in two
+    modules (DDPG.py's and OurDDPG.py's `DDPG`) are two alternatives, not one condition."""
+    return f"{os.path.splitext(os.path.basename(key))[0]}.{cls.name}"
+
+
 def _kind_of_callee(qualified: str) -> Optional[tuple[str, bool]]:
     from gradlint.model.bindings import Bindings
 
@@ -295,7 +302,7 @@ class Project:
             seen.add((found[0], found[3].qualname))
             helper = self._helper(call, ctx, None, found, ctx.name(func.value) or receiver)
             if helper is not None:
-                out.append((found[2].name if found[2] is not None else cls.name, helper))
+                out.append((_qualified(key, cls), helper))
         return out if len(out) > 1 else []
 
     def overrides(self, class_name: str, method: str, call: cst.Call, ctx) -> list:
@@ -310,7 +317,7 @@ class Project:
         for found in self._overrides[key]:
             helper = self._helper(call, ctx, None, found, "self")
             if helper is not None:
-                out.append((found[2].name, helper))
+                out.append((_qualified(found[0], found[2]), helper))
         return out
 
     def _overriding(self, class_name: str, method: str) -> list:
