@@ -170,10 +170,11 @@ def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
 
 def subclass_words(index: Index) -> dict:
     """module key -> the names of the methods that touch gradients of the subclasses its classes
-    have in other modules of the project (`def train_actor_critic(self, ...): pass` in the base
-    class whose loop calls `self.train_actor_critic(...)`, the override in a2c_continuous.py):
-    the base's loop runs the override, though the base's module imports nothing of its
-    subclass's.  Once per index (memoised while its relevance stands)."""
+    have in other modules of the project, which those classes call on self (`def
+    train_actor_critic(self, ...): pass` in the base class whose loop calls
+    `self.train_actor_critic(...)`, the override in a2c_continuous.py): the base's loop runs
+    the override, though the base's module imports nothing of its subclass's.  Once per index
+    (memoised while its relevance stands)."""
     held = index.__dict__.get("_subclass_words")
     if held is not None and held[0] is index.relevant:
         return held[1]
@@ -188,8 +189,9 @@ def subclass_words(index: Index) -> dict:
 
 
 def _credit_bases(index: Index, origin: str, key: str, module: Module, cls, names: set, out: dict, depth: int) -> None:
-    """Add `names` to `out` for the module of each base class of `cls` (of module `key`, a base
-    of a class of module `origin`) other than `origin`, up its bases."""
+    """Add to `out`, for the module of each base class of `cls` (of module `key`, a base of a
+    class of module `origin`) other than `origin`, those of `names` the base calls on self; up
+    its bases."""
     if depth > MAX_BASE_DEPTH:
         return
     for base in cls.bases:
@@ -197,8 +199,12 @@ def _credit_bases(index: Index, origin: str, key: str, module: Module, cls, name
         inner = index.module(found[0]) if found is not None else None
         if inner is None:
             continue
-        if found[0] != origin:  # whether the base defines them or only calls them (`self.process_batch`)
-            out.setdefault(found[0], set()).update(names)
+        if found[0] != origin:
+            # those its own methods call on self (`self.process_batch(...)`), defined there as
+            # a stub or not at all
+            called = set().union(*(f.methods for f in found[1].methods.values())) & names
+            if called:
+                out.setdefault(found[0], set()).update(called)
         _credit_bases(index, origin, found[0], inner, found[1], names, out, depth + 1)
 
 
