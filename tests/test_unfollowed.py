@@ -102,6 +102,9 @@ def test_a_function_followed_from_another_modules_loop_is_followed_there(tmp_pat
                       "        self.base_optimizer.step()\n"}, coverage.OWN_METHOD),
     ({"kernel.py": "import torch\nclass Scan(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n"
                    "        return scan_cuda.backward(g, ctx.saved)\n"}, coverage.OWN_METHOD),
+    ({"flow.py": "import torch\nclass Flow(torch.nn.Module):\n    def forward(self, z):\n"
+                 "        return self.coupling.backward(z)\n",
+      "sample.py": "from flow import Flow\nflow = Flow()\nfor z in zs:\n    print(flow.forward(z))\n"}, coverage.OWN_METHOD),
     ({"once.py": "import torch\nmodel = torch.nn.Linear(2, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=1)\n"
                  "x = torch.ones(2)" + STEP.replace("\n    ", "\n")}, coverage.NO_CALLER),
 ])
@@ -217,3 +220,78 @@ def test_the_cache_keeps_them(tmp_path):
     second = run_of(TABLE, cache_dir=str(cache))
     assert [v.call for v in second.not_followed()] == [v.call for v in first.not_followed()]
     assert len(second.not_followed()) == 3
+
+
+@pytest.mark.parametrize("folder", ["agent_of_two_classes_one_never_clears", "agent_of_two_classes_from_a_factory"])
+def test_a_receiver_bound_to_several_classes_follows_each_class(folder):
+    """`agent` bound to either of two classes of the project (on two branches, or by a factory
+    of the file whose returns build either): each class's `update` is a path of the loop."""
+    run = run_of(ROOT / "fixtures" / "cross_file" / folder)
+    assert blind(run) == {}
+    followed = [v for v in verdicts(run.results) if v.verdict == coverage.FOLLOWED]
+    assert {(os.path.basename(v.path), v.call.line) for v in followed} >= {("agents.py", 15), ("agents.py", 25)}
+
+
+@pytest.mark.parametrize("folder", ["base_loop_runs_a_subclass_clip_after_step", "base_loop_runs_subclass_steps_in_order"])
+def test_a_base_loop_follows_the_overrides_of_its_stub_in_subclasses_of_other_modules(folder):
+    """`self.run_step(x, y)` in the base's loop, `run_step` a stub there and written by two
+    subclasses in another module: both are paths of the loop."""
+    run = run_of(ROOT / "fixtures" / "cross_file" / folder)
+    found = by_verdict(run)
+    assert set(found) == {"followed"}
+    assert {line for name, line, _ in found["followed"] if name == "trainers.py"} == {10, 11, 12, 17, 18, 19, 20}
+
+
+BASE_AND_TWO_STEPS = """
+import torch
+from torch import nn
+
+
+class Base:
+    def __init__(self):
+        self.net = nn.Linear(4, 1)
+        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def train(self, batches):
+        for x, y in batches:
+            self.run_step(x, y)
+
+    def run_step(self, x, y):
+        raise NotImplementedError
+
+
+class Plain(Base):
+    def run_step(self, x, y):
+        self.optimizer.zero_grad()
+        nn.functional.mse_loss(self.net(x), y).backward()
+        self.optimizer.step()
+
+
+class Clipped(Base):
+    def run_step(self, x, y):
+        self.optimizer.zero_grad()
+        nn.functional.mse_loss(self.net(x), y).backward()
+        self.optimizer.step()
+        nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
+"""
+
+
+def test_a_base_loop_follows_each_override_of_its_stub_in_the_same_file(tmp_path):
+    run = run_of(write(tmp_path, {"trainers.py": BASE_AND_TWO_STEPS}))
+    assert set(by_verdict(run)) == {"followed"}
+    assert [(f.code, f.line) for f in run.findings()] == [("GL004", 31)]
+
+
+def test_a_base_loop_follows_a_method_only_its_subclass_of_another_module_defines(tmp_path):
+    """`self.process_batch(batch)` in the base's loop, a method the base never defines: the
+    subclass's (another module) is the one that runs."""
+    run = run_of(write(tmp_path, {
+        "base_trainer.py": "class BaseTrainer:\n    def train(self, loader):\n        for batch in loader:\n"
+                           "            self.process_batch(batch)\n",
+        "trainer.py": "import torch\nfrom base_trainer import BaseTrainer\n\n\nclass Trainer(BaseTrainer):\n"
+                      "    def process_batch(self, batch):\n        self.optimizer.zero_grad()\n"
+                      "        self.model(batch).sum().backward()\n        self.optimizer.step()\n"
+                      "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n",
+    }))
+    assert set(by_verdict(run)) == {"followed"}
+    assert [(os.path.basename(f.path), f.code, f.line) for f in run.findings()] == [("trainer.py", "GL004", 10)]

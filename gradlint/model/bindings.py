@@ -467,6 +467,12 @@ class Bindings(Numbering):
     def only_override(self, class_name: str, method: str) -> Optional[tuple[cst.FunctionDef, str]]:
         """`method` of the one class of the file that derives (through classes of the file) from
         `class_name` and defines it; None when no class or several do."""
+        found = self.overrides(class_name, method)
+        return found[0] if len(found) == 1 else None
+
+    def overrides(self, class_name: str, method: str) -> list[tuple[cst.FunctionDef, str]]:
+        """(def, class) of `method` in every class of the file that derives (through classes of
+        the file) from `class_name` and defines it, in the file's order."""
         found = []
         for info in self.classes.values():
             if info.name == class_name or method not in info.methods:
@@ -480,7 +486,7 @@ class Bindings(Numbering):
                 if parent == class_name:
                     found.append((info.methods[method], info.name))
                     break
-        return found[0] if len(found) == 1 else None
+        return found
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):

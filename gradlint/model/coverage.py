@@ -34,7 +34,7 @@ from gradlint.core.findings import FOLLOWED, NOT_FOLLOWED, NOT_TRAINING, UNREACH
 # Reasons a call is not training code.
 UNDER_NO_GRAD = "under no_grad"
 IN_A_TEST = "in a test"
-OWN_METHOD = "inside a step or backward of its own"
+OWN_METHOD = "inside a step, backward or forward of its own"
 OTHER_FRAMEWORK = "another framework's code"
 NO_CALLER = "no loop reaches it"  # nothing calls its function, or only code that runs once
 # Reasons a call in training code is not followed.
@@ -53,7 +53,9 @@ _STEPS = api.STEP_FUNCTIONS  # `xm.optimizer_step(opt)`: a step whatever its rec
 _GRAD_DISABLING = frozenset(name.rsplit(".", 1)[-1] for name in api.GRAD_DISABLING)
 # Methods whose body is an optimizer's or an autograd function's own machinery, not a training
 # step: `def step(self)` of an optimizer wrapper calls `self.base.step()`, the `backward` of a
-# `torch.autograd.Function` calls its kernel's `backward(...)`.
+# `torch.autograd.Function` calls its kernel's `backward(...)`.  A subclass's `forward` is
+# its own computation too (below).
+FORWARD = "forward"
 _OWN_METHODS = frozenset({STEP, BACKWARD, *api.ZERO_GRAD_METHODS, SCALER_UNSCALE})
 # Bases that make a class no framework's: a method of such a class runs when its caller says so.
 _PLAIN_BASES = frozenset(base.rsplit(".", 1)[-1] for base in api.PROTOCOL_FREE_BASES)  # by last name
@@ -335,6 +337,10 @@ def _verdict(line: int, col: int, place: _Place, followed: bool, other_framework
     if other_framework:
         return GradientCall(line, col, NOT_TRAINING, OTHER_FRAMEWORK)
     if place.class_bases is not None and place.function in _OWN_METHODS:
+        return GradientCall(line, col, NOT_TRAINING, OWN_METHOD)
+    if place.class_bases and place.function == FORWARD:
+        # a module's forward computes; a `backward` or `step` it calls is its own layers'
+        # (a normalizing flow's inverse `layer.backward(z)`), not a training step
         return GradientCall(line, col, NOT_TRAINING, OWN_METHOD)
     if place.in_loop:
         return GradientCall(line, col, NOT_FOLLOWED, LOOP_NOT_MODELLED)

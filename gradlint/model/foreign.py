@@ -10,6 +10,7 @@ loop called the method on (`self.trainer` for `self.trainer.train_step(batch)`).
 from __future__ import annotations
 
 import ast
+import os
 import warnings
 from typing import Optional
 
@@ -25,6 +26,7 @@ from gradlint.project.index import PORTABLE_SELF, Class, Function, Index, Module
 # the loop's own file cannot say (`self.scheduler = OneCycleLR(...)` is in trainer.py).
 _OPTIMIZER, _SCHEDULER, _SCALER = "optimizer", "scheduler", "scaler"
 _MEMBER_DEPTH = 1  # attributes of attributes: `gan.discriminator.optimizer`, no deeper
+_BASE_DEPTH = 3  # a subclass of a subclass of ... the loop's class, this many levels
 
 
 class _Numbered(Numbering):
@@ -159,8 +161,8 @@ class HintedBindings:
         return (name in self._hints and self._hints.get(name + "\0plateau") is True) or self._bindings.is_plateau_scheduler(name)
 
 
-def _built_by_factory(callee: str, bindings) -> Optional[str]:
-    """The imported name a factory function of the checked file calls in every `return`
+def _built_by_factories(callee: str, bindings) -> Optional[set]:
+    """The imported names a factory function of the checked file calls in its `return`s
     (`def make_agent(args): if ...: return SacAeAgent(...) else: assert ...`, RL scripts' way
     of building the agent whose `update()` is the training step), or None: a return of anything
     else, a bare `return`, a `yield` or a decorator makes it unknown (a path that falls off the
@@ -168,7 +170,7 @@ def _built_by_factory(callee: str, bindings) -> Optional[str]:
     definition = bindings.functions.get(callee) if "." not in callee else None
     if definition is None or definition.decorators:
         return None
-    built = set()
+    built: set = set()
     stack: list = [definition.body]
     while stack:
         node = stack.pop()
@@ -184,7 +186,19 @@ def _built_by_factory(callee: str, bindings) -> Optional[str]:
             built.add(name)
             continue
         stack.extend(node.children)
-    return built.pop() if len(built) == 1 else None
+    return built
+
+
+def _built_by_factory(callee: str, bindings) -> Optional[str]:
+    """The one imported name `_built_by_factories` finds, or None."""
+    built = _built_by_factories(callee, bindings)
+    return built.pop() if built is not None and len(built) == 1 else None
+
+
+def _qualified(key: str, cls: Class) -> str:
+    """`ddpg.DDPG`: a class's name with its module's, so that two classes of one name in two
+    modules (DDPG.py's and OurDDPG.py's `DDPG`) are two alternatives, not one condition."""
+    return f"{os.path.splitext(os.path.basename(key))[0]}.{cls.name}"
 
 
 def _kind_of_callee(qualified: str) -> Optional[tuple[str, bool]]:
@@ -209,6 +223,7 @@ class Project:
         self.words = frozenset(view.words)
         self.digest = view.digest
         self.callbacks = frozenset(view.callbacks)
+        self._overrides: dict = {}  # (class, method) -> the overrides of other modules found
 
     def calls_project_function(self, called) -> bool:
         """Does a loop that calls these names call a function of another module that touches gradients?"""
@@ -239,6 +254,11 @@ class Project:
                         self_name = ctx.name(func.value) or receiver
         if found is None:
             return None
+        return self._helper(call, ctx, scope, found, self_name)
+
+    def _helper(self, call: cst.Call, ctx, scope, found, self_name: Optional[str]):
+        """helper_for's answer for `found`, the (module key, Module, Class, Function) it runs."""
+        func = call.func
         key, module, cls, function = found
         if not self.index.is_relevant(key, function):
             return None
@@ -256,6 +276,103 @@ class Project:
         hints = self._hints(cls, key, module, self_name) if cls is not None else {}
         members = self.member_values(cls, key, module, self_name) if cls is not None and self_name else {}
         return code.definition, cls.name if cls is not None else None, label, new_scope, substitution, hints, members
+
+    def alternatives_for(self, call: cst.Call, ctx) -> list:
+        """`agent.update(batch)` in a loop of the checked file, where `agent` is bound to
+        instances of several classes of the project (`agent = SAC(...)` on one branch and
+        `agent = TD3(...)` on another, or `agent = make_agent(cfg)` with a factory returning
+        either): the helper of each class's method, as `helper_for` gives one.  Empty unless
+        every binding resolves to a class of the project and at least two of those classes
+        define the method (a call that is one class's is `helper_for`'s)."""
+        func = call.func
+        if ctx.foreign is not None or not isinstance(func, cst.Attribute):
+            return []
+        receiver = dotted(func.value)
+        if receiver is None or receiver == "self" or self._module_function(receiver + "." + func.attr.value, ctx, None):
+            return []
+        classes = self._classes_bound(ctx.bindings.assigns.get(receiver, ()), ctx.bindings)
+        if classes is None or len(classes) < 2:
+            return []
+        out = []
+        seen = set()
+        for key, cls in classes:
+            found = self.index.method(key, cls, func.attr.value)
+            if found is None or (found[0], found[3].qualname) in seen:
+                continue  # a class without the method fails there at run time: no training path
+            seen.add((found[0], found[3].qualname))
+            helper = self._helper(call, ctx, None, found, ctx.name(func.value) or receiver)
+            if helper is not None:
+                out.append((_qualified(key, cls), helper))
+        return out if len(out) > 1 else []
+
+    def overrides(self, class_name: str, method: str, call: cst.Call, ctx) -> list:
+        """`self.run_step()` in the checked file's class `class_name`, whose own `run_step` is a
+        stub: the helper of each override of it in a subclass of another module of the project
+        (`class A2CAgent(DiscreteA2CBase)` in a2c_discrete.py), as [(class name, helper)].  Only
+        the modules the index parsed are read (a frozen index parses nothing more)."""
+        key = (class_name, method)
+        if key not in self._overrides:
+            self._overrides[key] = self._overriding(class_name, method)
+        out = []
+        for found in self._overrides[key]:
+            helper = self._helper(call, ctx, None, found, "self")
+            if helper is not None:
+                out.append((_qualified(found[0], found[2]), helper))
+        return out
+
+    def _overriding(self, class_name: str, method: str) -> list:
+        out = []
+        for key, module in sorted(self.index.modules.items()):
+            if key == self.key or module is None:
+                continue
+            for cls in module.classes.values():
+                if method in cls.methods and self._derives(key, module, cls, class_name, 0):
+                    out.append((key, module, cls, cls.methods[method]))
+        return out
+
+    def _derives(self, key: str, module: Module, cls: Class, class_name: str, depth: int) -> bool:
+        """Does `cls` derive from the checked file's class `class_name`, through classes of the project?"""
+        if depth > _BASE_DEPTH:
+            return False
+        for base in cls.bases:
+            found = self.index.class_named(base, key, module)
+            if found is None:
+                continue
+            if found[0] == self.key and found[1].name == class_name:
+                return True
+            inner = self.index.module(found[0])
+            if inner is not None and self._derives(found[0], inner, found[1], class_name, depth + 1):
+                return True
+        return False
+
+    def _classes_bound(self, values, bindings) -> Optional[list]:
+        """[(module, Class)] of every class of the project the assigned `values` build: a call
+        of an imported class, of an imported factory of the project, or of a factory of the
+        checked file (each of their returns building one); None when one is anything else."""
+        if not values:
+            return None
+        pairs: set = set()
+        for value in values:
+            if not isinstance(value, cst.Call):
+                return None
+            callee = dotted(value.func)
+            if callee is None:
+                return None
+            callees = {callee} if bindings.imports.is_imported(callee) else _built_by_factories(callee, bindings)
+            if not callees:
+                return None
+            for name in callees:
+                found = self.index.lookup(bindings.imports.qualify(name), self.key)
+                if found is not None and found[0] == "class":
+                    pairs.add((found[1], found[3].name))
+                elif found is not None and found[0] == "function":
+                    made = self.index.factory_classes(found[1], found[2], found[3])
+                    if made is None:
+                        return None
+                    pairs.update((k, c.name) for k, c in made)
+                else:
+                    return None
+        return self.index.classes_of(pairs)
 
     def member_values(self, cls: Class, key: str, module: Module, owner: str, depth: int = 0) -> dict:
         """What the object's attributes are built from, as the checked file would write it

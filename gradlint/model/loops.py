@@ -819,6 +819,13 @@ class Builder:
         if ctx.super_events and _super_method(call) in ctx.super_events:
             return [self.documented(kind, target, call, ctx, f"super().{_super_method(call)}()")
                     for kind, target in ctx.super_events[_super_method(call)]]
+        if _is_self_call(call) and ctx.foreign is None and len(ctx.helpers) < MAX_HELPER_DEPTH:
+            overrides = self.overrides_for(call, ctx)
+            if len(overrides) == 1:
+                definition, owner, label, *other_module = overrides[0][1]
+                return [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
+            if overrides:
+                return [self.one_of(call, overrides, ctx)]
         helper = self.helper_for(call, ctx) if _is_self_call(call) else None
         if helper is None and _own_backward_call(call) and len(ctx.helpers) < MAX_HELPER_DEPTH:
             # only a class of this file (also on an object this file handed another module's
@@ -858,11 +865,54 @@ class Builder:
                 return [Branch(key, True, False, [marked], [])]
             return [event]
         helper = helper or self.helper_for(call, ctx)
+        if helper is None and self.project is not None and len(ctx.helpers) < MAX_HELPER_DEPTH:
+            alternatives = self.project.alternatives_for(call, ctx)
+            if alternatives:
+                return [self.one_of(call, alternatives, ctx)]
         if helper is None:
             opaque = classify.opaque_call(call, ctx)
             return [opaque] if opaque is not None else []
         definition, class_name, label, *other_module = helper
         return [Helper(self.inline(definition, call, class_name, label, ctx, *other_module))]
+
+    def overrides_for(self, call: cst.Call, ctx: Context) -> list:
+        """`self.run_step()` in a class of the file whose own `run_step` is a stub left to its
+        subclasses, or that it does not define at all (`BaseTrainer` calls `self.process_batch`,
+        which only its subclasses write), in this file or other modules of the project: which
+        one runs is the object's class, so each override is a path (as `one_of` builds them).
+        Empty when the class defines the method, or only one subclass of the file or none
+        overrides it (file_helper's answer)."""
+        method = call.func.attr.value
+        if ctx.class_name is None:
+            return []
+        found = self.bindings.find_method(ctx.class_name, method)
+        if found is not None and not _stub(found[0]):
+            return []
+        if found is None and not self.bindings.classes.get(ctx.class_name):
+            return []
+        # the subclasses of the loop's class (a sibling's override never runs in this loop)
+        here = self.bindings.overrides(ctx.class_name, method)
+        elsewhere = self.project.overrides(ctx.class_name, method, call, ctx) if self.project is not None else []
+        if not elsewhere and len(here) < 2:
+            return []  # one override of the file or none: file_helper's
+        return [(owner, (definition, owner, f"self.{method}()")) for definition, owner in here] + elsewhere
+
+    def one_of(self, call: cst.Call, alternatives: list, ctx: Context) -> Branch:
+        """`agent.update(batch)` on an object that is an instance of one of several classes:
+        each class's method on its own side of a branch (`type(agent) is SAC`), so every path
+        through the loop runs one of them, the same one in every iteration unless the loop
+        rebinds the object."""
+        receiver = ctx.name(call.func.value) or dotted(call.func.value) or ""
+        invariant = receiver not in ctx.assigned and root(receiver) not in ctx.assigned
+        (class_name, helper), *rest = alternatives
+        definition, owner, label, *other_module = helper
+        then = [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
+        if len(rest) == 1:
+            _, (definition, owner, label, *other_module) = rest[0]
+            orelse: list[Node] = [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
+        else:
+            orelse = [self.one_of(call, rest, ctx)]
+        return Branch(f"type({receiver}) is {class_name}", False, invariant, then, orelse)
 
     def note_scaled(self, stmt, ctx: Context) -> None:
         """Keep `self.scaled` up to date with an assignment: `loss = scaler.scale(loss)` binds

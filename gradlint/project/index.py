@@ -796,9 +796,11 @@ class Index:
                 return found[1], found[3]
         return None
 
-    def factory_class(self, key: str, module: Module, function: Function) -> Optional[tuple[str, Class]]:
-        """The class a factory function of the project returns an instance of: every `return`
-        gives a call of one class, or a name the function assigns only from calls of it."""
+    def factory_classes(self, key: str, module: Module, function: Function) -> Optional[list]:
+        """The classes a factory function of the project returns instances of, as [(module,
+        Class)]: every `return` gives a call of a class of the project, or a name the function
+        assigns only from such calls (`return SAC(...)` on one branch, `return TD3(...)` on
+        another); None when a return gives anything else."""
         try:
             tree = ast.parse(function.text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -836,12 +838,23 @@ class Index:
             if hit is None:
                 return None
             classes.add((hit[0], hit[1].name))
-        if len(classes) != 1:
-            return None
-        found_key, name = classes.pop()
-        found = self.module(found_key)
-        cls = found.classes.get(name) if found is not None else None
-        return (found_key, cls) if cls is not None else None
+        return self.classes_of(classes)
+
+    def factory_class(self, key: str, module: Module, function: Function) -> Optional[tuple[str, Class]]:
+        """The one class a factory function of the project returns an instance of, or None."""
+        classes = self.factory_classes(key, module, function)
+        return classes[0] if classes is not None and len(classes) == 1 else None
+
+    def classes_of(self, pairs: set) -> Optional[list]:
+        """[(module, Class)] of (module, class name) pairs, in a stable order; None if one is unknown."""
+        out = []
+        for found_key, name in sorted(pairs):
+            found = self.module(found_key)
+            cls = found.classes.get(name) if found is not None else None
+            if cls is None:
+                return None
+            out.append((found_key, cls))
+        return out or None
 
     def delivered_class(self, key: str, class_name: Optional[str], attr: str) -> Optional[tuple[str, Class]]:
         """(module, class) of `self.attr` in the class `class_name` of module `key`, when every

@@ -22,6 +22,9 @@ class View:
     callbacks: tuple[str, ...] = ()
 
 
+MAX_BASE_DEPTH = 3  # a subclass of a subclass of ... a base class, this many levels
+
+
 def _worth_following(index: Index, qualified: str, here: str) -> bool:
     """Can this import reach a function that touches gradients?  Its last name must be one
     such function's, its class's, its module's or a package above it (the text scan's words),
@@ -204,9 +207,50 @@ def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
             if cls is not None:
                 words |= _relevant_words(index, ("class", target, target_module, cls), callbacks)
     words |= _builder_words(index, key, module)
+    words |= subclass_words(index).get(key, set())
     if not words:
         return None
     return View(key, tuple(sorted(words)), index_digest(index), tuple(sorted(callbacks - words)))
+
+
+def subclass_words(index: Index) -> dict:
+    """module key -> the names of the methods that touch gradients of the subclasses its classes
+    have in other modules of the project, which those classes call on self (`def
+    train_actor_critic(self, ...): pass` in the base class whose loop calls
+    `self.train_actor_critic(...)`, the override in a2c_continuous.py): the base's loop runs
+    the override, though the base's module imports nothing of its subclass's.  Once per index
+    (memoised while its relevance stands)."""
+    held = index.__dict__.get("_subclass_words")
+    if held is not None and held[0] is index.relevant:
+        return held[1]
+    out: dict = {}
+    for key, module in sorted(index.modules.items()):
+        for cls in module.classes.values() if module is not None else ():
+            names = {name for name, f in cls.methods.items() if index.is_relevant(key, f)}
+            if names:
+                _credit_bases(index, key, key, module, cls, names, out, 0)
+    index.__dict__["_subclass_words"] = (index.relevant, out)
+    return out
+
+
+def _credit_bases(index: Index, origin: str, key: str, module: Module, cls, names: set, out: dict, depth: int) -> None:
+    """Add to `out`, for the module of each base class of `cls` (of module `key`, a base of a
+    class of module `origin`) other than `origin`, those of `names` the base calls on self; up
+    its bases."""
+    if depth > MAX_BASE_DEPTH:
+        return
+    for base in cls.bases:
+        found = index.class_named(base, key, module)
+        inner = index.module(found[0]) if found is not None else None
+        if inner is None:
+            continue
+        if found[0] != origin:
+            # those its own methods call on self (`self.process_batch(...)`), defined there as
+            # a stub or not at all
+            called = set().union(*(f.methods for f in found[1].methods.values())) & names
+            if called:
+                out.setdefault(found[0], set()).update(called)
+        _credit_bases(index, origin, found[0], inner, found[1], names, out, depth + 1)
 
 
 def _builder_words(index: Index, key: str, module: Module) -> set[str]:

@@ -11,7 +11,7 @@ from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
 from gradlint.project.scan import called_names, calls_of, has_spelling, matches_at_lines, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
-from gradlint.project.view import View, view_of
+from gradlint.project.view import View, subclass_words, view_of
 
 _TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.M)
 
@@ -159,11 +159,25 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             if os.path.basename(key) == "__init__.py" or not (found.functions | set(found.methods)).isdisjoint(names):
                 index.module(key)
         index.mark_relevant(_seeds(index, scans, functions, methods))
+    elif any(scans[key].methods for key in index.holders or () if key in scans):
+        # the modules whose classes hold methods that touch gradients: a base class of another
+        # module may run them through `self` (subclass_words), which no import of its shows
+        for key in sorted(index.holders):
+            if key in scans and scans[key].methods:
+                index.module(key)
+        index.mark_relevant(_seeds(index, scans, functions, methods))
     views: dict = {}
     for path, key in callers:
         view = view_of(index, key)
         if view is not None:
             views[path] = view
+    # a base class whose loop calls `self.m()` that subclasses of other modules override
+    overridden = subclass_words(index)
+    for path, key in run_keys:
+        if path not in views and key in overridden and index.module(key) is not None:
+            view = view_of(index, key)
+            if view is not None:
+                views[path] = view
     views = _builder_views(index, scans, texts, run_keys, builders, views)
     index.freeze()
     forget_calls()
