@@ -43,7 +43,7 @@ def test_ci_runs_the_readme_quick_start_as_written():
 
 def test_ci_runs_every_supported_python_lint_and_the_slow_set():
     sessions = nox_sessions()
-    assert sorted(sessions) == sorted([f"tests-{v}" for v in SUPPORTED] + ["lint", "slow"])
+    assert sorted(sessions) == sorted([f"tests-{v}" for v in SUPPORTED] + ["lint", "frameworks", "slow"])
 
 
 def test_requires_python_and_classifiers_name_the_same_pythons():
