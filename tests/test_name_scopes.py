@@ -141,3 +141,40 @@ agent = Agent()
 train(Other())
 ''')
     assert codes(run_of(path)) == []
+
+
+def test_a_parameter_holds_what_the_calls_of_its_def_hand_it(tmp_path):
+    """`train(agent)` called with the module's `agent = Agent()`: the parameter is that Agent."""
+    path = write(tmp_path, AGENT + '''
+
+def train(env, agent, episodes=3):
+    for _ in range(episodes):
+        agent.train_step()
+
+
+if __name__ == "__main__":
+    agent = Agent()
+    train(None, agent)
+''')
+    assert codes(run_of(path)) == ["GL007"]
+
+
+def test_a_parameter_handed_two_classes_is_not_guessed(tmp_path):
+    path = write(tmp_path, AGENT + '''
+
+class Other:
+    def train_step(self):
+        return 0
+
+
+def train(agent):
+    for _ in range(3):
+        agent.train_step()
+
+
+train(Other())
+train(Agent())
+''')
+    run = run_of(path)
+    assert codes(run) == []
+    assert {v.reason for v in verdicts(run.results) if v.verdict == "not followed"} == {"caller not followed"}

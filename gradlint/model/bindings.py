@@ -331,6 +331,7 @@ class Bindings(Numbering):
         self._step_hook(node)
         if isinstance(node.func, cst.Name):
             self._bare_calls.setdefault(node.func.value, []).append(node)
+            self._call_def[id(node)] = self._scopes[-1] if self._scopes else None  # (what it hands a parameter)
         if node.args and api.iteration_runner(self.imports.qualify(dotted(node.func))):
             function = dotted(node.args[0].value)
             if function is not None and function not in self._run_functions:
@@ -532,11 +533,12 @@ class Bindings(Numbering):
         if "." not in name:
             self._value_def[id(value)] = self._scopes[-1] if self._scopes else None
 
-    def values_seen_at(self, name: str, call: Optional[cst.Call]) -> list[cst.BaseExpression]:
-        """The values of bare `name` that the scope of `call` (a `name.m(...)` of this file) sees:
-        Python's rule, a name a def binds anywhere in its body (an assignment, a loop target, a
-        parameter, ...) is local to that def unless it declares it global or nonlocal; else the
-        enclosing def's, up to the module's.  Without a known call (a node built by the model,
+    def values_seen_at(self, name: str, call: Optional[cst.Call], depth: int = 0) -> list[cst.BaseExpression]:
+        """The values of bare `name` that the scope of `call` (a `name.m(...)` or a `f(name)` of
+        this file) sees: Python's rule, a name a def binds anywhere in its body (an assignment,
+        a loop target, a parameter, ...) is local to that def unless it declares it global or
+        nonlocal; else the enclosing def's, up to the module's.  A parameter holds what the
+        calls of its def hand it (_handed_in).  Without a known call (a node built by the model,
         a dotted name): every value of the file, as elsewhere in this pass."""
         values = self.assigns.get(name, [])
         if "." in name or call is None or id(call) not in self._call_def:
@@ -550,7 +552,29 @@ class Bindings(Numbering):
                 break
             else:
                 scope = self._def_parent.get(id(scope))
-        return [v for v in values if self._owning_scope(name, v) is scope]
+        seen = [v for v in values if self._owning_scope(name, v) is scope]
+        if scope is not None and name in _parameter_names(scope):
+            seen += self._handed_in(scope, name, depth)
+        return seen
+
+    def _handed_in(self, function: cst.FunctionDef, parameter: str, depth: int) -> list[cst.BaseExpression]:
+        """What every call of `function` in this file hands `parameter` (`train(env, agent)` with
+        `agent = DQN()` where that call is made): the argument, or the values its name has there.
+        None of it when a call may leave the default in place, the def is a method or has a
+        namesake, or no call of this file calls it (its caller is elsewhere: unknown)."""
+        calls = self._bare_calls.get(function.name.value, ())
+        if depth >= _MAX_DEPTH or not calls or self.plain_functions.get(function.name.value, ()) != [function]:
+            return []
+        out: list[cst.BaseExpression] = []
+        for call in calls:
+            argument = _argument_for(call, function, parameter)
+            if argument is None:
+                return []
+            if isinstance(argument, cst.Name):
+                out += self.values_seen_at(argument.value, call, depth + 1)
+            else:
+                out.append(argument)
+        return out
 
     def _names_of(self, scope: cst.FunctionDef) -> tuple[frozenset, dict]:
         cache = self.__dict__.setdefault("_scope_names", {})
@@ -624,15 +648,8 @@ class Bindings(Numbering):
         calls = self._bare_calls.get(function.name.value, ())
         if not calls or len(self.plain_functions.get(function.name.value, ())) != 1:
             return False  # never called here, a method, or two defs of that name: unknown
-        positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
         for call in calls:
-            if any(a.star for a in call.args):
-                return False
-            argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == parameter), None)
-            if argument is None and parameter in positions:
-                positional = [a.value for a in call.args if a.keyword is None]
-                at = positions.index(parameter)
-                argument = positional[at] if at < len(positional) else None
+            argument = _argument_for(call, function, parameter)
             if not isinstance(argument, (cst.List, cst.Tuple)) or len(argument.elements) <= index:
                 return False
             if any(isinstance(e, cst.StarredElement) for e in argument.elements):
@@ -1555,15 +1572,34 @@ class _Members(cst.CSTVisitor):
 _GRADIENT_CALLS = api.ZERO_GRAD_METHODS | api.CLIP_FUNCTIONS | frozenset(api_names.PARAMETER_METHODS)
 
 
-def _local_names(definition: cst.FunctionDef) -> tuple[frozenset, dict]:
-    """The names `definition` binds in its own scope (parameters, assignment, loop, `with`,
-    `except` and walrus targets, imports, nested defs and classes), less those it declares
-    global or nonlocal; and those declarations ({"global": names, "nonlocal": names})."""
+def _parameter_names(definition: cst.FunctionDef) -> set[str]:
     params = definition.params
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     for star in (params.star_arg, params.star_kwarg):
         if isinstance(star, cst.Param):
             names.add(star.name.value)
+    return names
+
+
+def _argument_for(call: cst.Call, function: cst.FunctionDef, parameter: str) -> Optional[cst.BaseExpression]:
+    """What `call` of `function` hands `parameter` (by keyword or position); None when it hands
+    nothing (the default) or a starred argument may."""
+    if any(a.star for a in call.args):
+        return None
+    argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == parameter), None)
+    positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if argument is None and parameter in positions:
+        positional = [a.value for a in call.args if a.keyword is None]
+        at = positions.index(parameter)
+        argument = positional[at] if at < len(positional) else None
+    return argument
+
+
+def _local_names(definition: cst.FunctionDef) -> tuple[frozenset, dict]:
+    """The names `definition` binds in its own scope (parameters, assignment, loop, `with`,
+    `except` and walrus targets, imports, nested defs and classes), less those it declares
+    global or nonlocal; and those declarations ({"global": names, "nonlocal": names})."""
+    names = _parameter_names(definition)
     visitor = _LocalNames()
     definition.body.visit(visitor)
     names |= visitor.bound
