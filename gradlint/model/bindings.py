@@ -561,9 +561,13 @@ class Bindings(Numbering):
         """What every call of `function` in this file hands `parameter` (`train(env, agent)` with
         `agent = DQN()` where that call is made): the argument, or the values its name has there.
         None of it when a call may leave the default in place, the def is a method or has a
-        namesake, or no call of this file calls it (its caller is elsewhere: unknown)."""
+        namesake.  When this pass sees no call of it (its caller is elsewhere, or the screen kept
+        only the assignments of the function that calls it), every value of the name in the file,
+        the file-wide reading of the rest of this pass."""
         calls = self._bare_calls.get(function.name.value, ())
-        if depth >= _MAX_DEPTH or not calls or self.plain_functions.get(function.name.value, ()) != [function]:
+        if not calls:
+            return list(self.assigns.get(parameter, []))
+        if depth >= _MAX_DEPTH or self.plain_functions.get(function.name.value, ()) != [function]:
             return []
         out: list[cst.BaseExpression] = []
         for call in calls:

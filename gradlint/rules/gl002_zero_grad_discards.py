@@ -82,9 +82,11 @@ def _freezes_a_part(file, z, optimizer) -> bool:
     (rules.md: a deliberate partial clear is no GL002)."""
     if not z.per_parameter or z.module is None or optimizer is None:
         return False
-    held = file.bindings.optimizer_params(optimizer)
+    held = {file.bindings.canonical(t) for t in file.bindings.optimizer_params(optimizer) or ()}
     module = file.bindings.canonical(z.module)
-    return bool(held) and all(is_under(module, t) and module != file.bindings.canonical(t) for t in held)
+    # inside a module the optimizer steps, and holding none of them whole (`optimizer` may be
+    # read as stepping several modules: the file's other bindings of that name count too)
+    return any(is_under(module, t) and module != t for t in held) and not any(is_under(t, module) for t in held)
 
 
 def _same(file, a, b) -> bool:
