@@ -115,6 +115,9 @@ class _Walk:
         self.returns: dict[int, list[ast.Return]] = {}
         self.piece_nodes: list[ast.stmt] = []
         self.training_step_tops: set[int] = set()
+        # The `global` and `nonlocal` statements of each piece: a skeleton keeps them with its
+        # assignments, or `global agent; agent = Agent()` would read as a local of its def
+        self.declarations: dict[int, list[ast.stmt]] = {}
         # With a memo: per assignment, the words that reach it (_bound_words), kept with the walk
         self.assign_words: Optional[list[list[str]]] = None
         if memo is not None:
@@ -160,6 +163,8 @@ class _Walk:
             self.assign_tops += [top + offset for top in part.assign_tops]
         self.paths.update(part.paths)
         self.returns.update(part.returns)
+        if part.declarations:
+            self.declarations.update((top + offset, nodes) for top, nodes in part.declarations.items())
         self.piece_nodes += part.piece_nodes
         if part.training_step_tops:
             self.training_step_tops |= {top + offset for top in part.training_step_tops}
@@ -225,6 +230,9 @@ class _Walk:
             elif isinstance(node, ast.Return):
                 if owner is not None:
                     self.returns.setdefault(id(owner), []).append(node)
+                continue
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.declarations.setdefault(top, []).append(node)
                 continue
             for field in _BODIES:  # statements, except handlers, match cases
                 children = getattr(node, field, None)
@@ -542,6 +550,7 @@ def _skeletons(walk: "_Walk", partial: dict, keep: set, lines: list[str]) -> dic
             keep.add(top)
             continue
         first = walk.pieces[top][0]
+        statements = statements + walk.declarations.get(top, [])
         # How many of the statements kept whole span each line of the piece: a block inside one
         # of them keeps its own header line as written, never rewritten for another statement.
         spans = [(_start(node), node.end_lineno or node.lineno) for node in statements]

@@ -3,7 +3,10 @@ parameters, what is a scheduler or a GradScaler, which names alias.
 
 A small pass of our own instead of libcst's scope metadata (ten times the
 parse, see architecture.md).  It is flow-insensitive on purpose: every
-assignment to a dotted name in the file counts.  When anything is
+assignment to a dotted name in the file counts.  Where a receiver's class is
+read at a call (`values_seen_at`), Python's scoping applies: a name a def
+binds is local to it, so `agent = train()` at module level is not the
+`agent = Agent()` of the def `train`, nor the reverse.  When anything is
 ambiguous the answers are None ("unknown"), and rules treat unknown as
 "the code is right".
 """
@@ -141,6 +144,12 @@ class Bindings(Numbering):
         # arguments every call of that def hands it (`_rebinds_itself`)
         self._unpacked_params: dict[tuple[str, int], tuple[cst.FunctionDef, str, int]] = {}
         self._bare_calls: dict[str, list[cst.Call]] = {}
+        # Scoping of bare names (values_seen_at): id of a value bound to a bare name -> the def
+        # it is bound in (None: the module); id of a def -> the def it is nested in; id of a
+        # call on a bare name (`agent.train_step()`) -> the def it is made in
+        self._value_def: dict[int, Optional[cst.FunctionDef]] = {}
+        self._def_parent: dict[int, Optional[cst.FunctionDef]] = {}
+        self._call_def: dict[int, Optional[cst.FunctionDef]] = {}
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._blocks.append(id(node))
@@ -193,6 +202,7 @@ class Bindings(Numbering):
             # (with whether it stands straight in the module's body: not under an `if`/`try`)
             self.top_functions.setdefault(node.name.value, []).append((node, not self._blocks))
         self._function_depth += 1
+        self._def_parent[id(node)] = self._scopes[-1] if self._scopes else None
         self._scopes.append(node)
         self._open_functions.append([node, self._enclosing_class(), False, False])
 
@@ -321,11 +331,14 @@ class Bindings(Numbering):
         self._step_hook(node)
         if isinstance(node.func, cst.Name):
             self._bare_calls.setdefault(node.func.value, []).append(node)
+            self._call_def[id(node)] = self._scopes[-1] if self._scopes else None  # (what it hands a parameter)
         if node.args and api.iteration_runner(self.imports.qualify(dotted(node.func))):
             function = dotted(node.args[0].value)
             if function is not None and function not in self._run_functions:
                 self._run_functions.append(function)
         if isinstance(node.func, cst.Attribute):
+            if isinstance(node.func.value, cst.Name):
+                self._call_def[id(node)] = self._scopes[-1] if self._scopes else None
             if node.func.attr.value in api.SCALE_READERS:
                 self.reads_scale = True
             receiver = dotted(node.func.value)
@@ -510,7 +523,7 @@ class Bindings(Numbering):
             for side in (value.body, value.orelse):
                 self._bind_value(name, side)
             return
-        self.assigns.setdefault(name, []).append(value)
+        self._append(name, value)
         if self._class_stack and root(name) == "self" and "." in name:
             # also per class: `self.optimizer` of two classes are two attributes (instance_attribute)
             self._class_assigns.setdefault((self._class_stack[-1].name, name), []).append(value)
@@ -520,6 +533,74 @@ class Bindings(Numbering):
         if source is not None and not (source != name and is_under(source, name)):
             # (`x = x.feature_extractor` narrows x to a part of itself: no alias of that part)
             self._union(name, source)
+
+    def _append(self, name: str, value: cst.BaseExpression) -> None:
+        self.assigns.setdefault(name, []).append(value)
+        if "." not in name:
+            self._value_def[id(value)] = self._scopes[-1] if self._scopes else None
+
+    def values_seen_at(self, name: str, call: Optional[cst.Call], depth: int = 0) -> list[cst.BaseExpression]:
+        """The values of bare `name` that the scope of `call` (a `name.m(...)` or a `f(name)` of
+        this file) sees: Python's rule, a name a def binds anywhere in its body (an assignment,
+        a loop target, a parameter, ...) is local to that def unless it declares it global or
+        nonlocal; else the enclosing def's, up to the module's.  A parameter holds what the
+        calls of its def hand it (_handed_in).  Without a known call (a node built by the model,
+        a dotted name): every value of the file, as elsewhere in this pass."""
+        values = self.assigns.get(name, [])
+        if "." in name or call is None or id(call) not in self._call_def:
+            return values
+        scope = self._call_def[id(call)]
+        while scope is not None:
+            local, declared = self._names_of(scope)
+            if name in declared.get("global", ()):
+                scope = None
+            elif name in local:
+                break
+            else:
+                scope = self._def_parent.get(id(scope))
+        seen = [v for v in values if self._owning_scope(name, v) is scope]
+        if scope is not None and name in _parameter_names(scope):
+            seen += self._handed_in(scope, name, depth)
+        return seen
+
+    def _handed_in(self, function: cst.FunctionDef, parameter: str, depth: int) -> list[cst.BaseExpression]:
+        """What every call of `function` in this file hands `parameter` (`train(env, agent)` with
+        `agent = DQN()` where that call is made): the argument, or the values its name has there.
+        None of it when a call may leave the default in place, the def is a method or has a
+        namesake.  When this pass sees no call of it (its caller is elsewhere, or the screen kept
+        only the assignments of the function that calls it), every value of the name in the file,
+        the file-wide reading of the rest of this pass."""
+        calls = self._bare_calls.get(function.name.value, ())
+        if not calls:
+            return list(self.assigns.get(parameter, []))
+        if depth >= _MAX_DEPTH or self.plain_functions.get(function.name.value, ()) != [function]:
+            return []
+        out: list[cst.BaseExpression] = []
+        for call in calls:
+            argument = _argument_for(call, function, parameter)
+            if argument is None:
+                return []
+            if isinstance(argument, cst.Name):
+                out += self.values_seen_at(argument.value, call, depth + 1)
+            else:
+                out.append(argument)
+        return out
+
+    def _names_of(self, scope: cst.FunctionDef) -> tuple[frozenset, dict]:
+        cache = self.__dict__.setdefault("_scope_names", {})
+        if id(scope) not in cache:
+            cache[id(scope)] = _local_names(scope)
+        return cache[id(scope)]
+
+    def _owning_scope(self, name: str, value: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The def whose local `name` this value is bound to (None: the module's global); a def
+        that declares it global or nonlocal binds the module's or the enclosing def's."""
+        scope = self._value_def.get(id(value))
+        while scope is not None and name not in self._names_of(scope)[0]:
+            if name in self._names_of(scope)[1].get("global", ()):
+                return None
+            scope = self._def_parent.get(id(scope))
+        return scope
 
     def _bind_unpacked(self, target: cst.Tuple | cst.List, value: cst.BaseExpression) -> None:
         names = [dotted(el.value) for el in target.elements]
@@ -532,17 +613,17 @@ class Bindings(Numbering):
             callee = self.imports.qualify(dotted(value.func)) or ""
             if callee in api.ENGINE_FACTORIES and names and names[0] is not None:
                 # engine, optimizer, loader, scheduler = deepspeed.initialize(...)
-                self.assigns.setdefault(names[0], []).append(value)
+                self._append(names[0], value)
                 for name in names[1:]:
                     if name is not None:
-                        self.assigns.setdefault(name, []).append(value)
+                        self._append(name, value)
                 return
             if last(callee) in api.WRAPPER_CALLS:
                 # model, opt = accelerator.prepare(model, opt): aliases by position
                 positional = [a.value for a in value.args if a.keyword is None]
                 for name, arg in zip(names, positional):
                     if name is not None:
-                        self.assigns.setdefault(name, []).append(arg)
+                        self._append(name, arg)
                         source = dotted(arg)
                         if source is not None:
                             self._union(name, source)
@@ -550,7 +631,7 @@ class Bindings(Numbering):
         parameter = self._parameter_of_def(value)
         for index, name in enumerate(names):
             if name is not None:
-                self.assigns.setdefault(name, []).append(value)
+                self._append(name, value)
                 if parameter is not None:
                     self._unpacked_params[(name, id(value))] = (self._scopes[-1], parameter, index)
 
@@ -577,15 +658,8 @@ class Bindings(Numbering):
         calls = self._bare_calls.get(function.name.value, ())
         if not calls or len(self.plain_functions.get(function.name.value, ())) != 1:
             return False  # never called here, a method, or two defs of that name: unknown
-        positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
         for call in calls:
-            if any(a.star for a in call.args):
-                return False
-            argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == parameter), None)
-            if argument is None and parameter in positions:
-                positional = [a.value for a in call.args if a.keyword is None]
-                at = positions.index(parameter)
-                argument = positional[at] if at < len(positional) else None
+            argument = _argument_for(call, function, parameter)
             if not isinstance(argument, (cst.List, cst.Tuple)) or len(argument.elements) <= index:
                 return False
             if any(isinstance(e, cst.StarredElement) for e in argument.elements):
@@ -1309,12 +1383,13 @@ class Bindings(Numbering):
         walk(value, words)
         return last(callee)[:1].isupper() and not words.names & arguments
 
-    def instance_class(self, name: str) -> Optional[str]:
+    def instance_class(self, name: str, call: Optional[cst.Call] = None) -> Optional[str]:
         """The class of the file that every assignment of `name` instantiates (`agent = Agent()`);
         a wrapper that hands the same object back (`(self.d_optim, ...) = accelerator.prepare(
-        self.d_optim, ...)`, recorded as `name` itself) keeps it."""
+        self.d_optim, ...)`, recorded as `name` itself) keeps it.  With `call` (`name.m()`),
+        only the assignments its scope sees count (values_seen_at)."""
         found = set()
-        for value in self.assigns.get(name, ()):
+        for value in self.values_seen_at(name, call):
             if dotted(value) == name:
                 continue
             callee = dotted(value.func) if isinstance(value, cst.Call) else None
@@ -1505,6 +1580,98 @@ class _Members(cst.CSTVisitor):
 
 # Calls that make a def part of a training step (a loop may inline it): its locals stay.
 _GRADIENT_CALLS = api.ZERO_GRAD_METHODS | api.CLIP_FUNCTIONS | frozenset(api_names.PARAMETER_METHODS)
+
+
+def _parameter_names(definition: cst.FunctionDef) -> set[str]:
+    params = definition.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
+def _argument_for(call: cst.Call, function: cst.FunctionDef, parameter: str) -> Optional[cst.BaseExpression]:
+    """What `call` of `function` hands `parameter` (by keyword or position); None when it hands
+    nothing (the default) or a starred argument may."""
+    if any(a.star for a in call.args):
+        return None
+    argument = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == parameter), None)
+    positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if argument is None and parameter in positions:
+        positional = [a.value for a in call.args if a.keyword is None]
+        at = positions.index(parameter)
+        argument = positional[at] if at < len(positional) else None
+    return argument
+
+
+def _local_names(definition: cst.FunctionDef) -> tuple[frozenset, dict]:
+    """The names `definition` binds in its own scope (parameters, assignment, loop, `with`,
+    `except` and walrus targets, imports, nested defs and classes), less those it declares
+    global or nonlocal; and those declarations ({"global": names, "nonlocal": names})."""
+    names = _parameter_names(definition)
+    visitor = _LocalNames()
+    definition.body.visit(visitor)
+    names |= visitor.bound
+    declared = {"global": frozenset(visitor.globals), "nonlocal": frozenset(visitor.nonlocals)}
+    return frozenset(names - visitor.globals - visitor.nonlocals), declared
+
+
+class _LocalNames(cst.CSTVisitor):
+    """Names bound in one def's body, not entering nested defs, classes, lambdas or
+    comprehensions (scopes of their own)."""
+
+    def __init__(self) -> None:
+        self.bound: set[str] = set()
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+
+    def _targets(self, target: Optional[cst.BaseExpression]) -> None:
+        if target is not None:
+            self.bound.update(n for n in target_names(target) if "." not in n)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.bound.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.bound.add(node.name.value)
+        return False
+
+    def _scope_of_its_own(self, node: cst.CSTNode) -> bool:
+        return False
+
+    visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _scope_of_its_own
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:
+            name = dotted(node.name)
+            if name is not None:
+                self.bound.add(name.split(".")[0])
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.globals.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.nonlocals.update(item.name.value for item in node.names)
 
 
 class _HandedOn(cst.CSTVisitor):

@@ -364,7 +364,7 @@ def _grad_clear(anchor: cst.CSTNode, grad_node: cst.BaseExpression, ctx) -> Opti
     kind, name = target
     if kind == "optimizer":
         return ctx.event(Z, anchor, optimizer=name)
-    return ctx.event(Z, anchor, module=name)
+    return ctx.event(Z, anchor, module=name, per_parameter=True)
 
 
 def _is_grad_target(node: cst.BaseExpression) -> bool:

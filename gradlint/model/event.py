@@ -41,6 +41,9 @@ class Event:
     # S that hands a module's gradients to another model's parameters (`shared_p._grad = p.grad`,
     # asynchronous RL workers): it uses them as a step would (`optimizer` is that module)
     handoff: bool = False
+    # Z by `p.grad = None` over the parameters of one module (`for p in self.last_layer.parameters()`):
+    # when that module is a strict part of what the step updates, a freeze of that part (GL002)
+    per_parameter: bool = False
     via: tuple[str, ...] = field(default=(), compare=False)  # helper calls that lead here
     # Project-wide analysis (gradlint/project): an event of a function of another module that
     # the loop calls sits in that file (`path`, as the run names it).  `anchor`: (span, label) of

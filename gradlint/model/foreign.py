@@ -247,7 +247,7 @@ class Project:
             method = func.attr.value
             found = self._module_function(receiver + "." + method, ctx, scope)
             if found is None:
-                cls_hit = self._receiver_class(receiver, ctx, scope)
+                cls_hit = self._receiver_class(receiver, ctx, scope, call)
                 if cls_hit is not None:
                     found = self.index.method(cls_hit[0], cls_hit[1], method)
                     if found is not None:
@@ -481,7 +481,7 @@ class Project:
             return found[1], found[2], None, found[3]
         return None
 
-    def _receiver_class(self, receiver: str, ctx, scope) -> Optional[tuple[str, Class]]:
+    def _receiver_class(self, receiver: str, ctx, scope, call: Optional[cst.Call] = None) -> Optional[tuple[str, Class]]:
         """The class of the project an object is an instance of: `trainer` of `trainer =
         Trainer(...)`, `self.trainer` of `self.trainer = Trainer(...)` (Trainer imported from
         another module), `self` inside a method of another module."""
@@ -500,7 +500,7 @@ class Project:
         bindings = ctx.bindings
         if receiver == "self":
             return self._base_class(ctx.class_name, bindings)
-        values = bindings.assigns.get(receiver, ())
+        values = bindings.values_seen_at(receiver, call)  # `agent` of the def the call is in, not the module's
         if receiver.startswith("self.") and receiver.count(".") == 1 and values and all(isinstance(v, cst.Name) for v in values):
             # `self.pair = pair` in this file's class: what the construction sites hand it (the
             # index read them as the file was saved: its assignments must still be only names)

@@ -1016,7 +1016,7 @@ class Builder:
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             receiver = func.value.value
             # `self.m()`, or `agent.m()` on an instance of a class of the file (`agent = Agent()`)
-            owner = ctx.class_name if receiver == "self" else self.bindings.instance_class(receiver)
+            owner = ctx.class_name if receiver == "self" else self.bindings.instance_class(receiver, call)
             method = func.attr.value
             found = self.bindings.find_method(owner, method)
             if found is not None and receiver == "self" and _stub(found[0]):

@@ -2,6 +2,7 @@
 
 from gradlint.fix import move
 from gradlint.core.events import B, S, Z
+from gradlint.model.names import is_under
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at, at_earlier
@@ -75,6 +76,19 @@ def _lost_here(walk, start, fresh, z_index, step_index):
     return None
 
 
+def _freezes_a_part(file, z, optimizer) -> bool:
+    """`for p in self.last_layer.parameters(): p.grad = None` while the optimizer steps the whole
+    head: a chosen part skips this step (DINO's frozen last layer), the rest keeps its gradients
+    (rules.md: a deliberate partial clear is no GL002)."""
+    if not z.per_parameter or z.module is None or optimizer is None:
+        return False
+    held = {file.bindings.canonical(t) for t in file.bindings.optimizer_params(optimizer) or ()}
+    module = file.bindings.canonical(z.module)
+    # inside a module the optimizer steps, and holding none of them whole (`optimizer` may be
+    # read as stepping several modules: the file's other bindings of that name count too)
+    return any(is_under(module, t) and module != t for t in held) and not any(is_under(t, module) for t in held)
+
+
 def _same(file, a, b) -> bool:
     return a is not None and b is not None and file.bindings.same(a, b)
 
@@ -88,6 +102,8 @@ def _judge(file, loop, walk, z_index, only_one):
         if later.kind == B:
             backward_between = True
         elif later.kind == S:
+            if _freezes_a_part(file, z, later.optimizer):
+                return None
             if not touches(file, z, later.optimizer, only_one):
                 if later.accumulation_guarded:
                     # another optimizer's step of an accumulation window: this clear's own step may
