@@ -36,6 +36,9 @@ GUARD_GAPS = {
     "fixtures/cross_file/model_factory_optimizers/wrong_train.py": (
         "the run blames the first clear between the step and the next backward (line 11); the "
         "project-wide check blames the other clear of the same optimizer (line 15)"),
+    "fixtures/cross_file/agent_of_two_classes_one_never_clears/wrong_train.py": (
+        "run without --policy, the script takes the value agent, whose update clears: the policy "
+        "agent's update, where the bug is, never runs"),
 }
 _RESULTS: dict = {}
 
