@@ -1,12 +1,16 @@
 """What gradlint.guard costs a training step: a small transformer and a small CNN, with and
 without the guard, in the same run.
 
-    python benchmarks/guard_overhead.py [--steps 60] [--rounds 6]
+    python benchmarks/guard_overhead.py [--pairs 40] [--block 4]
 
-Steps with and without the guard alternate in blocks (the guard installed and removed between
-blocks), so that the machine's load falls on both alike; each figure is the median step time
-of its side (>= 50 steps each), in CPU time of this process on CPU (the load of other
-processes does not count), wall time on CUDA.  Memory: what the guard's own code holds after
+Interleaved A/B: short blocks of steps with and without the guard (installed and removed
+between blocks), one pair of blocks at a time, in alternating order (ABBA), so that a change of
+the machine's load or clock falls on both sides of a pair alike.  The overhead is the median,
+over the pairs, of the ratio of the two blocks' median step times; the step times printed are
+the medians of each side.  Time is the CPU time of this process on CPU (the load of other
+processes counts only through shared caches and clocks, which the pairing cancels), wall time
+on CUDA.  Garbage collection runs before each block, so that a collection the guard's
+allocations caused is not charged to the next plain block (or the reverse).  Memory: what the guard's own code holds after
 200 steps (traced by tracemalloc, any allocation with a gradlint frame in its stack), per
 parameter tensor (from two models of 16 and 256 tensors) and for the run.  The
 same figures for CUDA are printed when a GPU is there.  Exit 1 when a target is missed:
@@ -16,6 +20,7 @@ overhead <= 2% of the step, memory <= 1 KB per parameter tensor.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -91,28 +96,39 @@ def _clock(device) -> float:
     return time.process_time() if device.type == "cpu" else time.perf_counter()
 
 
-def measure(build, device, steps: int, rounds: int) -> dict:
+def _block(step, device, watched: bool, steps: int) -> list:
+    if watched:
+        guard.install(mode="raise")  # a report would stop the benchmark: the loop is right
+        step()  # not timed: a run's first guarded step meets its optimizer (hooks, once per run)
+    gc.collect()
+    times = []
+    try:
+        for _ in range(steps):
+            start = _clock(device)
+            step()
+            times.append(_clock(device) - start)
+    finally:
+        if watched:
+            guard.uninstall()
+    return times
+
+
+def measure(build, device, pairs: int, block: int) -> dict:
     model, step = _trainer(build, device)
-    for _ in range(5):  # warm-up: allocator, kernels, first-step state
+    for _ in range(10):  # warm-up: allocator, kernels, first-step state
         step()
     times = {False: [], True: []}
-    block = max(1, steps // rounds)
-    for round_ in range(rounds * 2):
-        watched = round_ % 2 == 1
-        if watched:
-            guard.install(mode="raise")  # a report would stop the benchmark: the loop is right
-            step()  # not timed: a run's first guarded step meets its optimizer (hooks, once per run)
-        try:
-            for _ in range(block):
-                start = _clock(device)
-                step()
-                times[watched].append(_clock(device) - start)
-        finally:
-            if watched:
-                guard.uninstall()
-    plain, guarded = statistics.median(times[False]), statistics.median(times[True])
-    return {"tensors": sum(1 for _ in model.parameters()), "plain": plain, "guarded": guarded,
-            "overhead": guarded / plain - 1, "steps": len(times[True])}
+    ratios = []
+    for pair in range(pairs):
+        median = {}
+        for watched in (True, False) if pair % 2 else (False, True):
+            block_times = _block(step, device, watched, block)
+            times[watched].extend(block_times)
+            median[watched] = statistics.median(block_times)
+        ratios.append(median[True] / median[False])
+    return {"tensors": sum(1 for _ in model.parameters()), "plain": statistics.median(times[False]),
+            "guarded": statistics.median(times[True]), "overhead": statistics.median(ratios) - 1,
+            "steps": len(times[True]), "pairs": pairs}
 
 
 def _mlp(depth):
@@ -158,13 +174,13 @@ def memory(device, steps: int = 200) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=60, help="steps per side (median of them), at least 50")
-    parser.add_argument("--rounds", type=int, default=6, help="blocks per side, alternating")
+    parser.add_argument("--pairs", type=int, default=40, help="pairs of blocks (the overhead is the median of their ratios)")
+    parser.add_argument("--block", type=int, default=4, help="steps per block (>= 50 steps per side in all)")
     options = parser.parse_args(argv)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     missed = False
-    print(f"load average {os.getloadavg()[0]:.1f}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads")
     for device in devices:
         held = memory(device)
         ok_memory = held["per_tensor"] <= MEMORY_TARGET
@@ -172,13 +188,13 @@ def main(argv=None) -> int:
         print(f"{device.type:4} memory: {held['per_tensor']:.0f} B per parameter tensor {'ok' if ok_memory else 'MISSED'}, "
               f"plus {held['fixed'] / 1024:.0f} KB for the run; {held['growth']:+d} B over the last 100 of 200 steps")
         for name, build in (("transformer", _transformer), ("cnn", _cnn)):
-            timing = measure(build, device, max(50, options.steps), options.rounds)
+            timing = measure(build, device, options.pairs, max(1, options.block, -(-50 // options.pairs)))
             ok_time = timing["overhead"] <= OVERHEAD_TARGET
             missed = missed or not ok_time
             print(
                 f"{device.type:4} {name:11} {timing['tensors']:3} tensors  step {timing['plain'] * 1e3:8.2f} ms plain, "
-                f"{timing['guarded'] * 1e3:8.2f} ms guarded (median of {timing['steps']}): "
-                f"overhead {timing['overhead'] * 100:+.2f}% {'ok' if ok_time else 'MISSED'}"
+                f"{timing['guarded'] * 1e3:8.2f} ms guarded ({timing['steps']} steps a side): "
+                f"overhead {timing['overhead'] * 100:+.2f}% (median of {timing['pairs']} pair ratios) {'ok' if ok_time else 'MISSED'}"
             )
     return 1 if missed else 0
 

@@ -99,3 +99,36 @@ def test_fsdp2_right_loop_gets_no_report(tmp_path):
     run, reports = _spawn(tmp_path, "fsdp2", wrong=False)
     assert run.returncode == 0, run.stderr[-3000:]
     assert reports == {0: [], 1: []}
+
+
+TORCHRUN_SCRIPT = """\
+import torch
+import torch.distributed as dist
+from torch import nn
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = nn.parallel.DistributedDataParallel(nn.Linear(4, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    loss = model(torch.randn(8, 4)).square().mean()
+    loss.backward()
+    opt.step()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow  # about 30 s on two loaded cores: torchrun and two ranks import torch
+def test_torchrun_runs_a_script_under_the_guard_one_report_per_rank(tmp_path):
+    script = tmp_path / "train_ddp.py"
+    script.write_text(TORCHRUN_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    run = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "gradlint.guard", "--mode", "log", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=240, env=env,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    reports = [line for line in run.stderr.splitlines() if "GL001 missing-zero-grad" in line]
+    assert sorted("[rank 0]" in line for line in reports) == [False, True], reports
+    assert all("train_ddp.py:11:" in line for line in reports), reports

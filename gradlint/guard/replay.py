@@ -33,19 +33,23 @@ class GuardEvent(Event):
     it changed (a clear), else the live state, which the watcher updates after each event is fed:
     asked of the previous event while a clear is fed, it is the state before that clear."""
 
+    __slots__ = ("kind", "params", "sites", "site")  # plain attributes: the replay reads them per parameter
+
     def __init__(self, raw: dict, live: dict):
         self.raw = raw
         raw["_live"] = live
+        # What Event works out from `raw` on every read, worked out once: the watcher's
+        # parameters are already ints and its sites already (path, line) pairs.
+        self.kind = raw["kind"]
+        self.params = raw.get("params", ())
+        self.sites = raw["sites"]
+        self.site = self.sites[0] if self.sites else (None, 0)
 
     def state(self, pid: int):
         own = self.raw.get("own")
         if own is not None and pid in own:
             return own[pid]
         return self.raw["_live"].get(pid)
-
-    @property
-    def sites(self) -> list:
-        return self.raw["sites"]
 
 
 class Window:
@@ -186,24 +190,16 @@ class LiveReplay(Analysis):
         if not event.raw.get("inferred"):
             self._ever_cleared.update(event.params)
 
-    def _on_B(self, i, event):
-        super()._on_B(i, event)
-        for pid in event.params:
-            g = self.grad(pid)
-            if len(g.sources) > _KEEP:
-                del g.sources[:-_KEEP]
-
-    def _after_S(self, i, event):
-        super()._after_S(i, event)
-        for pid in event.params:
-            g = self.grad(pid)
-            if len(g.consumed) > _KEEP:
-                del g.consumed[:-_KEEP]
-
     def _prune(self, index: int) -> None:
         """Drop the events no gradient's provenance, no step count and no waiting criterion refers to."""
         oldest = index - 1  # the previous event: a clear compares with its state
         for g in self.grads.values():
+            # provenance never cleared (a GL001 run) keeps its recent part: trimmed here, once per
+            # window, not per parameter of every event (it grows by at most one per event meanwhile)
+            if len(g.sources) > _KEEP:
+                del g.sources[:-_KEEP]
+            if len(g.consumed) > _KEEP:
+                del g.consumed[:-_KEEP]
             for indexes in (g.sources, g.consumed, g.clips):
                 if indexes:
                     oldest = min(oldest, indexes[0])

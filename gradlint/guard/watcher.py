@@ -49,7 +49,7 @@ class Watcher:
         self.backward_sites: list = []  # of the running backward
         self.backward_scaled = False
         self.frames: list = []  # the user's frames of the event being reported (names come from them)
-        self._paths: dict[str, str] = {}
+        self._files: dict[str, tuple] = {}  # a frame's file name -> (its kind, its real path)
 
     # --- parameters and optimizers ---------------------------------------------------
 
@@ -114,23 +114,26 @@ class Watcher:
     def sites(self) -> list:
         """(path, line) of the first user frames, innermost first: the first frame outside torch,
         gradlint and installed frameworks (a framework's frame only when no user frame exists)."""
-        frames, libraries = [], []
+        frames, libraries, sites, library_sites = [], [], [], []
+        files = self._files
         frame = sys._getframe(1)
         while frame is not None and len(frames) < _SITES:
-            kind = _file_kind(frame.f_code.co_filename)
-            if kind == _USER:
+            filename = frame.f_code.co_filename
+            known = files.get(filename)  # one lookup per frame: this runs on every event
+            if known is None:
+                known = files[filename] = (_file_kind(filename), os.path.realpath(filename))
+            if known[0] == _USER:
                 frames.append(frame)
-            elif kind == _LIBRARY and len(libraries) < _SITES:
+                sites.append((known[1], frame.f_lineno))
+            elif known[0] == _LIBRARY and len(libraries) < _SITES:
                 libraries.append(frame)
+                library_sites.append((known[1], frame.f_lineno))
             frame = frame.f_back
-        self.frames = frames or libraries
-        return [(self._path(f.f_code.co_filename), f.f_lineno) for f in self.frames]
-
-    def _path(self, filename: str) -> str:
-        path = self._paths.get(filename)
-        if path is None:
-            path = self._paths[filename] = os.path.realpath(filename)
-        return path
+        if frames:
+            self.frames = frames
+            return sites
+        self.frames = libraries
+        return library_sites
 
     # --- events --------------------------------------------------------------------------
 
@@ -236,12 +239,7 @@ class Watcher:
 
     def step(self, sites: list, opt, closure: bool = False, skipped: bool = False) -> None:
         oid, pairs, pids = self.optimizer(opt)
-        self._reconcile(sites, pairs)
-        frozen = []
-        for pid, ref in pairs:
-            param = ref()
-            if param is not None and not param.requires_grad:
-                frozen.append(pid)
+        frozen = self._reconcile(sites, pairs)
         raw = {"via": "scaler"} if self.scaler_step else {}
         if skipped:
             raw["skipped"] = True
@@ -252,16 +250,20 @@ class Watcher:
         """Before a step, what the hooks could not see: gradients set to None by hand (`p.grad =
         None`) are a clear, gradients that appeared without a hook (an optimizer first seen now,
         a parameter unfrozen since, a gradient assigned by hand or by a sharding wrapper) are a
-        backward, both at an unknown line.  Reads `p.grad is None` only."""
+        backward, both at an unknown line.  Reads `p.grad is None` only.  Returns the step's frozen
+        parameters (read in the same pass: this runs on every step)."""
         if self.touched:
             self.flush_backward()
-        gone, appeared = [], []
+        gone, appeared, frozen = [], [], []
+        live = self.live
         for pid, ref in pairs:
             param = ref()
             if param is None:
                 continue
+            if not param.requires_grad:
+                frozen.append(pid)
             has = param.grad is not None
-            state = self.live.get(pid)
+            state = live.get(pid)
             if state is not None and not has:
                 gone.append(pid)
             elif state is None and has:
@@ -275,6 +277,7 @@ class Watcher:
         if appeared:
             self.touched.extend(appeared)
             self.backward_done([], api="inferred backward")
+        return frozen
 
     def scheduled(self, sites: list, scheduler, opt, raw: dict) -> None:
         # a wrapper that steps its inner optimizer (Accelerate's, Lightning's): the inner one steps

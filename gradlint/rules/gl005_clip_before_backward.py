@@ -66,7 +66,10 @@ def runtime(replay, i, event):
     """A clip followed by another backward into the same gradients before this step uses them."""
     for pid in event.params:
         g = replay.grad(pid)
-        early = [c for c in g.clips if any(b > c for b in g.sources)]
+        if not (g.clips and g.sources):  # (asked per parameter of every step: the common case first)
+            continue
+        last = max(g.sources)
+        early = [c for c in g.clips if c < last]  # clips some backward came after
         if early and event.state(pid) is not None:
             clip = replay.events[early[0]]
             later = replay.events[max(g.sources)]

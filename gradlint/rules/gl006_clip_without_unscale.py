@@ -170,8 +170,7 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A clip on gradients written through an enabled GradScaler with no unscale_ since."""
-    with_grad = [pid for pid in event.params if event.state(pid) is not None]
-    scaled = [pid for pid in with_grad if replay.grad(pid).scaled is not None]
+    scaled = [pid for pid in event.params if replay.grad(pid).scaled is not None and event.state(pid) is not None]
     if scaled:
         writer = replay.events[replay.grad(scaled[0]).scaled]
         factor = writer.raw.get("scale")
