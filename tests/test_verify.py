@@ -84,14 +84,25 @@ def test_seed_trace_json_events_carry_the_same_numbers():
 # --- verdicts on the special fixtures ----------------------------------------------------
 
 
-def test_runtime_only_bug_behind_another_module():
+def test_bug_in_another_module_is_judged_where_it_stands():
+    # verify reads the script with its project, as `gradlint SCRIPT` does: the helper's bug is a
+    # finding on the helper's backward, and the run confirms it there
     code, report = verify_json("fixtures/verify/runtime_only_train.py")
+    assert code == 1
+    assert report["runtime_only"] == []
+    (verdict,) = report["verdicts"]
+    assert (verdict["code"], verdict["verdict"]) == ("GL001", "confirmed")
+    assert verdict["path"].endswith("hidden_step.py") and verdict["line"] == 8
+
+
+def test_runtime_only_bug_behind_a_module_named_at_run_time():
+    code, report = verify_json("fixtures/verify/runtime_only_by_a_name_built_at_run_time.py")
     assert code == 1
     assert report["verdicts"] == []
     (only,) = report["runtime_only"]
     assert only["code"] == "GL001"
-    assert only["path"].endswith("hidden_step.py") and only["line"] == 8
-    assert "used gradients accumulated over backward passes at fixtures/verify/hidden_step.py:8 in iterations 1 and 2" in only["evidence"]
+    assert only["path"].endswith("step_by_name.py") and only["line"] == 8
+    assert "used gradients accumulated over backward passes at fixtures/verify/step_by_name.py:8 in iterations 1 and 2" in only["evidence"]
 
 
 def test_finding_whose_bug_path_never_ran_is_not_reached_with_the_missing_line():

@@ -145,6 +145,17 @@ def configuration_cleared(file, loop: LoopModel, optimizer: str) -> list[Event]:
     return clears
 
 
+def class_of_the_clears(loop: LoopModel, clears: list) -> Optional[str]:
+    """The receiver whose class decides whether these clears run (`agent.update()` on an object
+    of one of several classes, modelled as `type(agent) is SAC`), or None: then the clears
+    run under a setting the user picks."""
+    keys = {e.key for e in clears}
+    for branch in _branches_around(loop.body, keys):
+        if branch.key.startswith("type(") and ") is " in branch.key:
+            return branch.key[len("type("): branch.key.index(") is ")]
+    return None
+
+
 def _branches_around(nodes, keys: set) -> list[Branch]:
     """The branches that hold one of these events, at any depth."""
     found: list[Branch] = []

@@ -4,7 +4,9 @@ from gradlint.core.findings import UNSAFE
 from gradlint.fix import insert
 from gradlint.core.events import B, S, Z
 from gradlint.model.flow import walks
-from gradlint.rules.base import RawFinding, at, clears_local, configuration_cleared, may_clear, sometimes_cleared
+from gradlint.rules.base import (
+    RawFinding, at, class_of_the_clears, clears_local, configuration_cleared, may_clear, sometimes_cleared,
+)
 from gradlint.rules.repairs import insert_clear, names_in
 from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
@@ -165,7 +167,11 @@ def _restep_finding(loop, writer, consumer, step):
 
 
 def _finding(loop, writer, consumer, step, clears, configured=False):
-    if configured:
+    receiver = class_of_the_clears(loop, clears) if configured else None
+    if receiver:
+        cleared = (f"{at(clears[0])} runs only when {receiver} is of one of the classes it may be, "
+                   "and with the others nothing clears them")
+    elif configured:
         cleared = f"{at(clears[0])} runs only under a setting the loop never changes, and without it nothing clears them"
     elif clears:
         cleared = f"{at(clears[0])} runs only on some iterations, so the others do not clear them"

@@ -210,6 +210,8 @@ def runtime(replay, i, event):
         if g.sources and not (lost_sites & now_sites):
             continue
         z = replay.events[z_index]
+        if _freezes_a_part_at_run_time(replay, z, event):
+            continue
         # Across iterations, only the loop's regular clear discards an accumulation, and not
         # when it runs once per epoch before the accumulating loop (rules.md, GL002).
         if g.sources and (per_epoch or tuple(z.sites[:1]) not in replay.regular_clears):
@@ -225,6 +227,20 @@ def runtime(replay, i, event):
             also=[event, first],
         )
         return
+
+
+# (the probes' names: verify/probes.py and guard/patches.py spell a clear's call the same way)
+_ZERO_GRAD_CALLS = ("optimizer.zero_grad", "module.zero_grad")
+
+
+def _freezes_a_part_at_run_time(replay, z, step) -> bool:
+    """`p.grad = None` for a strict part of what the step updates, while the rest keeps fresh
+    gradients, is that part frozen for this step (DINO's last layer), as the check reads a
+    per-parameter clear of a subset (rules.md, GL002); a zero_grad() call is never one."""
+    if z.raw.get("api") in _ZERO_GRAD_CALLS:
+        return False
+    cleared, stepped = set(z.params), set(step.params)
+    return cleared < stepped and any(replay.grad(pid).sources for pid in stepped - cleared)
 
 
 RULE = Rule(

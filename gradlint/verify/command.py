@@ -236,11 +236,14 @@ def exit_code(report: dict, strict: bool = False) -> int:
 
 
 def static_findings(path: str):
-    from gradlint.check.engine import check_file
+    """The script's findings as `gradlint PATH` reports them: read with its project, so a finding
+    stands on the misplaced call in whichever module of the project holds it."""
+    from gradlint.check.engine import RunOptions, check_files
     from gradlint.options.settings import Settings
 
-    result = check_file(path, Settings.default())
-    return result.findings, [e.message for e in result.errors]
+    results = check_files([(path, Settings.default())], RunOptions(jobs=1, roots=(path,)))
+    findings = [finding for result in results for finding in result.findings]
+    return findings, [error.message for result in results for error in result.errors]
 
 
 def build_report(target: str, run, early=None) -> dict:
