@@ -5,10 +5,15 @@
 - **Only over the bytes that were analysed**: an edit is computed from the bytes
   the check read (`FileResult.source_digest`); the file is read again before the
   edit and once more, through the descriptor that is written, right before the
-  write, and nothing is written when it holds anything else (ChangedOnDisk).  The
-  old file stays open across the rename and is read once more after it: bytes
-  appended in between (an editor, a logger) are put back with the user's text
-  (_put_back) and the file is refused the same way, so no racing append is lost.
+  write, and nothing is written when it holds anything else (ChangedOnDisk).
+- **No racing writer's bytes lost**: where there are leases (lease.py, Linux),
+  the kernel proves that no other program writes the file from before the last
+  look until the new text is in place; a file another program has open for
+  writing is refused (OpenElsewhere), and one that opens it meanwhile waits, is
+  let go after the rename, waited for until it closes, and its bytes are put
+  back (_put_back).  Elsewhere the old file stays open across the rename and is
+  read once more after it: bytes appended in between (an editor, a logger) are
+  put back with the user's text and the file is refused, as ChangedOnDisk.
 - **Permissions as the system has them**: the file is opened for writing first,
   so a file the user cannot write (a read-only 0444 file, a read-only file
   system, an immutable file) is refused with the system's words (`Permission
@@ -43,6 +48,8 @@ from gradlint.run.atomic import ChangedOnDisk, Staged
 from gradlint.core.findings import WRITE_ERROR, FileError, FileResult
 
 CHANGED = "changed on disk since it was checked: not written (run again)"
+OPEN_ELSEWHERE = "open for writing in another program: not written (run again)"
+OPEN = "open in another program: not written (run again)"
 # O_NONBLOCK: a FIFO put where the file was cannot make the open wait.
 _OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -69,6 +76,8 @@ def write_edit(
     gradlint's own directory to make the new file in (cache.staging_dir), None: beside the file."""
     try:
         rewrite_file(result.path, data, expected, staging)
+    except OpenElsewhere as exc:
+        return unwritten(result, exc.message)
     except ChangedOnDisk:
         return unwritten(result, CHANGED)
     except OSError as exc:
@@ -82,9 +91,20 @@ def unwritten(result: FileResult, message: str) -> FileResult:
     return FileResult(result.path, result.findings, [*result.errors, error], result.suppressed, result.source_digest)
 
 
+class OpenElsewhere(ChangedOnDisk):
+    """Another program has the file open for writing: it may write at any moment, after a rename
+    into the replaced file, so the file is not written.  (A file written in place is refused
+    when another program has it open at all: `message`.)"""
+
+    def __init__(self, path: str, message: str = OPEN_ELSEWHERE):
+        super().__init__(path)
+        self.message = message
+
+
 def rewrite_file(path: str, data: bytes, expected: bytes, staging: Optional[str] = None) -> None:
     """Put `data` in the file `path` names (see the module docstring); raises ChangedOnDisk
-    when the file does not hold `expected`, OSError when it cannot be written."""
+    when the file does not hold `expected` (OpenElsewhere when another program has it open
+    for writing), OSError when it cannot be written."""
     target = os.path.realpath(path)
     fd = os.open(target, os.O_RDWR | _OPEN)  # the system's answer to "may this user write it?"
     try:
@@ -93,39 +113,76 @@ def rewrite_file(path: str, data: bytes, expected: bytes, staging: Optional[str]
             raise OSError(f"not a regular file: {path}")
         if _contents(fd) != expected:
             raise ChangedOnDisk(path)
-        if info.st_nlink == 1:
-            staged = _staged_copy(fd, info, target, staging)
-            if staged is not None:
-                mine = -1
-                try:
-                    staged.write(data)
-                    if not _still(target, info, fd, expected):  # the last look, right before the rename
-                        raise ChangedOnDisk(path)
-                    if os.name == "nt":  # Windows renames no file that is open, and keeps no unlinked one
-                        os.close(fd)
-                        fd = -1
-                    else:
-                        mine = os.dup(staged.fd)  # the new file, still ours to read after the rename
-                    staged.commit(os.path.basename(target))
-                except BaseException:
-                    staged.discard()
-                    if mine >= 0:
-                        os.close(mine)
-                    raise
-                try:
-                    if fd >= 0 and _contents(fd) != expected:
-                        # Bytes written to the old file between the last look and the rename (an
-                        # editor's append): they are not lost with it, they are put back.
-                        _put_back(_contents(fd), mine, data, target, staging)
-                        raise ChangedOnDisk(path)
-                finally:
-                    if mine >= 0:
-                        os.close(mine)
-                return
-        _write_in_place(fd, data, expected)
+        staged = _staged_copy(fd, info, target, staging) if info.st_nlink == 1 else None
+        if staged is None:
+            _write_in_place_held(fd, data, expected, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    if staged is None:
+        os.close(fd)
+    else:
+        _replace(fd, info, target, staged, data, expected, path, staging)  # closes fd
+
+
+def _replace(
+    fd: int, info: os.stat_result, target: str, staged: Staged, data: bytes, expected: bytes, path: str,
+    staging: Optional[str],
+) -> None:
+    """Rename the new file `staged` (holding nothing yet) over `target`, the file open as `fd`
+    (closed here, whatever happens).
+
+    Where leases exist the old file is read through a read-only descriptor holding a read
+    lease from before the last look until after the rename (lease.py): intact, it proves no
+    program had the file open for writing or opened it meanwhile, so every byte it holds is one
+    the last look saw.  Broken, a writer opened it (and waits in the kernel until the lease is
+    released): it is let go, waited for until it closes the file, and its bytes are put back."""
+    from gradlint.edit import lease
+
+    held: Optional[bool] = None
+    mine = -1
+    try:
+        try:
+            reader = lease.reopen_read_only(fd) if lease.AVAILABLE else None
+            if reader is not None:
+                os.close(fd)  # a read lease is refused while any descriptor has the file open for writing
+                fd = reader
+                held = lease.take(fd, write=False)
+                if held is False:
+                    raise OpenElsewhere(path)
+            staged.write(data)
+            if not _still(target, info, fd, expected):  # the last look, right before the rename
+                raise ChangedOnDisk(path)
+            if os.name == "nt":  # Windows renames no file that is open, and keeps no unlinked one
+                os.close(fd)
+                fd = -1
+            else:
+                mine = os.dup(staged.fd)  # the new file, still ours to read after the rename
+            staged.commit(os.path.basename(target))
+        except BaseException:
+            staged.discard()
+            raise
+        if held:
+            if lease.intact(fd, write=False):
+                return  # no one wrote the old file after the last look: nothing to put back
+            lease.release(fd)  # the writer that opened the old file goes on, into the old file
+            held = False
+            if not lease.writers_closed(fd):
+                # It keeps the file open: whatever it writes later goes to the old file, so the
+                # user's file must be the old one's bytes, not the fix.
+                _put_back(_contents(fd), mine, data, target, staging)
+                raise OpenElsewhere(path)
+        if fd >= 0 and _contents(fd) != expected:
+            # Bytes written to the old file between the last look and the rename (an
+            # editor's append): they are not lost with it, they are put back.
+            _put_back(_contents(fd), mine, data, target, staging)
+            raise ChangedOnDisk(path)
     finally:
-        if fd >= 0:
-            os.close(fd)
+        if held:
+            lease.release(fd)
+        for still_open in (mine, fd):
+            if still_open >= 0:
+                os.close(still_open)
 
 
 PUT_BACK_ROUNDS = 32
@@ -135,9 +192,12 @@ def _put_back(owed: bytes, mine: int, put: bytes, target: str, staging: Optional
     """The file at `target` is ours (open as `mine`, we wrote `put` in it) but the user's text is
     `owed`: put `owed` there, followed by whatever was appended to our file since it took the
     file's place (a writer that opens the file by its name after the rename writes there).
-    Each round is one more new file and rename; bytes appended to the file being replaced
+    Where a write lease on our file can be had, in one write in place (_put_back_in_place);
+    else in rounds: each round is one more new file and rename; bytes appended to the file being replaced
     between a round's last look and its rename are carried into the next round.  A file
     replaced or rewritten by someone else meanwhile is theirs, newer than both: left as it is."""
+    if _put_back_in_place(owed, mine, put, target):
+        return
     opened: list[int] = []  # the new files of the rounds (not `mine` as given: the caller's)
     try:
         for rounds in range(1, PUT_BACK_ROUNDS + 2):
@@ -177,6 +237,46 @@ def _put_back(owed: bytes, mine: int, put: bytes, target: str, staging: Optional
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _put_back_in_place(owed: bytes, mine: int, put: bytes, target: str) -> bool:
+    """_put_back in one write in place under a write lease on our file (lease.py): no other program
+    has it open and one that opens it meanwhile waits, then writes after the user's bytes.
+    False when no such lease can be had (then the rounds of renames)."""
+    from gradlint.edit import lease
+
+    if lease.take(mine, write=True, wait=0) is not True:
+        return False
+    try:
+        info = os.fstat(mine)
+        try:
+            now = os.lstat(target)
+        except OSError:
+            return True  # removed meanwhile: not ours to bring back
+        current = _contents(mine)
+        if (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino) and current.startswith(put):
+            _write_in_place(mine, owed + current[len(put):], current)
+        return True  # else replaced or rewritten by someone else meanwhile: theirs, left as it is
+    finally:
+        lease.release(mine)
+
+
+def _write_in_place_held(fd: int, data: bytes, expected: bytes, path: str) -> None:
+    """_write_in_place under a write lease where there is one (lease.py): refused when another
+    program has the file open; a program that opens it meanwhile waits and then writes after
+    the new text, so no byte of it is overwritten or truncated away."""
+    from gradlint.edit import lease
+
+    held = lease.take(fd, write=True)
+    if held is False:
+        raise OpenElsewhere(path, OPEN)
+    try:
+        if held and _contents(fd) != expected:  # the last look, under the lease
+            raise ChangedOnDisk(path)
+        _write_in_place(fd, data, expected)
+    finally:
+        if held:
+            lease.release(fd)
 
 
 def _still(target: str, info: os.stat_result, fd: int, expected: bytes) -> bool:
