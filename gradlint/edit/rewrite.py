@@ -245,7 +245,7 @@ def _put_back_in_place(owed: bytes, mine: int, put: bytes, target: str) -> bool:
     False when no such lease can be had (then the rounds of renames)."""
     from gradlint.edit import lease
 
-    if lease.take(mine, write=True, wait=0) is not True:
+    if lease.take(mine, write=True) is not True:
         return False
     try:
         info = os.fstat(mine)
