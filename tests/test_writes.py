@@ -467,6 +467,35 @@ def test_a_writer_that_opens_the_file_after_the_last_look_and_writes_after_the_r
     assert leftovers(tmp_path) == []
 
 
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="leases (fcntl F_SETLEASE) are Linux's")
+def test_a_writer_that_opens_the_file_during_the_write_and_keeps_it_open_gets_the_old_bytes_back(tmp_path, monkeypatch):
+    """A writer that opened the file during the write and does not close it (a logger that opened it
+    just then) writes into the replaced file whenever it likes: the file gets the old bytes back,
+    so it stays the file that writer writes to, and the fix is refused."""
+    from gradlint.run import atomic
+    from gradlint.edit import lease
+    from gradlint.edit.fix_files import fix_file
+
+    monkeypatch.setattr(lease, "CLOSE_WAIT", 0.2)
+    path = tmp_path / "train.py"
+    path.write_text(GL002)
+    result = engine.check_file(str(path), Settings.default())
+    writer = LateWriter(path, "# the logger's first line\n", write_at_once=False)
+    real_commit = atomic.Staged.commit
+
+    def commit_as_a_writer_opens(self, name):
+        writer.start()
+        real_commit(self, name)
+
+    monkeypatch.setattr(atomic.Staged, "commit", commit_as_a_writer_opens)
+    fresh, _ = fix_file(result, Settings.default())
+    monkeypatch.undo()
+    assert path.read_text() == GL002
+    assert [e.message for e in fresh.errors] == ["open for writing in another program: not written (run again)"]
+    writer.finish()
+    assert leftovers(tmp_path) == []
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="leases (fcntl F_SETLEASE) are Linux's")
 def test_an_append_during_a_write_in_place_is_not_lost(tmp_path):
     """A file with two links is written in place; an append that lands between the last look and the

@@ -85,13 +85,13 @@ def release(fd: int) -> None:
         pass
 
 
-def writers_closed(fd: int, wait: float = CLOSE_WAIT) -> bool:
+def writers_closed(fd: int, wait: Optional[float] = None) -> bool:
     """After `release`: True once no process has the file (open as read-only `fd`) open for
-    writing, False when one still has after `wait` seconds.  A read lease is granted exactly
+    writing, False when one still has after `wait` seconds (None: CLOSE_WAIT).  A read lease is granted exactly
     when none has; it is given back at once."""
     import fcntl
 
-    deadline = time.monotonic() + wait
+    deadline = time.monotonic() + (CLOSE_WAIT if wait is None else wait)
     while True:
         try:
             fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
