@@ -109,7 +109,7 @@ def api_literals(source: str, policed: set) -> list[tuple[int, str]]:
     return sorted(out)
 
 
-@pytest.mark.xfail(reason="known: gradlint/guard/patches.py spells torch names outside core/api_names.py (issue 46, open)", strict=False)
+
 def test_no_api_name_is_spelled_outside_the_table():
     policed = policed_names()
     found = []

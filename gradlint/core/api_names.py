@@ -46,6 +46,7 @@ OPTIMIZER_FACTORIES = frozenset(
 # dict with a "params" entry (`[{"params": ..., "lr": ...}]`), kept in `opt.param_groups`.
 PARAMS_KEYWORD = "params"
 PARAM_GROUPS = "param_groups"
+ADD_PARAM_GROUP = "add_param_group"  # `opt.add_param_group({"params": ...})` adds a group after construction
 LEARNING_RATE_KEY = "lr"
 CLOSURE_KEYWORD = "closure"  # `opt.step(closure)`
 # A module's parameters: `model.parameters()`, `model.named_parameters()`.
@@ -54,6 +55,9 @@ PARAMETER_METHODS = ("parameters", "named_parameters")
 # `deepspeed.initialize(model=..., model_parameters=...)`.
 PARAMETERS_KEYWORDS = (PARAMS_KEYWORD, "model_parameters")
 MODULE_FORWARD = "forward"  # what calling a module runs: `model(x)` is `model.forward(x)`
+# A wrapper's inner optimizer: Accelerate's `AcceleratedOptimizer.optimizer`, Lightning's
+# `LightningOptimizer.optimizer`; stepping the wrapper steps this one.
+WRAPPED_OPTIMIZER_ATTRIBUTE = "optimizer"
 # Module classes of torch.nn that hold other modules and are no model of their own.
 MODULE_CONTAINERS = frozenset("Sequential ModuleList ModuleDict DataParallel".split())
 
@@ -107,7 +111,8 @@ INFINITY = "inf"  # `float("inf")`, `math.inf`, `torch.inf`
 
 # --- clear -----------------------------------------------------------------------
 
-ZERO_GRAD_METHODS = frozenset({"zero_grad"})  # `optimizer.zero_grad()`, `model.zero_grad()`
+ZERO_GRAD = "zero_grad"  # `optimizer.zero_grad()`, `model.zero_grad()`
+ZERO_GRAD_METHODS = frozenset({ZERO_GRAD})
 SET_TO_NONE_KEYWORD = "set_to_none"  # `zero_grad(set_to_none=False)`
 
 # --- backward --------------------------------------------------------------------

@@ -19,13 +19,20 @@ from torch.optim import lr_scheduler
 from torch.optim.optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradlint.core.api_names import (
+    ADD_PARAM_GROUP,
+    BACKWARD,
+    BACKWARD_FUNCTION,
     CLIP_VALUE_KEYWORD,
     CLOSURE_KEYWORD,
+    GRAD_ZERO,
     LEARNING_RATE_KEY,
     MAX_NORM_KEYWORD,
+    SCALER_SCALE,
+    SCALER_UNSCALE,
     SCHEDULER_OPTIMIZER,
     STEP,
     TORCH_CLIP_FUNCTIONS,
+    ZERO_GRAD,
 )
 from gradlint.guard.watcher import Watcher
 
@@ -70,9 +77,9 @@ class Patches:
 
     def _optimizer(self) -> None:
         w = self.watcher
-        add_param_group = Optimizer.add_param_group
-        optimizer_zero = Optimizer.zero_grad
-        module_zero = torch.nn.Module.zero_grad
+        add_param_group = getattr(Optimizer, ADD_PARAM_GROUP)
+        optimizer_zero = getattr(Optimizer, ZERO_GRAD)
+        module_zero = getattr(torch.nn.Module, ZERO_GRAD)
 
         def add_group(self, param_group):
             result = add_param_group(self, param_group)
@@ -118,9 +125,9 @@ class Patches:
                 w.in_step = max(0, w.in_step - 1)
                 w.step(w.sites(), opt, closure=True)
 
-        self.replace(Optimizer, "add_param_group", add_group)
-        self.replace(Optimizer, "zero_grad", zero_grad)
-        self.replace(torch.nn.Module, "zero_grad", zero_module)
+        self.replace(Optimizer, ADD_PARAM_GROUP, add_group)
+        self.replace(Optimizer, ZERO_GRAD, zero_grad)
+        self.replace(torch.nn.Module, ZERO_GRAD, zero_module)
         self.handles.append(register_optimizer_step_pre_hook(before_step))
         self.handles.append(register_optimizer_step_post_hook(after_step))
 
@@ -128,8 +135,8 @@ class Patches:
 
     def _backward(self) -> None:
         w = self.watcher
-        tensor_backward = torch.Tensor.backward
-        autograd_backward = torch.autograd.backward
+        tensor_backward = getattr(torch.Tensor, BACKWARD)
+        autograd_backward = getattr(torch.autograd, BACKWARD)  # the function BACKWARD_FUNCTION names
 
         def run(call, tensors, api):
             if w.depth["B"]:  # a backward inside a backward (reentrant checkpointing): one event
@@ -147,18 +154,18 @@ class Patches:
                 w.backward_done(w.backward_sites, api, w.backward_scaled)
 
         def backward(self, *args, **kwargs):
-            return run(lambda: tensor_backward(self, *args, **kwargs), (self,), "backward")
+            return run(lambda: tensor_backward(self, *args, **kwargs), (self,), BACKWARD)
 
         def autograd(tensors, *args, **kwargs):
             listed = (tensors,) if isinstance(tensors, torch.Tensor) else tensors
             if not isinstance(listed, (tuple, list)):
                 listed = tensors = list(tensors)  # a generator: read once, handed on as a list
-            return run(lambda: autograd_backward(tensors, *args, **kwargs), listed, "torch.autograd.backward")
+            return run(lambda: autograd_backward(tensors, *args, **kwargs), listed, BACKWARD_FUNCTION)
 
-        self.replace(torch.Tensor, "backward", backward)
-        self.replace(torch.autograd, "backward", autograd)
+        self.replace(torch.Tensor, BACKWARD, backward)
+        self.replace(torch.autograd, BACKWARD, autograd)
 
-        tensor_zero = torch.Tensor.zero_
+        tensor_zero = getattr(torch.Tensor, GRAD_ZERO)
 
         def zero_(self):
             # inside a wrapped clear, torch's own work; else maybe a hand-written clear of a gradient
@@ -166,7 +173,7 @@ class Patches:
                 w.zeroed_in_place(self)
             return tensor_zero(self)
 
-        self.replace(torch.Tensor, "zero_", zero_)
+        self.replace(torch.Tensor, GRAD_ZERO, zero_)
 
     # --- clips ---------------------------------------------------------------------------
 
@@ -211,7 +218,7 @@ class Patches:
 
     def _scaler(self) -> None:
         w = self.watcher
-        scale, unscale, step = GradScaler.scale, GradScaler.unscale_, GradScaler.step
+        scale, unscale, step = (getattr(GradScaler, name) for name in (SCALER_SCALE, SCALER_UNSCALE, STEP))
 
         def scale_(self, outputs):
             result = scale(self, outputs)
@@ -248,9 +255,9 @@ class Patches:
                     w.scaler_step -= 1
             return result
 
-        self.replace(GradScaler, "scale", scale_)
-        self.replace(GradScaler, "unscale_", unscale_)
-        self.replace(GradScaler, "step", step_)
+        self.replace(GradScaler, SCALER_SCALE, scale_)
+        self.replace(GradScaler, SCALER_UNSCALE, unscale_)
+        self.replace(GradScaler, STEP, step_)
 
     # --- LR schedulers ------------------------------------------------------------------------
 

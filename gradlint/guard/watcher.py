@@ -20,6 +20,7 @@ from typing import Optional
 
 import torch
 
+from gradlint.core.api_names import BACKWARD, PARAM_GROUPS, PARAMS_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
 from gradlint.guard.replay import PRESENT, ZEROED, GuardEvent, LiveReplay, LiveRun
 from gradlint.guard.report import Report, deliver
 from gradlint.verify.probes import _LIBRARY, _USER, _file_kind
@@ -85,15 +86,15 @@ class Watcher:
     def optimizer(self, opt) -> tuple[int, list, list]:
         """The optimizer's number, its [(pid, weakref)] and its pids (one list, shared by its
         events: never changed), tracked on first sight and again when its groups change."""
-        groups = getattr(opt, "param_groups", None) or []
-        signature = tuple(len(group.get("params", ())) for group in groups)
+        groups = getattr(opt, PARAM_GROUPS, None) or []
+        signature = tuple(len(group.get(PARAMS_KEYWORD, ())) for group in groups)
         known = self.optimizers.get(id(opt))
         if known is not None and known[0]() is opt and known[2] == signature:
             return known[1], known[3], known[4]
         oid = known[1] if known is not None and known[0]() is opt else len(self.optimizers) + 1
         pairs = []
         for group in groups:
-            for param in group.get("params", ()):
+            for param in group.get(PARAMS_KEYWORD, ()):
                 pid = self.track_param(param, oid)
                 if pid is not None:
                     pairs.append((pid, self.refs[pid]))
@@ -160,7 +161,7 @@ class Watcher:
         step in a hook of the user's while backward runs: optimizer in backward), or a backward
         no wrapper saw (a C++ caller), at an unknown line."""
         if self.depth["B"]:
-            self.backward_done(self.backward_sites, api="backward", scaled=self.backward_scaled)
+            self.backward_done(self.backward_sites, api=BACKWARD, scaled=self.backward_scaled)
         else:
             self.backward_done([], api="backward (unseen call)")
 
@@ -281,8 +282,8 @@ class Watcher:
 
     def scheduled(self, sites: list, scheduler, opt, raw: dict) -> None:
         # a wrapper that steps its inner optimizer (Accelerate's, Lightning's): the inner one steps
-        while isinstance(getattr(opt, "optimizer", None), torch.optim.Optimizer):
-            opt = opt.optimizer
+        while isinstance(getattr(opt, WRAPPED_OPTIMIZER_ATTRIBUTE, None), torch.optim.Optimizer):
+            opt = getattr(opt, WRAPPED_OPTIMIZER_ATTRIBUTE)
         oid = self.optimizer(opt)[0] if isinstance(opt, torch.optim.Optimizer) else None
         label = self.scheduler_names.get(id(scheduler))
         if label is None:

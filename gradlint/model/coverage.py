@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gradlint.core import events as api
-from gradlint.core.api_names import BACKWARD, SCALER_UNSCALE, STEP
+from gradlint.core.api_names import BACKWARD, MODULE_FORWARD, SCALER_UNSCALE, STEP
 
 from gradlint.core.findings import FOLLOWED, NOT_FOLLOWED, NOT_TRAINING, UNREACHED, GradientCall
 
@@ -55,7 +55,6 @@ _GRAD_DISABLING = frozenset(name.rsplit(".", 1)[-1] for name in api.GRAD_DISABLI
 # step: `def step(self)` of an optimizer wrapper calls `self.base.step()`, the `backward` of a
 # `torch.autograd.Function` calls its kernel's `backward(...)`.  A subclass's `forward` is
 # its own computation too (below).
-FORWARD = "forward"
 _OWN_METHODS = frozenset({STEP, BACKWARD, *api.ZERO_GRAD_METHODS, SCALER_UNSCALE})
 # Bases that make a class no framework's: a method of such a class runs when its caller says so.
 _PLAIN_BASES = frozenset(base.rsplit(".", 1)[-1] for base in api.PROTOCOL_FREE_BASES)  # by last name
@@ -338,7 +337,7 @@ def _verdict(line: int, col: int, place: _Place, followed: bool, other_framework
         return GradientCall(line, col, NOT_TRAINING, OTHER_FRAMEWORK)
     if place.class_bases is not None and place.function in _OWN_METHODS:
         return GradientCall(line, col, NOT_TRAINING, OWN_METHOD)
-    if place.class_bases and place.function == FORWARD:
+    if place.class_bases and place.function == MODULE_FORWARD:
         # a module's forward computes; a `backward` or `step` it calls is its own layers'
         # (a normalizing flow's inverse `layer.backward(z)`), not a training step
         return GradientCall(line, col, NOT_TRAINING, OWN_METHOD)
