@@ -1,10 +1,10 @@
 """Every API name gradlint knows is spelled in gradlint/core/api_names.py and nowhere else.
 
-The checker (model/), the text screens (prefilter.py, screen.py, project/scan.py) and the
-verifier's probes (verify/) all read the one table, so a name added there reaches them all,
-and the static and run-time definitions cannot drift apart (issue 31: the probes knew
-`clip_grads_with_norm_` before the checker did).  The scan reads string literals with `ast`
-(docstrings and comments are prose, not code).
+The checker (model/), the text screens (prefilter.py, screen.py, project/scan.py), the
+verifier's probes (verify/) and the in-run guard's patches (guard/) all read the one table,
+so a name added there reaches them all, and the static and run-time definitions cannot
+drift apart (issue 31: the probes knew `clip_grads_with_norm_` before the checker did).
+The scan reads string literals with `ast` (docstrings and comments are prose, not code).
 """
 
 from __future__ import annotations
@@ -107,7 +107,6 @@ def api_literals(source: str, policed: set) -> list[tuple[int, str]]:
                 if LABEL_MARK not in lines[node.lineno - 1]:
                     out.append((node.lineno, text))
     return sorted(out)
-
 
 
 def test_no_api_name_is_spelled_outside_the_table():

@@ -2,10 +2,11 @@
 other libraries' optimizers, schedulers and wrappers.  The one place they are spelled.
 
 The checker (gradlint/model/), the text screens that run before any parse (prefilter.py,
-screen.py, project/scan.py) and the verifier's probes (gradlint/verify/) all read these
-groups, so a name added here reaches all of them (tests/test_api_names.py fails when a
-string literal elsewhere in gradlint is an API name).  What a name *means* (which event
-a call is) is decided by gradlint/core/events.py and classify.py, not here.
+screen.py, project/scan.py), the verifier's probes (gradlint/verify/) and the in-run
+guard's patches (gradlint/guard/) all read these groups, so a name added here reaches all
+of them (tests/test_api_names.py fails when a string literal elsewhere in gradlint is an
+API name).  What a name *means* (which event a call is) is decided by
+gradlint/core/events.py and classify.py, not here.
 
 Stdlib only and cheap to import: the pre-commit shortcut (gradlint/check/quick.py) imports
 prefilter.py, which imports this module and nothing else of gradlint.
