@@ -68,6 +68,19 @@ def gl002_right():
         opt.step()
 
 
+def gl002_right_part_frozen_by_hand():
+    """`p.grad = None` for the last layer only, between backward and step, in the first
+    iterations: that layer skips those steps, the rest is stepped (rules.md: a freeze)."""
+    model, opt, data = _setup()
+    for i, x in enumerate(data):
+        opt.zero_grad()
+        model(x).sum().backward()
+        if i < 3:
+            for p in model[2].parameters():
+                p.grad = None
+        opt.step()
+
+
 def gl003_wrong():
     model, opt, data = _setup()
     for x in data:
@@ -197,7 +210,7 @@ def gl008_right():
 
 WRONG = {"GL001": gl001_wrong, "GL002": gl002_wrong, "GL003": gl003_wrong, "GL004": gl004_wrong,
          "GL005": gl005_wrong, "GL006": gl006_wrong, "GL007": gl007_wrong, "GL008": gl008_wrong}
-RIGHT = [gl001_right_accumulation, gl002_right, gl003_right, gl004_right, gl005_right, gl006_right,
+RIGHT = [gl001_right_accumulation, gl002_right, gl002_right_part_frozen_by_hand, gl003_right, gl004_right, gl005_right, gl006_right,
          gl006_right_disabled_scaler, gl007_right_closure, gl008_right]
 
 
