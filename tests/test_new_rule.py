@@ -3,13 +3,14 @@
 GL190 (advice, a throwaway example) is defined here, with its metadata, samples, check, fix and
 run-time criterion, and registered; nothing else in gradlint names it.  Each test shows that one
 part of gradlint picks it up: the registry and selection, the checker, `--fix`, the generated
-docs page and verify's replay (issue 31: "a new rule written as an example in a test touches
-one file").
+docs page, verify's replay and gradlint.guard's live one (issue 31: "a new rule written as an
+example in a test touches one file").
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,36 @@ def test_verify_asks_its_criterion(registered):
     (finding,) = check_source(RULE.invalid[0].source, home, Settings(select=frozenset({CODE}))).findings
     verdicts, runtime_only = judge([finding], run, home)
     assert [v.verdict for v in verdicts] == [CONFIRMED] and runtime_only == []
+
+
+def _clear_right_after_each_step(torch):
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        model(torch.ones(1, 2)).sum().backward()
+        opt.step()
+        opt.zero_grad()  # GL190 at run time
+
+
+@pytest.mark.xdist_group("imports_torch")  # torch in this process: on one worker, not on each
+def test_the_guard_asks_its_criterion(registered):
+    """gradlint.guard replays the user's run live with the same criteria as verify (issue 46):
+    the new rule is reported inside a real run, on the user's line, once."""
+    torch = pytest.importorskip("torch")
+    import gradlint.guard as guard
+
+    lines, start = inspect.getsourcelines(_clear_right_after_each_step)
+    line = next(start + i for i, text in enumerate(lines) if "# GL190 at run time" in text)
+    with guard.watch(mode="log") as reports:
+        _clear_right_after_each_step(torch)
+    assert [(r.code, r.path, r.line) for r in reports] == [(CODE, __file__, line)]
+    registry.unregister(CODE)
+    try:
+        with guard.watch(mode="log") as reports:
+            _clear_right_after_each_step(torch)
+        assert reports == []  # the right loop of every other rule
+    finally:
+        registry.register(RULE)
 
 
 def test_nothing_else_in_gradlint_names_it():
