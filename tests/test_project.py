@@ -784,3 +784,103 @@ def test_an_instance_of_a_class_built_through_its_module(tmp_path):
         """,
     })
     assert found(run(tmp_path)) == [("agentmod.py", 10, "GL001")]
+
+
+AGENTS_OF_TWO_CLASSES = """\
+    import torch
+
+
+    class PPO:
+        def __init__(self, net):
+            self.net = net
+            self.opt = torch.optim.Adam(net.parameters())
+
+        def update(self, x):
+            self.net(x).sum().backward()
+            self.opt.step()
+
+
+    class DQN:
+        def __init__(self, net):
+            self.net = net
+            self.opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+        def update(self, x):
+            self.opt.zero_grad()
+            self.net(x).sum().backward()
+            self.opt.step()
+"""
+
+
+def test_an_agent_of_project_classes_or_a_library_class(tmp_path):
+    """`agent` is a PPO or a DQN of the project, or a library's agent: each class of the
+    project is a path of the loop (PPO's never clears), the library's object keeps the call
+    unread on a path of its own."""
+    write(tmp_path, {
+        "agents.py": AGENTS_OF_TWO_CLASSES,
+        "train.py": """\
+            import torch
+            import baselines
+            from agents import DQN, PPO
+
+
+            def main(kind, loader):
+                net = torch.nn.Linear(2, 1)
+                if kind == "ppo":
+                    agent = PPO(net)
+                elif kind == "dqn":
+                    agent = DQN(net)
+                else:
+                    agent = baselines.A2C(net)
+                for x in loader:
+                    agent.update(x)
+        """,
+    })
+    assert found(run(tmp_path)) == [("agents.py", 10, "GL001")]
+
+
+def test_an_agent_attribute_set_to_none_then_to_project_classes(tmp_path):
+    """`self.agent = None` in `__init__` and a PPO or a DQN in `setup()`: None runs no
+    method, so the loop of `fit()` runs one class's update or the other's."""
+    write(tmp_path, {
+        "agents.py": AGENTS_OF_TWO_CLASSES,
+        "runner.py": """\
+            import torch
+            from agents import DQN, PPO
+
+
+            class Runner:
+                def __init__(self):
+                    self.agent = None
+
+                def setup(self, kind):
+                    net = torch.nn.Linear(2, 1)
+                    self.agent = PPO(net) if kind == "ppo" else None
+                    if kind == "dqn":
+                        self.agent = DQN(net)
+
+                def fit(self, loader):
+                    for x in loader:
+                        self.agent.update(x)
+        """,
+    })
+    assert found(run(tmp_path)) == [("agents.py", 10, "GL001")]
+
+
+def test_an_agent_only_of_classes_that_cannot_be_told_stays_unread(tmp_path):
+    """No class of the project among the objects the name is bound to: nothing to follow."""
+    write(tmp_path, {
+        "agents.py": AGENTS_OF_TWO_CLASSES,
+        "train.py": """\
+            import torch
+            import baselines
+
+
+            def main(kind, loader):
+                net = torch.nn.Linear(2, 1)
+                agent = baselines.A2C(net) if kind else baselines.PPO(net)
+                for x in loader:
+                    agent.update(x)
+        """,
+    })
+    assert found(run(tmp_path)) == []

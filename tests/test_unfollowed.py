@@ -232,6 +232,17 @@ def test_a_receiver_bound_to_several_classes_follows_each_class(folder):
     assert {(os.path.basename(v.path), v.call.line) for v in followed} >= {("agents.py", 15), ("agents.py", 25)}
 
 
+@pytest.mark.parametrize("folder", ["trainer_agent_picked_by_name_clips_after_step", "trainer_agent_picked_by_name_in_order"])
+def test_a_receiver_of_several_classes_or_one_it_cannot_tell_follows_each_class_it_can(folder):
+    """`self.agent` of the trainer is a ValueAgent or a PolicyAgent of agents.py, or a baseline
+    whose class the analysis cannot tell: each agent's `learn` is a path of the loop, so every
+    gradient call of agents.py is followed."""
+    run = run_of(ROOT / "fixtures" / "cross_file" / folder)
+    assert blind(run) == {}
+    calls = [v for v in verdicts(run.results) if os.path.basename(v.path) == "agents.py"]
+    assert len(calls) >= 7 and {v.verdict for v in calls} == {coverage.FOLLOWED}
+
+
 @pytest.mark.parametrize("folder", ["base_loop_runs_a_subclass_clip_after_step", "base_loop_runs_subclass_steps_in_order"])
 def test_a_base_loop_follows_the_overrides_of_its_stub_in_subclasses_of_other_modules(folder):
     """`self.run_step(x, y)` in the base's loop, `run_step` a stub there and written by two

@@ -27,6 +27,8 @@ from gradlint.project.index import PORTABLE_SELF, Class, Function, Index, Module
 _OPTIMIZER, _SCHEDULER, _SCALER = "optimizer", "scheduler", "scaler"
 _MEMBER_DEPTH = 1  # attributes of attributes: `gan.discriminator.optimizer`, no deeper
 _BASE_DEPTH = 3  # a subclass of a subclass of ... the loop's class, this many levels
+# The alternative of `alternatives_for` for the objects whose class cannot be told
+UNTOLD = "another class"
 
 
 class _Numbered(Numbering):
@@ -281,19 +283,25 @@ class Project:
         """`agent.update(batch)` in a loop of the checked file, where `agent` is bound to
         instances of several classes of the project (`agent = SAC(...)` on one branch and
         `agent = TD3(...)` on another, or `agent = make_agent(cfg)` with a factory returning
-        either): the helper of each class's method, as `helper_for` gives one.  Empty unless
-        every binding resolves to a class of the project and at least two of those classes
-        define the method (a call that is one class's is `helper_for`'s)."""
+        either): the helper of each class's method, as `helper_for` gives one.  A binding
+        whose class cannot be told (a class of a library, a name the file never defines,
+        `self.agent = RandomAgent()` in a method no import resolves) is one more alternative,
+        UNTOLD (helper None): on that path the call stays what it is without a model (an
+        opaque call), so the classes that can be told are still followed, each on its own
+        path, without assuming the object is one of them.  Empty unless the scope of the
+        call (Python's rule for a bare name) binds it to a class of the project that defines
+        the method and there are at least two alternatives (a call that is one class's is
+        `helper_for`'s)."""
         func = call.func
         if ctx.foreign is not None or not isinstance(func, cst.Attribute):
             return []
         receiver = dotted(func.value)
         if receiver is None or receiver == "self" or self._module_function(receiver + "." + func.attr.value, ctx, None):
             return []
-        classes = self._classes_bound(ctx.bindings.assigns.get(receiver, ()), ctx.bindings)
-        if classes is None or len(classes) < 2:
+        classes, untold = self._classes_told(ctx.bindings.values_seen_at(receiver, call), ctx.bindings)
+        if not classes or (len(classes) < 2 and not untold):
             return []
-        out = []
+        out: list = []
         seen = set()
         for key, cls in classes:
             found = self.index.method(key, cls, func.attr.value)
@@ -303,6 +311,8 @@ class Project:
             helper = self._helper(call, ctx, None, found, ctx.name(func.value) or receiver)
             if helper is not None:
                 out.append((_qualified(key, cls), helper))
+        if untold and out:
+            out.append((UNTOLD, None))
         return out if len(out) > 1 else []
 
     def overrides(self, class_name: str, method: str, call: cst.Call, ctx) -> list:
@@ -344,6 +354,24 @@ class Project:
             if inner is not None and self._derives(found[0], inner, found[1], class_name, depth + 1):
                 return True
         return False
+
+    def _classes_told(self, values, bindings) -> tuple[list, bool]:
+        """([(module, Class)] of the classes of the project the assigned `values` build, whether
+        some value builds an object of a class that cannot be told).  `None` is no object
+        (a method called on it fails: no training path); each other value is a class of
+        the project as `_classes_bound` reads one, or untold."""
+        classes: dict = {}
+        untold = False
+        for value in values:
+            if isinstance(value, cst.Name) and value.value == "None":
+                continue
+            told = self._classes_bound([value], bindings)
+            if told is None:
+                untold = True
+                continue
+            for key, cls in told:
+                classes[(key, cls.name)] = (key, cls)
+        return [classes[pair] for pair in sorted(classes)], untold
 
     def _classes_bound(self, values, bindings) -> Optional[list]:
         """[(module, Class)] of every class of the project the assigned `values` build: a call

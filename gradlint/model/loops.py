@@ -905,14 +905,18 @@ class Builder:
         receiver = ctx.name(call.func.value) or dotted(call.func.value) or ""
         invariant = receiver not in ctx.assigned and root(receiver) not in ctx.assigned
         (class_name, helper), *rest = alternatives
-        definition, owner, label, *other_module = helper
-        then = [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
-        if len(rest) == 1:
-            _, (definition, owner, label, *other_module) = rest[0]
-            orelse: list[Node] = [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
-        else:
-            orelse = [self.one_of(call, rest, ctx)]
+        then = self.alternative(call, helper, ctx)
+        orelse = self.alternative(call, rest[0][1], ctx) if len(rest) == 1 else [self.one_of(call, rest, ctx)]
         return Branch(f"type({receiver}) is {class_name}", False, invariant, then, orelse)
+
+    def alternative(self, call: cst.Call, helper, ctx: Context) -> list[Node]:
+        """One side of `one_of`: the class's method inlined, or for an object whose class cannot
+        be told (helper None) the call as it is read without a model (an opaque call)."""
+        if helper is None:
+            opaque = classify.opaque_call(call, ctx)
+            return [opaque] if opaque is not None else []
+        definition, owner, label, *other_module = helper
+        return [Helper(self.inline(definition, call, owner, label, ctx, *other_module))]
 
     def note_scaled(self, stmt, ctx: Context) -> None:
         """Keep `self.scaled` up to date with an assignment: `loss = scaler.scale(loss)` binds
