@@ -55,8 +55,6 @@ SAMPLES = _samples()
 
 @pytest.mark.parametrize("name,source", SAMPLES, ids=[name for name, _ in SAMPLES])
 def test_pieces_give_the_findings_of_a_whole_parse(name, source):
-    if name.endswith("wrong_agent_of_a_function_named_again_at_module_level.py"):
-        pytest.xfail("known: a build in pieces does not see the function-local scope of this receiver (issue 45 follow-up)")
     whole = findings(source, None)
     assert findings(source, 1) == whole
     assert findings(source, 5) == whole
@@ -141,6 +139,46 @@ def test_what_a_later_piece_undoes_is_undone():
     assert [f[0] for f in whole] == ["GL001"]
     assert findings(HOOK_REDEFINED, 1) == whole
     assert built(HOOK_REDEFINED, 1).second_passes == 1
+
+
+LOCAL_RECEIVER_MODELLED_AGAIN = """\
+import torch
+from torch import nn
+
+
+class Agent:
+    def __init__(self):
+        self.net = nn.Linear(4, 2)
+
+    def train_step(self):
+        loss = self.net(torch.randn(8, 4)).sum()
+        opt.step()
+        loss.backward()
+        opt.zero_grad()
+
+
+def train():
+    agent = Agent()
+    for _ in range(3):
+        agent.train_step()
+    return agent
+
+
+agent = train()
+opt = torch.optim.SGD(agent.net.parameters(), lr=0.1)
+"""
+
+
+def test_a_piece_modelled_again_reads_the_scope_of_its_own_calls():
+    """`train`'s piece is modelled again (`opt` is assigned below it).  Its new call
+    `agent.train_step()` must still read `agent` as train's own local (an Agent), not every
+    `agent` of the file (the module's, what train returns): a call of the second parse that
+    the bindings never saw had no def, so the receiver's class was lost with the helper."""
+    whole = findings(LOCAL_RECEIVER_MODELLED_AGAIN, None)
+    assert [f[0] for f in whole] == ["GL007"]
+    assert built(LOCAL_RECEIVER_MODELLED_AGAIN, 1).second_passes >= 1
+    assert findings(LOCAL_RECEIVER_MODELLED_AGAIN, 1) == whole
+    assert findings(LOCAL_RECEIVER_MODELLED_AGAIN, 5) == whole
 
 
 def test_repeated_loops_are_modelled_once():

@@ -75,8 +75,6 @@ def command_line(folder: Path, capsys, files: list[str]) -> dict:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("folder", FOLDERS, ids=[str(f.relative_to(FIXTURES)) for f in FOLDERS])
 async def test_the_server_finds_what_the_command_line_finds(folder: Path, capsys):
-    if folder.name == "base_loop_runs_a_subclass_clip_after_step":
-        pytest.xfail("known: the server does not parse the subclass modules a base loop runs (issue 45 follow-up)")
     from gradlint.lsp.server import INDEX_READY
 
     files = sorted(os.path.relpath(path, folder) for path in folder.rglob("*.py"))

@@ -83,10 +83,6 @@ VERIFY_GAPS = {
     "fixtures/gl001/wrong_only_clear_picks_parameters_by_name.py": _SURGERY,
     "fixtures/gl001/wrong_shared_model_worker_never_clears_local.py": _HANDOFF,
     "fixtures/gl001/right_shared_model_worker_clears_local.py": _HANDOFF,
-    "fixtures/cross_file/base_loop_runs_a_subclass_clip_after_step/wrong_train.py": (
-        "the loop is a base class's method in another module, and the script only calls it: verify "
-        "reads the script with its project, but only the loops of the script (as `gradlint wrong_train.py` "
-        "does; `gradlint FOLDER` finds the bug), so the run's GL004 is runtime only"),
     "fixtures/gl002/wrong_clear_at_top_of_accelerate_accumulate.py": (
         "a clear that throws fresh gradients away on every run it makes is taken for a deliberate "
         "skip (a bad batch), and the prepared optimizer's clear at the top of `accumulate()` runs only "

@@ -67,6 +67,44 @@ def settle(results: list, read) -> list:
     return out
 
 
+def adopt(results: list, companions: list, adopters: list, read) -> list:
+    """The run's results (one per file it checks) with what the checks of its companions found
+    for them.  A companion is a module the run does not check, analysed for a file it checks
+    (its `adopters` entry: that file's index in `results`): a base class there whose loop runs,
+    through `self`, the file's override (gradlint/project/view.py's runs_for).  Of a companion's
+    findings, those that stand outside it or rest on a call outside it (a related location in
+    another file: the override) become findings of the adopter's result made elsewhere, which
+    `settle` then places; the rest are the companion's own, reported when it is checked.  The
+    calls its loops followed into count as followed by the adopter (`reached`); nothing else of
+    a companion is reported (not its errors: the run was not asked to check it).  A finding
+    that stands in the adopter itself is put with its own, under its `# noqa` comments (`read`:
+    path -> its text now, as for `settle`)."""
+    out = list(results)
+    for companion, home in zip(companions, adopters):
+        if companion is None or out[home] is None:
+            continue
+        own = os.path.abspath(companion.path)
+        found = [f for f in companion.findings if _outside(f, own)]
+        there = [f for f in found if not is_elsewhere(f, out[home].path)]
+        result = out[home]
+        reached = [r for r in companion.reached if r not in result.reached]
+        result = replace(result, findings=result.findings + [f for f in found if is_elsewhere(f, result.path)],
+                         reached=result.reached + reached)
+        if there:
+            silenced = {id(f) for f in _suppressed_there(read(result.path), there)[1]}
+            for finding in there:
+                result = _with(result, replace(finding, path=result.path), id(finding) in silenced)
+        out[home] = result
+    return out
+
+
+def _outside(finding: Finding, own: str) -> bool:
+    """Does the finding stand, or rest on a related call, in another file than `own`?"""
+    if os.path.abspath(finding.path) != own:
+        return True
+    return any(r.path is not None and os.path.abspath(r.path) != own for r in finding.related)
+
+
 def _with(result: FileResult, finding: Finding, silenced: bool) -> FileResult:
     """`result` holding `finding` (merged into a finding of the same code on the same call)."""
     findings, suppressed = list(result.findings), list(result.suppressed)

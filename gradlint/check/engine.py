@@ -784,6 +784,12 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
     from functools import partial
 
     project_run.install(index, views, partial(_index_again, again, options.roots, options.notebooks, options.notebook_code))
+    # modules the run does not check, analysed for a file it does (a base class whose loop runs
+    # that file's override: gradlint/check/elsewhere.py's adopt), after the run's own files
+    named = len(tasks)
+    tasks = list(tasks) + _companion_tasks(tasks, views)
+    results += [None] * (len(tasks) - named)
+    read += [None] * (len(tasks) - named)
     for i, (path, settings) in enumerate(tasks):
         try:
             known = _without_analysis(path, settings, cache, options.variant, options.notebooks, read[i], views.get(path))
@@ -831,9 +837,23 @@ def check_files(tasks: list[tuple[str, Settings]], options: RunOptions = RunOpti
         if cache is not None and made is not None and made.digest is not None:
             path, settings = tasks[i]
             cache.put(cache.key(path, _with_view(made.digest, views.get(path)), settings), result, variants)
-    from gradlint.check.elsewhere import settle
+    from gradlint.check.elsewhere import adopt, settle
 
-    return settle(results, _text_now)
+    home = {path: i for i, (path, _) in enumerate(tasks[:named])}
+    adopters = [home[views[path].runs_for] for path, _ in tasks[named:]]
+    return settle(adopt(results[:named], results[named:], adopters, _text_now), _text_now)
+
+
+def _companion_tasks(tasks: list, views: dict) -> list:
+    """(path, settings) of each module the project index gave a view to analyse for a checked
+    file (view.py's runs_for), with that file's settings; none the run checks anyway."""
+    settings_of = {path: settings for path, settings in tasks}
+    checked = {os.path.abspath(path) for path, _ in tasks}
+    return [
+        (path, settings_of[view.runs_for])
+        for path, view in sorted(views.items())
+        if view.runs_for in settings_of and os.path.abspath(path) not in checked
+    ]
 
 
 def _text_now(path: str) -> "str | None":

@@ -440,6 +440,33 @@ class Bindings(Numbering):
         self._loops.clear()
         self.loose.clear()
 
+    def adopt_scopes(self, again: "Bindings") -> list[int]:
+        """A piece parsed a second time (piecewise.py): the def each of its new call nodes is
+        made in, as `again`'s walk of the new tree found it, translated to this pass's node of
+        that def (numbered alike: `again` counts on from where the piece began), so that
+        values_seen_at reads Python's scoping at the new calls as at the first pass's (else a
+        call it does not know reads every value of the name in the file).  Returns the keys
+        added, for forget_scopes before the new tree is freed (its ids are handed out again)."""
+        defs = {}
+        for nodes in self.all_functions.values():
+            for node in nodes:
+                number = self.numbers.get(id(node))
+                if number is not None:
+                    defs[number] = node
+        added = []
+        for key, scope in again._call_def.items():
+            mapped = defs.get(again.numbers.get(id(scope))) if scope is not None else None
+            if scope is not None and mapped is None:
+                self._call_def.pop(key, None)  # not placed: read file-wide, as for any unknown call
+                continue
+            self._call_def[key] = mapped
+            added.append(key)
+        return added
+
+    def forget_scopes(self, keys: list[int]) -> None:
+        for key in keys:
+            self._call_def.pop(key, None)
+
     # --- questions the loop builder asks (answers only: a piece's are asked again) -------
 
     def is_engine(self, name: Optional[str]) -> bool:

@@ -226,6 +226,9 @@ class Project:
         self.digest = view.digest
         self.callbacks = frozenset(view.callbacks)
         self._overrides: dict = {}  # (class, method) -> the overrides of other modules found
+        # a module analysed for another checked file (view.py's runs_for): only the overrides of
+        # these subclasses ("module key\0class name") are followed; empty: every one
+        self.subclasses = frozenset(getattr(view, "subclasses", ()))
 
     def calls_project_function(self, called) -> bool:
         """Does a loop that calls these names call a function of another module that touches gradients?"""
@@ -336,6 +339,8 @@ class Project:
             if key == self.key or module is None:
                 continue
             for cls in module.classes.values():
+                if self.subclasses and f"{key}\0{cls.name}" not in self.subclasses:
+                    continue
                 if method in cls.methods and self._derives(key, module, cls, class_name, 0):
                     out.append((key, module, cls, cls.methods[method]))
         return out

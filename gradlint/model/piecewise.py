@@ -398,8 +398,12 @@ class _Build:
         positions.extra = again
         self.builder.use_piece(module, self.bindings)
         finder = LoopFinder(self.builder, again)
-        for index, entry in zip(piece.slots, outline):
-            if entry[0] != "class":  # a class keeps the complete bindings' ClassInfo, judged at the end
-                self.slots[index] = finder.entry(entry)
+        scoped = self.bindings.adopt_scopes(again)  # the new calls' defs, for Python's scoping of names
+        try:
+            for index, entry in zip(piece.slots, outline):
+                if entry[0] != "class":  # a class keeps the complete bindings' ClassInfo, judged at the end
+                    self.slots[index] = finder.entry(entry)
+        finally:
+            self.bindings.forget_scopes(scoped)
         positions.extra = None
         self.builder.use_piece(self.config, self.bindings)

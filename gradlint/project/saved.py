@@ -20,7 +20,7 @@ from gradlint.core.digest import hex_digest
 from gradlint.project.index import Index, listed, listing_digest, read_module
 from gradlint.project.view import View
 
-LAYOUT = "project-views-1"  # bump when the entry's format changes
+LAYOUT = "project-views-2"  # bump when the entry's format changes
 AREA = "project"  # the cache's folder for these entries
 
 
@@ -37,7 +37,10 @@ def run_key(cache, files, roots) -> str:
 def save(cache, key: str, index: Index, views: dict) -> None:
     cache.put_json(key, area=AREA, value={
         "layout": LAYOUT,
-        "views": [[path, v.key, list(v.words), v.digest, list(v.callbacks)] for path, v in sorted(views.items())],
+        "views": [
+            [path, v.key, list(v.words), v.digest, list(v.callbacks), v.runs_for, list(v.subclasses)]
+            for path, v in sorted(views.items())
+        ],
         "disk": [[kind, path, answer] for (kind, path), answer in sorted(index.disk.items())],
     })
 
@@ -53,10 +56,10 @@ def load(cache, key: str) -> Optional[dict]:
             if _ask(kind, path) != answer:
                 return None
         views = {}
-        for path, view_key, words, digest, callbacks in data["views"]:
-            if not all(isinstance(s, str) for s in (path, view_key, digest, *words, *callbacks)):
+        for path, view_key, words, digest, callbacks, runs_for, subclasses in data["views"]:
+            if not all(isinstance(s, str) for s in (path, view_key, digest, runs_for, *words, *callbacks, *subclasses)):
                 return None
-            views[path] = View(view_key, tuple(words), digest, tuple(callbacks))
+            views[path] = View(view_key, tuple(words), digest, tuple(callbacks), runs_for, tuple(subclasses))
         return views
     except (TypeError, ValueError, KeyError):
         return None  # a damaged entry is no answer: the index is built

@@ -20,6 +20,12 @@ class View:
     # Names those functions call: one may be a function or a method of this file handed to
     # them (a callback), so the screen keeps this file's defs of those names.
     callbacks: tuple[str, ...] = ()
+    # A module the run does not check, analysed for a file it checks (`runs_for`, its path as
+    # the run names it): a base class of it whose loop runs, through `self`, the overrides of
+    # the `subclasses` ("module key\0class name") that file defines or uses (project_run.py's
+    # _companions).  Only those overrides are followed there.
+    runs_for: str = ""
+    subclasses: tuple[str, ...] = ()
 
 
 MAX_BASE_DEPTH = 3  # a subclass of a subclass of ... a base class, this many levels
@@ -220,23 +226,37 @@ def subclass_words(index: Index) -> dict:
     `self.train_actor_critic(...)`, the override in a2c_continuous.py): the base's loop runs
     the override, though the base's module imports nothing of its subclass's.  Once per index
     (memoised while its relevance stands)."""
+    return _subclasses(index)[0]
+
+
+def subclass_owners(index: Index) -> dict:
+    """module key -> {(module key, class name, base class name)}: the subclasses of other modules
+    whose overrides (subclass_words) a class of that module runs through `self`, with the base
+    class of that module they derive from (its methods are the ones that run them)."""
+    return _subclasses(index)[1]
+
+
+def _subclasses(index: Index) -> tuple[dict, dict]:
     held = index.__dict__.get("_subclass_words")
     if held is not None and held[0] is index.relevant:
-        return held[1]
+        return held[1], held[2]
     out: dict = {}
+    owners: dict = {}
     for key, module in sorted(index.modules.items()):
         for cls in module.classes.values() if module is not None else ():
             names = {name for name, f in cls.methods.items() if index.is_relevant(key, f)}
             if names:
-                _credit_bases(index, key, key, module, cls, names, out, 0)
-    index.__dict__["_subclass_words"] = (index.relevant, out)
-    return out
+                _credit_bases(index, (key, cls.name), key, module, cls, names, out, owners, 0)
+    index.__dict__["_subclass_words"] = (index.relevant, out, owners)
+    return out, owners
 
 
-def _credit_bases(index: Index, origin: str, key: str, module: Module, cls, names: set, out: dict, depth: int) -> None:
-    """Add to `out`, for the module of each base class of `cls` (of module `key`, a base of a
-    class of module `origin`) other than `origin`, those of `names` the base calls on self; up
-    its bases."""
+def _credit_bases(
+    index: Index, origin: tuple, key: str, module: Module, cls, names: set, out: dict, owners: dict, depth: int
+) -> None:
+    """Add to `out`, for the module of each base class of `cls` (of module `key`, a base of the
+    class `origin` (module, name)) other than origin's module, those of `names` the base calls on
+    self, and `origin` to `owners` of that module; up its bases."""
     if depth > MAX_BASE_DEPTH:
         return
     for base in cls.bases:
@@ -244,13 +264,14 @@ def _credit_bases(index: Index, origin: str, key: str, module: Module, cls, name
         inner = index.module(found[0]) if found is not None else None
         if inner is None:
             continue
-        if found[0] != origin:
+        if found[0] != origin[0]:
             # those its own methods call on self (`self.process_batch(...)`), defined there as
             # a stub or not at all
             called = set().union(*(f.methods for f in found[1].methods.values())) & names
             if called:
                 out.setdefault(found[0], set()).update(called)
-        _credit_bases(index, origin, found[0], inner, found[1], names, out, depth + 1)
+                owners.setdefault(found[0], set()).add((origin[0], origin[1], found[1].name))
+        _credit_bases(index, origin, found[0], inner, found[1], names, out, owners, depth + 1)
 
 
 def _builder_words(index: Index, key: str, module: Module) -> set[str]:

@@ -11,7 +11,7 @@ from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
 from gradlint.project.scan import called_names, calls_of, has_spelling, matches_at_lines, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
-from gradlint.project.view import View, subclass_words, view_of
+from gradlint.project.view import View, index_digest, subclass_owners, subclass_words, view_of
 
 _TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]", re.M)
 
@@ -179,9 +179,74 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             if view is not None:
                 views[path] = view
     views = _builder_views(index, scans, texts, run_keys, builders, views)
+    views = _companions(index, texts, run_keys, views)
     index.freeze()
     forget_calls()
     return index, views
+
+
+def _companions(index: Index, texts: dict, run_keys: list, views: dict) -> dict:
+    """`views`, and a view for each module the run does not check whose base class runs, through
+    `self`, the override of a subclass that a checked file defines, or that a checked file
+    imports and calls a method of the base on (`ClippedTrainer(model).train(batches)`, `train`
+    inherited from the base whose loop calls `self.run_step()`): the base's loop is where that
+    override's misplaced call is a bug, so the run analyses it for that file (engine.py) and
+    reports what it finds outside the base's own lines.  Only modules the index already holds
+    are asked (the checked files' imports, and what they reach): nothing else is read."""
+    owners = subclass_owners(index)
+    checked = {key: path for path, key in run_keys}
+    out = dict(views)
+    for base_key, found in sorted(owners.items()):
+        if base_key in checked:
+            continue  # checked itself: its own loops follow every override
+        base = index.modules.get(base_key)
+        if base is None:
+            continue
+        adopter, classes = None, set()
+        for sub_key, sub_name, base_name in sorted(found):
+            user = checked.get(sub_key) or _user_of(index, texts, run_keys, sub_key, sub_name, base.classes.get(base_name))
+            if user is not None:
+                adopter = adopter or user
+                classes.add(f"{sub_key}\0{sub_name}")
+        if adopter is None:
+            continue
+        view = view_of(index, base_key)
+        if view is None:
+            continue
+        restricted = tuple(sorted(classes))
+        digest = index_digest(index) + "-" + _digest_of(restricted)
+        out[base.path] = View(view.key, view.words, digest, view.callbacks, runs_for=adopter, subclasses=restricted)
+    return out
+
+
+def _user_of(index: Index, texts: dict, run_keys: list, sub_key: str, sub_name: str, base_class) -> Optional[str]:
+    """The first checked file that imports the subclass `sub_name` of module `sub_key` (by its
+    name, or through its module: `trainers.ClippedTrainer`) and calls, by name, a method its base
+    class `base_class` defines (the one whose loop may run the override)."""
+    if base_class is None:
+        return None
+    methods = set(base_class.methods)
+    for path, key in run_keys:
+        text = texts.get(key)
+        if text is None or sub_name not in text or called_names(text).isdisjoint(methods):
+            continue
+        for local, qualified in text_aliases(text).items():
+            last = qualified.rsplit(".", 1)[-1]
+            if last == sub_name:
+                hit = index.lookup(qualified, key)
+                if hit is not None and hit[0] == "class" and hit[1] == sub_key and hit[3].name == sub_name:
+                    return path
+            elif f"{local}.{sub_name}" in text:
+                hit = index.lookup(f"{qualified}.{sub_name}", key)
+                if hit is not None and hit[0] == "class" and hit[1] == sub_key:
+                    return path
+    return None
+
+
+def _digest_of(names: tuple) -> str:
+    from gradlint.core.digest import hex_digest
+
+    return hex_digest("\n".join(names).encode("utf-8", "surrogateescape"), size=8)
 
 
 def _factories(index: Index, scans: dict, texts: dict, builders: set) -> set:

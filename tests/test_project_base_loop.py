@@ -1,0 +1,88 @@
+"""A base class's loop in a module the run does not check, running through `self` the override
+of a subclass that a checked file defines or uses (gradlint/run/project_run.py's _companions,
+gradlint/check/elsewhere.py's adopt).
+
+fixtures/cross_file/base_loop_runs_a_subclass_clip_after_step: base.py's `TrainerBase.train`
+loops over `self.run_step(x, y)`, trainers.py's ClippedTrainer clips after its step there, and
+wrong_train.py calls `ClippedTrainer(...).train(...)`.  `gradlint .` found the clip; a
+pre-commit run of trainers.py or of wrong_train.py alone said "All checks passed".
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from test_project import ROOT, found, run
+
+FOLDER = ROOT / "fixtures" / "cross_file" / "base_loop_runs_a_subclass_clip_after_step"
+CLIP = ("trainers.py", 20, "GL004")
+
+
+@pytest.fixture
+def project(tmp_path):
+    for path in FOLDER.glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("named", [["trainers.py"], ["wrong_train.py"], ["trainers.py", "wrong_train.py"], ["."]])
+def test_the_override_s_misplaced_call_is_found_whichever_file_is_named(project, named):
+    result = run(project, *named)
+    assert found(result) == [CLIP]
+    (finding,) = result.findings()
+    assert [(r.path, r.span.line) for r in finding.related] == [(None, 19), ("base.py", 14)]
+    # the run reports only the files it was given: base.py is analysed, not checked
+    assert "base.py" not in [r.path for r in result.results] or named == ["."]
+
+
+def test_the_pool_finds_it_too(project):
+    assert found(run(project, "trainers.py", "wrong_train.py", jobs=2)) == [CLIP]
+
+
+def test_a_warm_run_finds_it_and_an_edit_of_the_override_is_seen(project, tmp_path_factory):
+    cache = str(tmp_path_factory.mktemp("cache"))
+    assert found(run(project, "wrong_train.py", cache_dir=cache)) == [CLIP]
+    assert found(run(project, "wrong_train.py", cache_dir=cache)) == [CLIP]
+    trainers = project / "trainers.py"
+    trainers.write_text(trainers.read_text().replace("        nn.utils.clip_grad_norm_(", "        pass  # ("), encoding="utf-8")
+    assert found(run(project, "wrong_train.py", cache_dir=cache)) == []
+    assert found(run(project, "trainers.py", cache_dir=cache)) == []
+
+
+def test_the_noqa_of_the_override_s_file_decides(project):
+    trainers = project / "trainers.py"
+    trainers.write_text(trainers.read_text().replace("# expect: GL004", "# noqa: GL004"), encoding="utf-8")
+    for named in ("trainers.py", "wrong_train.py"):
+        result = run(project, named)
+        assert found(result) == []
+        assert [(f.path, f.line) for r in result.results for f in r.suppressed] == [("trainers.py", 20)]
+
+
+def test_a_script_that_runs_the_other_subclass_is_not_told_of_this_one(project):
+    """The script runs the base's loop on PlainTrainer: ClippedTrainer's override is not run by
+    it (a run of trainers.py, which defines it, reports it)."""
+    (project / "right_train.py").write_text(
+        (project / "wrong_train.py").read_text().replace("ClippedTrainer", "PlainTrainer"), encoding="utf-8"
+    )
+    assert found(run(project, "right_train.py")) == []
+
+
+def test_the_base_s_own_bug_is_left_to_a_check_of_the_base(project):
+    """A loop of base.py that needs no override to be wrong is base.py's own finding: a run of
+    trainers.py reports what trainers.py's override makes of the base's loop, not all of base.py."""
+    base = project / "base.py"
+    base.write_text(base.read_text() + textwrap.dedent("""\
+
+
+        def pretrain(model, batches):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in batches:
+                nn.functional.mse_loss(model(x), y).backward()
+                optimizer.step()
+    """), encoding="utf-8")
+    assert found(run(project, ".")) == [("base.py", 28, "GL001"), CLIP]
+    assert found(run(project, "trainers.py")) == [CLIP]
+    assert found(run(project, "wrong_train.py")) == [CLIP]
