@@ -147,6 +147,11 @@ def test_called_names_leave_out_definitions():
     assert coverage.called_names(text) == {"update", "foo", "h"}
 
 
+def test_called_names_leave_out_calls_in_triple_quoted_strings():
+    text = 'def f():\n    """Example: trainer.fit(x)"""\n    run()\n\n\n\'\'\'\nfor b in data:\n    t.step_ts(b)\n\'\'\'\ng(\'"""\')\n'
+    assert coverage.called_names(text) == {"run", "g"}  # an unpaired quote cuts only what follows it
+
+
 def test_a_file_with_a_syntax_error_has_no_gradient_calls(tmp_path):
     write(tmp_path, {"broken.py": "for x in loader:\n    loss.backward(\n"})
     run = run_of(tmp_path)

@@ -242,8 +242,33 @@ _CALLED_REVERSED = re.compile(r"\([ \t]*(\w+)(?!\w)(?![ \t]+(?:fed|ssalc)(?!\w))
 
 
 def called_names(text: str) -> frozenset:
-    """The names `text` calls (`train(`, `x.update(`), not those it defines."""
-    return frozenset(name[::-1] for name in _CALLED_REVERSED.findall(text[::-1]))
+    """The names `text` calls (`train(`, `x.update(`), not those it defines, nor those a
+    triple-quoted string writes (a docstring's example, a loop switched off by quoting it)."""
+    code = _outside_triple_strings(text)
+    return frozenset(name[::-1] for name in _CALLED_REVERSED.findall(code[::-1]))
+
+
+_TRIPLE = re.compile(r"\"\"\"|\'\'\'")
+
+
+def _outside_triple_strings(text: str) -> str:
+    """The text with each triple-quoted string cut out.  Quotes are paired in order, as
+    gradlint/project/scan.py pairs them: escapes and a triple quote inside a one-line string
+    are not read (an unpaired quote leaves the rest of the text out: fewer callers, never a
+    call that is no code)."""
+    pieces = []
+    kept_from = 0
+    opened = None
+    for match in _TRIPLE.finditer(text):
+        if opened is None:
+            opened = match.group()
+            pieces.append(text[kept_from : match.start()])
+        elif match.group() == opened:
+            opened = None
+            kept_from = match.end()
+    if opened is None:
+        pieces.append(text[kept_from:])
+    return " ".join(pieces)
 
 
 # An UNREACHED call's function that its own file names without calling it (`STEPS = {"sgd":
