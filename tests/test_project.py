@@ -617,9 +617,8 @@ for x in [torch.randn(4, 2)] * 3:
         # ...but re-exported by name, or by a parenthesized import, it is
         ("from .ops import update\n", "import pkg", "pkg.update", True),
         ("from pkg.ops import (\n    update,\n)\n", "import pkg", "pkg.update", True),
-        # `import *` is let through the text gate, but the analysis resolves no star import:
-        # what it cannot resolve stays silent
-        ("from .ops import *\n", "import pkg", "pkg.update", False),
+        # ...or by a star import, which binds every public name of ops (its `__all__` if literal)
+        ("from .ops import *\n", "import pkg", "pkg.update", True),
         # through the module itself, named or aliased
         ("", "from pkg import ops", "ops.update", True),
         ("", "import pkg.ops as O", "O.update", True),

@@ -76,7 +76,7 @@ class Bindings(Numbering):
     so no second walk of the whole tree is needed.
     """
 
-    def __init__(self, event_names: frozenset = frozenset()) -> None:
+    def __init__(self, event_names: frozenset = frozenset(), starred: Optional[dict] = None) -> None:
         super().__init__()
         # Names of calls that can be a backward or a step (events.py's, plus the
         # configured wrappers): a loop with none of them, and calling no function of
@@ -89,6 +89,9 @@ class Bindings(Numbering):
         # so loops.py builds its models without walking the tree a second time.
         self.outline: list[tuple] = []
         self.imports = Imports()
+        # the names the file's star imports bind (gradlint/project's index reads the modules
+        # they import): as if imported by name, before the file's own imports
+        self.imports.aliases.update(starred or {})
         self.assigns: dict[str, list[cst.BaseExpression]] = {}
         # (class, `self.x`) -> the values its methods assign to it: what `q1.x` holds when q1 is
         # an instance of that class (`self.x` in `assigns` mixes every class of the file)
@@ -1847,7 +1850,7 @@ def _counts_accumulation(value: cst.BaseExpression) -> bool:
     return names.has_modulo or any(api.ACCUMULATION_WORDS.search(n) for n in names.names)
 
 
-def collect(module: cst.Module, event_names: frozenset = frozenset()) -> Bindings:
-    bindings = Bindings(event_names)
+def collect(module: cst.Module, event_names: frozenset = frozenset(), starred: Optional[dict] = None) -> Bindings:
+    bindings = Bindings(event_names, starred)
     walk(module, bindings)
     return bindings

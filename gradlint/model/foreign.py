@@ -230,6 +230,11 @@ class Project:
         # these subclasses ("module key\0class name") are followed; empty: every one
         self.subclasses = frozenset(getattr(view, "subclasses", ()))
 
+    def starred(self) -> dict:
+        """The names the checked file's star imports bind (Index.bind_stars): local -> qualified."""
+        module = self.index.modules.get(self.key)
+        return dict(module.starred) if module is not None else {}
+
     def calls_project_function(self, called) -> bool:
         """Does a loop that calls these names call a function of another module that touches gradients?"""
         return not self.words.isdisjoint(called)

@@ -1898,7 +1898,7 @@ def build(
     """The loop model of a module; `parsed_text` is the text libcst parsed (default: `source`);
     `project`: the other modules of the project (gradlint/model/foreign.py's Project);
     `context`: the check's FileContext (its CPython trees; the model keeps it for the fixes)."""
-    bindings = collect(module, event_names(wrappers))
+    bindings = collect(module, event_names(wrappers), project.starred() if project is not None else None)
     if project is not None:
         project.learn_instances(bindings)  # `self.policy.optimizer` of a class of another module
     builder = Builder(module, path, wrappers, bindings, project=project)

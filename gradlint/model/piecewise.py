@@ -267,7 +267,7 @@ class _Build:
         self.project = project
         self.table = table
         self.names = event_names(wrappers)
-        self.bindings = Bindings(self.names)
+        self.bindings = Bindings(self.names, project.starred() if project is not None else None)
         self.builder = Builder(None, path, wrappers, self.bindings, project=project)
         self.builder.positions = Positions(None, text, self.bindings, code=self.builder.code, table=table, strict=True)
         self.finder = LoopFinder(self.builder, self.bindings)

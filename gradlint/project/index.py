@@ -75,6 +75,10 @@ class Module:
     functions: dict = field(default_factory=dict)
     classes: dict = field(default_factory=dict)
     summarized: bool = False  # False: only its imports were read (no gradient word in it)
+    stars: tuple = ()  # the modules it imports everything from (`from .base import *`), as qualified
+    exports: Optional[tuple] = None  # its `__all__` when that is a literal list or tuple of names (_exports)
+    # the names its star imports bind (Index.bind_stars): local name -> qualified name, also in `aliases`
+    starred: dict = field(default_factory=dict)
 
 
 def _parse(text: str) -> Optional[ast.Module]:
@@ -116,6 +120,33 @@ def _aliases(statements: Iterable[ast.stmt]) -> dict:
                 local = alias.asname or alias.name
                 out[local] = f"{base}{alias.name}" if base.endswith(".") else f"{base}.{alias.name}" if base else alias.name
     return out
+
+
+def _stars(statements: Iterable[ast.stmt]) -> tuple:
+    """The modules of the `from m import *` lines, qualified as `_aliases` qualifies a name."""
+    return tuple(
+        "." * (node.level or 0) + (node.module or "")
+        for node in statements
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+    )
+
+
+def _exports(tree: ast.Module) -> Optional[tuple]:
+    """The names of a module-level `__all__ = [...]` (or a tuple) of string literals; None when
+    there is none or it is anything else (built, extended: what it holds is not read, and a
+    star import of the module binds every public name, as without one)."""
+    found = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) and found is None else None
+        if not isinstance(value, (ast.List, ast.Tuple)) or not all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+        ):
+            return None  # a second assignment, an extension or a computed list: unknown
+        found = tuple(e.value for e in value.elts)
+    return found
 
 
 def _imports_anywhere(tree: ast.Module) -> list[ast.stmt]:
@@ -343,7 +374,8 @@ def summarize(
     tree = tree if tree is not None else _parse(text)
     if tree is None:
         return None
-    module = Module(path, digest, _aliases(_imports_anywhere(tree)), summarized=gradient)
+    imports = _imports_anywhere(tree)
+    module = Module(path, digest, _aliases(imports), summarized=gradient, stars=_stars(imports), exports=_exports(tree))
     if not gradient:
         return module
     from gradlint.project.scan import has_spelling
@@ -392,6 +424,15 @@ def text_aliases(text: str) -> dict:
     return out
 
 
+def text_stars(text: str) -> tuple:
+    """The modules of the text's `from m import *` lines, as `_stars` gives them, without a parse."""
+    out = []
+    for match in matches_at_lines(text, "import", _FROM_IMPORT):
+        if (match.group(3) or "").strip() == "*":
+            out.append(match.group(1))
+    return tuple(out)
+
+
 def import_targets(text: str) -> list[str]:
     """The qualified names (as Imports writes them) that the file's import lines name, read
     without a parse: `from .a import b, c` gives `.a`, `.a.b`, `.a.c`."""
@@ -435,6 +476,23 @@ def listed(folder: str) -> frozenset:
         return frozenset(os.listdir(folder))
     except OSError:
         return frozenset()
+
+
+def _star_names(base: str, source: Module) -> dict:
+    """The names `from base import *` binds from the module `source`: local -> qualified."""
+    own = set(source.functions) | set(source.classes)
+    if source.exports is not None:
+        names = source.exports
+    else:
+        names = sorted(n for n in own | set(source.aliases) if not n.startswith("_"))
+    out = {}
+    for name in names:
+        imported = source.aliases.get(name) if name not in own else None
+        if imported is not None and not imported.startswith("."):
+            out[name] = imported  # `import torch` there: torch here too
+        else:
+            out[name] = f"{base}{name}" if base.endswith(".") else f"{base}.{name}"
+    return out
 
 
 def listing_digest(listing: frozenset) -> str:
@@ -498,7 +556,36 @@ class Index:
         if tree is None:  # parsed already for another question (construction.py): not again
             tree = self.trees.pop(key, None)
         self.modules[key] = summarize(path, text, digest, wrappers, tree=tree, summarize_all=True)
+        self.bind_stars(key, self.modules[key])
         return self.modules[key]
+
+    def bind_stars(self, key: str, module: Optional[Module]) -> None:
+        """Bind the names each `from m import *` of the module brings from a module of the
+        project (while building only): its `__all__` when that is a literal, else every name
+        it defines or imports that does not start with `_`.  A name the module imports by
+        itself keeps that import.  A name is bound to what the starred module imports it as
+        (`torch.nn`), or to the starred module's own (`trainers.base.Trainer`)."""
+        if module is None or not module.stars or module.starred or self.frozen:
+            return
+        binding = self.__dict__.setdefault("_binding", set())
+        if key in binding or len(binding) > MAX_REEXPORTS:
+            return  # a cycle of star imports, or a chain deeper than a re-export is followed
+        binding.add(key)
+        try:
+            for base in module.stars:
+                found = self.resolve(base, key, on_disk=True)
+                if found is None or found[1]:
+                    continue  # not the project's (`from torch import *`), or no module
+                source = self.module(found[0])
+                if source is None:
+                    continue
+                for name, qualified in _star_names(base, source).items():
+                    if name not in module.aliases:
+                        module.starred[name] = qualified
+            for name, qualified in module.starred.items():
+                module.aliases[name] = qualified
+        finally:
+            binding.discard(key)
 
     def freeze(self) -> None:
         """Done building: the texts of modules never parsed are let go, nothing is parsed later."""

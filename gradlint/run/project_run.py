@@ -8,7 +8,7 @@ import re
 from typing import Optional
 
 from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
-from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases
+from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases, text_stars
 from gradlint.project.scan import called_names, calls_of, has_spelling, matches_at_lines, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
 from gradlint.project.view import View, index_digest, subclass_owners, subclass_words, view_of
@@ -78,6 +78,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     known_texts = {key: texts[key] if key in texts else index.pending[key][1] for key in scans if key in texts or key in index.pending}
     deliveries = Deliveries(index, known_texts, {key: found.imports for key, found in scans.items()})
     stars = _stars(texts, index)
+    starred_words = _starred_words(texts, index, scans)
 
     # Callers are found round by round: a def around a call of one of them wraps it (Trainer.
     # train_step calling self.stepper.run(loss)) and joins them, and a file that calls one of
@@ -104,6 +105,9 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             # (`self.pair.step()`, `self.pair = pair`): as if the file imported it
             delivered = deliveries.classes_for(key, methods)
             imports = found.imports | delivered if delivered else found.imports
+            starred = starred_words(key)
+            if starred:  # `from trainers.base import *`: as if it named what that module defines
+                imports = imports | starred
             # cheapest first: an import line that may reach one, then the name in the text at all
             if imports.isdisjoint(words):
                 continue
@@ -150,7 +154,8 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             module = index.module(key)
         else:
             path, text, digest, _ = index.pending.pop(key)
-            module = index.modules[key] = Module(path, digest, text_aliases(text))
+            module = index.modules[key] = Module(path, digest, text_aliases(text), stars=text_stars(text))
+            index.bind_stars(key, module)
         if module is not None:
             parse_reachable(index, key, module, expanded)
     index.mark_relevant(_seeds(index, scans, functions, methods))
@@ -349,6 +354,27 @@ def _stars(texts: dict, index: Index):
         return known[key]
 
     return stars
+
+
+def _starred_words(texts: dict, index: Index, scans: dict):
+    """key -> the names of the defs (and their classes) that touch gradients in the modules the
+    file's `from m import *` lines import, as the scans know them now (they grow round by round)."""
+    targets: dict = {}
+
+    def starred(key: str) -> set:
+        if key not in targets:
+            text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else ""
+            found = [index.resolve(base, key) for base in text_stars(text)] if "*" in text else []
+            targets[key] = [f[0] for f in found if f is not None and not f[1] and f[0] in scans]
+        out: set = set()
+        for target in targets[key]:
+            held = scans[target]
+            out |= held.functions | set(held.methods)
+            for classes in held.methods.values():
+                out |= set(classes)
+        return out
+
+    return starred
 
 
 def _classes_through(text: str, modules: set) -> set[str]:
