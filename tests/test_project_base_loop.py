@@ -86,3 +86,33 @@ def test_the_base_s_own_bug_is_left_to_a_check_of_the_base(project):
     assert found(run(project, ".")) == [("base.py", 28, "GL001"), CLIP]
     assert found(run(project, "trainers.py")) == [CLIP]
     assert found(run(project, "wrong_train.py")) == [CLIP]
+
+
+# fixtures/cross_file/package_root_base_loop_clips_after_step: the project's root holds an
+# __init__.py, so trainers/critic.py's `from trainers.base import BatchTrainer` named nothing
+# of the project (it was looked up above the root only); the base's loop, inside a `with` of
+# its own context manager, never reached the critic's clip after the step.
+PACKAGE_ROOT = ROOT / "fixtures" / "cross_file" / "package_root_base_loop_clips_after_step"
+
+
+@pytest.mark.parametrize("named", [["."], ["wrong_train.py"], ["trainers/critic.py"]])
+def test_a_base_class_of_a_root_that_is_a_package_is_found(tmp_path, named):
+    shutil.copytree(PACKAGE_ROOT, tmp_path / "project")
+    assert found(run(tmp_path / "project", *named)) == [("trainers/critic.py", 20, "GL004")]
+
+
+def test_a_root_package_s_module_still_never_imports_from_its_own_folder(tmp_path):
+    """`import base` in trainers/critic.py is no sibling module: a package's module imports
+    absolutely (the library of that name), whatever package folders lie above it."""
+    from gradlint.project.index import Index
+
+    files = {"__init__.py": "", "trainers/__init__.py": "", "trainers/base.py": "", "trainers/critic.py": ""}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    index = Index([str(tmp_path)])
+    for name in files:
+        index.know(str(tmp_path / name), "", name)
+    critic = str(tmp_path / "trainers" / "critic.py")
+    assert index.resolve("trainers.base", critic) == (str(tmp_path / "trainers" / "base.py"), [])
+    assert index.resolve("base", critic) is None

@@ -2,7 +2,7 @@
 index.py's bind_stars): a subclass whose base arrives through `from trainers.base import *`
 inherits the base's step, and the loop that runs it is followed.
 
-fixtures/cross_file/star_imported_base_clips_after_step: epoch_trainer.py's loop calls
+fixtures/cross_file/star_imported_base_clips_after_step: wrong_train.py's loop calls
 `self.update(x, y)`, inherited from base_trainer.py's BaseTrainer, which clips after the step.
 Before, the base was not found (the star import bound nothing): no finding, and the base's
 gradient calls were listed as not followed.
@@ -29,7 +29,7 @@ def copy(folder, into):
     return into
 
 
-@pytest.mark.parametrize("named", [["."], ["epoch_trainer.py"]])
+@pytest.mark.parametrize("named", [["."], ["wrong_train.py"]])
 def test_the_inherited_step_of_a_star_imported_base_is_followed(tmp_path, named):
     result = run(copy(WRONG, tmp_path), *named)
     assert found(result) == [("base_trainer.py", 16, "GL004")]
@@ -105,7 +105,7 @@ def test_star_imports_through_two_modules_and_a_cycle(tmp_path):
 def test_a_warm_run_sees_an_edit_of_the_star_imported_base(tmp_path, tmp_path_factory):
     project = copy(WRONG, tmp_path)
     cache = str(tmp_path_factory.mktemp("cache"))
-    assert found(run(project, "epoch_trainer.py", cache_dir=cache)) == [("base_trainer.py", 16, "GL004")]
+    assert found(run(project, "wrong_train.py", cache_dir=cache)) == [("base_trainer.py", 16, "GL004")]
     base = project / "base_trainer.py"
     base.write_text(base.read_text().replace("        nn.utils.clip_grad_norm_(", "        pass  # ("), encoding="utf-8")
-    assert found(run(project, "epoch_trainer.py", cache_dir=cache)) == []
+    assert found(run(project, "wrong_train.py", cache_dir=cache)) == []

@@ -727,7 +727,8 @@ class Index:
 
     def _bases_of(self, folder: str, key: str) -> list[str]:
         """A script's folder is where Python looks first (sys.path[0]); a module of a package
-        is imported from above its top package, never from its own folder (`import
+        is imported from above its top package, or from a package folder above its own (the
+        root a stray __init__.py made a package), never from its own folder (`import
         transformers` inside diffusers/models/ is the library, not models/transformers/)."""
         def package(path: str) -> bool:
             init = os.path.join(path, "__init__.py")
@@ -741,6 +742,15 @@ class Index:
                 break
             top = parent
         out.append(top)  # the folder itself when it is no package
+        # the packages between the module's own folder and the top one, nearest the top first:
+        # a project whose root holds a stray __init__.py runs its scripts from there, and
+        # `from trainers.base import X` in trainers/sac.py is read from that root (sys.path[0])
+        inner = []
+        here = os.path.dirname(folder)
+        while here != top and here.startswith(top + os.sep):
+            inner.append(here)
+            here = os.path.dirname(here)
+        out.extend(reversed(inner))
         root = next((r for r in self.roots if key.startswith(r + os.sep) or key == r), None)
         here = os.path.dirname(top)
         while root is not None and (here == root or here.startswith(root + os.sep)):
@@ -749,6 +759,8 @@ class Index:
             if here == root:
                 break
             here = os.path.dirname(here)
+        if root is not None and root not in out:
+            out.append(root)  # a script at the run's root reads imports from there, package or not
         return out
 
     def _has_entry(self, base: str, name: str, on_disk: bool) -> bool:
