@@ -116,3 +116,34 @@ def test_a_root_package_s_module_still_never_imports_from_its_own_folder(tmp_pat
     critic = str(tmp_path / "trainers" / "critic.py")
     assert index.resolve("trainers.base", critic) == (str(tmp_path / "trainers" / "base.py"), [])
     assert index.resolve("base", critic) is None
+
+
+# fixtures/cross_file/base_loop_self_step_clips_after_step: the base's loop calls `self.step(data)`
+# and both subclasses (in trainers.py, deriving from base.py's `Trainer(ABC)`) write `step`.  A
+# `step` was taken for an optimizer's or a scheduler's unless its class's own bases were plainly
+# free of that API (`object`, `ABC`, `nn.Module`): a base class of another module was not read,
+# so neither override was followed and the fine-tuner's clip after the update went unseen.
+SELF_STEP = ROOT / "fixtures" / "cross_file" / "base_loop_self_step_clips_after_step"
+
+
+@pytest.mark.parametrize("named", [["."], ["wrong_train.py"], ["trainers.py"]])
+def test_a_base_loop_follows_each_subclass_s_own_step(tmp_path, named):
+    for path in SELF_STEP.glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    assert found(run(tmp_path, *named)) == [("trainers.py", 37, "GL004")]
+
+
+def test_a_step_of_a_subclass_of_a_library_optimizer_is_still_no_helper(tmp_path):
+    """The same shape on an optimizer of the project (`class Clipped(Base)`, `class
+    Base(torch.optim.SGD)`): its `step` is the API's event, whatever its own body does."""
+    from test_project import write
+
+    write(tmp_path, {
+        "opt.py": "import torch\n\n\nclass Base(torch.optim.SGD):\n    pass\n\n\nclass Clipped(Base):\n    def step(self, closure=None):\n"
+                  "        torch.nn.utils.clip_grad_norm_(self.param_groups[0]['params'], 1.0)\n"
+                  "        return super().step(closure)\n",
+        "train.py": "import torch\nfrom opt import Clipped\n\nmodel = torch.nn.Linear(2, 1)\n"
+                    "optimizer = Clipped(model.parameters(), lr=0.1)\nfor x in [torch.randn(4, 2)] * 3:\n"
+                    "    optimizer.zero_grad()\n    model(x).sum().backward()\n    optimizer.step()\n",
+    })
+    assert found(run(tmp_path)) == []

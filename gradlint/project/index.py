@@ -652,7 +652,7 @@ class Index:
             for key, f, cls in functions:
                 if (key, f.qualname) in relevant:
                     continue
-                if f.name in _NEVER_HELPERS and not (f.name in OWN_PROTOCOL_METHODS and self._own_protocol(key, cls)):
+                if f.name in _NEVER_HELPERS and not (f.name in OWN_PROTOCOL_METHODS and self.own_protocol(key, cls)):
                     continue
                 if f.gradient or f.bare & plain or f.through_modules & plain or self._reaches(f, cls, by_class) \
                         or self._reaches_delivered(key, f, cls, by_class):
@@ -664,7 +664,7 @@ class Index:
                     changed = True
         self.relevant = relevant
 
-    def _own_protocol(self, key: str, cls: Optional["Class"], depth: int = 0) -> bool:
+    def own_protocol(self, key: str, cls: Optional["Class"], depth: int = 0) -> bool:
         """Does `cls` (of module `key`) derive from nothing whose API names its methods?"""
         module = self.modules.get(key)
         if cls is None or module is None or depth > MAX_REEXPORTS:
@@ -674,7 +674,11 @@ class Index:
             qualified = module.aliases[head] + base[len(head):] if head in module.aliases else base
             if qualified in PROTOCOL_FREE_BASES:
                 continue
-            if base in module.classes and base != cls.name and self._own_protocol(key, module.classes[base], depth + 1):
+            if base in module.classes and base != cls.name and self.own_protocol(key, module.classes[base], depth + 1):
+                continue
+            # a base class of another module of the project (`from trainers import BaseTrainer`)
+            found = self.class_named(base, key, module) if base not in module.classes else None
+            if found is not None and self.own_protocol(found[0], found[1], depth + 1):
                 continue
             return False
         return True

@@ -82,6 +82,10 @@ class Scan:
     functions: set = field(default_factory=set)  # names of top-level (or nested) functions around a spelling
     methods: dict = field(default_factory=dict)  # names of methods around a spelling -> their classes
     builders: set = field(default_factory=set)  # classes whose methods store an optimizer on self
+    # `step`/`backward` methods around a spelling in a class whose bases are not plainly free of
+    # an API's protocol (`class Trainer(BaseTrainer)`): name -> {(class, the bases' last names)}.
+    # The build asks the index whether those bases are the project's and free (held_protocol_methods)
+    held: dict = field(default_factory=dict)
 
 
 def continued_names(text: str, match: "re.Match") -> str:
@@ -298,18 +302,27 @@ def _closing(width: int) -> "re.Pattern":
     return _CLOSERS[width]
 
 
-def _defs(kinds: list[tuple]) -> tuple[set, dict]:
-    """(functions, methods with their classes) among the heads around a line."""
+def _defs(kinds: list[tuple], held: Optional[dict] = None) -> tuple[set, dict]:
+    """(functions, methods with their classes) among the heads around a line; `held` collects
+    the `step`/`backward` methods left out for their class's bases (Scan.held)."""
     functions, methods = set(), {}
     for kind, name, owner in kinds:
         if kind == "def":
             if owner[2] == "class":
                 if name in OWN_PROTOCOL_METHODS and not _protocol_free(owner[4]):
-                    continue  # a library optimizer's or scheduler's step(): the API's event, no helper
+                    # a library optimizer's or scheduler's step(): the API's event, no helper
+                    # (unless its bases turn out to be the project's own: the build asks)
+                    if held is not None:
+                        held.setdefault(name, set()).add((owner[3], _last_names(owner[4])))
+                    continue
                 methods.setdefault(name, set()).add(owner[3])
             else:
                 functions.add(name)
     return functions, methods
+
+
+def _last_names(bases: str) -> tuple:
+    return tuple(b.strip().rsplit(".", 1)[-1] for b in bases.split(",") if b.strip() and "=" not in b)
 
 
 def merge(into: dict, methods: dict) -> None:
@@ -413,7 +426,7 @@ def scan(text: str, wrappers=None) -> Scan:
         return found
     inside, heads = _layout(text)
     for offset in spellings:
-        functions, methods = _defs(heads.named_def(offset, _CLIP_NAMES) or heads.around(offset))
+        functions, methods = _defs(heads.named_def(offset, _CLIP_NAMES) or heads.around(offset), found.held)
         found.functions |= functions
         merge(found.methods, methods)
     _local_wrappers(text, heads, inside, found)

@@ -57,6 +57,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             break
         for key in fresh:
             scans[key] = scan(index.pending[key][1])
+    _admit_held(index, scans, texts)
     functions = set().union(*(s.functions for s in scans.values())) - _NOT_HELPERS
     methods: dict = {}
     for found in scans.values():
@@ -354,6 +355,33 @@ def _stars(texts: dict, index: Index):
         return known[key]
 
     return stars
+
+
+_CLASS_HEAD = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.M)
+
+
+def _admit_held(index: Index, scans: dict, texts: dict) -> None:
+    """A `step` or `backward` method the scan held back (Scan.held: its class builds on something
+    not plainly free of an API's protocol) is a helper after all when that something is a class
+    of the project that is (`class RedshiftTrainer(BaseTrainer)`, `class BaseTrainer(ABC)` in
+    another module): the base's loop runs the override through `self.step(data)`.  Only a
+    module whose class names a base some text of the run defines is parsed to ask."""
+    held = [(key, found) for key, found in scans.items() if found.held]
+    if not held:
+        return
+    defined: set = set()
+    for key in scans:
+        text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else ""
+        defined.update(m.group(1) for m in matches_at_lines(text, "class", _CLASS_HEAD))
+    for key, found in held:
+        for name, owners in found.held.items():
+            for class_name, bases in owners:
+                if defined.isdisjoint(bases):
+                    continue
+                module = index.module(key)
+                cls = module.classes.get(class_name) if module is not None else None
+                if cls is not None and index.own_protocol(key, cls):
+                    merge(found.methods, {name: {class_name}})
 
 
 def _starred_words(texts: dict, index: Index, scans: dict):
