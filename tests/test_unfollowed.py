@@ -311,3 +311,19 @@ def test_a_base_loop_follows_a_method_only_its_subclass_of_another_module_define
     }))
     assert set(by_verdict(run)) == {"followed"}
     assert [(os.path.basename(f.path), f.code, f.line) for f in run.findings()] == [("trainer.py", "GL004", 10)]
+
+
+def test_a_call_of_a_method_of_its_own_class_named_like_an_event_is_no_gradient_call(tmp_path):
+    """`self.backward()` in a trainer that defines `backward` calls that method: the calls in
+    its body are the gradient calls (followed from the loop), the call of it is none."""
+    write(tmp_path, {"trainer.py": (
+        "import torch\n\n\nclass Trainer:\n"
+        "    def __init__(self, model):\n        self.model = model\n"
+        "        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n\n"
+        "    def backward(self):\n        self.loss.backward()\n\n"
+        "    def optimize(self, x):\n        self.optimizer.zero_grad()\n        self.loss = self.model(x).sum()\n"
+        "        self.backward()\n        self.optimizer.step()\n\n"
+        "    def train(self, data):\n        for x in data:\n            self.optimize(x)\n"
+    )})
+    run = run_of(tmp_path)
+    assert by_verdict(run) == {"followed": [("trainer.py", 10, ""), ("trainer.py", 13, ""), ("trainer.py", 16, "")]}

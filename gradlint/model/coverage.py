@@ -145,6 +145,7 @@ class _Place:
     in_loop: bool = False
     no_grad: bool = False
     in_test: bool = False
+    methods: frozenset = frozenset()  # the methods that class defines (`self.backward()` may call one)
 
 
 def _bases(node: ast.ClassDef) -> tuple:
@@ -180,7 +181,7 @@ def placed_calls(tree: ast.Module, path: str, lines: list[str], marked=None) -> 
     stack = [(statement, top) for statement in statements]
     while stack:
         node, place = stack.pop()
-        if isinstance(node, ast.Call) and is_gradient_call(node):
+        if isinstance(node, ast.Call) and is_gradient_call(node) and not _own_method_call(node, place):
             col = _char_col(lines, node.lineno, node.col_offset)
             end = ("end", node.end_lineno, _char_col(lines, node.end_lineno, node.end_col_offset))
             out.append((node.lineno, col, end, place))
@@ -323,32 +324,43 @@ def _outer_fields(node: ast.AST, inner_fields: tuple, outer: _Place, inner: _Pla
             yield value, here
 
 
-def _def_children(node, place: _Place, bases: Optional[tuple], owner: str = ""):
+def _def_children(node, place: _Place, bases: Optional[tuple], owner: str = "", methods: frozenset = frozenset()):
     """A def's body runs when the def is called: a place of its own (a method's knows its
-    class's name and bases); `test_*` functions are tests."""
-    inner = _Place(node.name, bases, owner, False, False, place.in_test or node.name.startswith("test"))
+    class's name, bases and methods); `test_*` functions are tests."""
+    inner = _Place(node.name, bases, owner, False, False, place.in_test or node.name.startswith("test"), methods)
     return _outer_fields(node, ("body",), place, inner)
 
 
 def _children(node: ast.AST, place: _Place):
     if isinstance(node, ast.ClassDef):
         bases = _bases(node)
+        methods = frozenset(n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         out = []
         for child, here in _outer_fields(node, (), place, place):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                out.extend(_def_children(child, place, bases, node.name))
+                out.extend(_def_children(child, place, bases, node.name, methods))
             else:
                 out.append((child, here))
         return out
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return _def_children(node, place, None)
     if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-        looped = _Place(place.function, place.class_bases, place.owner, True, place.no_grad, place.in_test)
+        looped = _Place(place.function, place.class_bases, place.owner, True, place.no_grad, place.in_test, place.methods)
         return _outer_fields(node, ("body", "orelse"), place, looped)
     if isinstance(node, (ast.With, ast.AsyncWith)) and any(_no_grad_item(item) for item in node.items):
-        quiet = _Place(place.function, place.class_bases, place.owner, place.in_loop, True, place.in_test)
+        quiet = _Place(place.function, place.class_bases, place.owner, place.in_loop, True, place.in_test, place.methods)
         return _outer_fields(node, ("body",), place, quiet)
     return ((child, place) for child in ast.iter_child_nodes(node))
+
+
+def _own_method_call(call: ast.Call, place: _Place) -> bool:
+    """`self.backward()` in a class that defines `backward`: a call of its own method, whose
+    body's gradient calls are judged themselves, not autograd's or an optimizer's event."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+        and func.attr in place.methods
+    )
 
 
 def _verdict(line: int, col: int, place: _Place, followed: bool, other_framework: bool) -> GradientCall:
