@@ -102,6 +102,7 @@ class WorkspaceIndex:
         module = _buffer_module(path, text, context)
         if module is None:
             return None
+        index.bind_buffer_stars(os.path.abspath(path), module)
         view = reachable_view(index, os.path.abspath(path), module)
         if view is None:
             return None
@@ -116,13 +117,14 @@ def _buffer_module(path: str, text: str, context=None) -> Optional[Module]:
     if "import" not in text:
         return None
     from gradlint.parse import python_ast
-    from gradlint.project.index import _aliases, _imports_anywhere
+    from gradlint.project.index import _aliases, _imports_anywhere, _stars
 
     try:
         tree = context.tree(text) if context is not None else python_ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return None
-    return Module(path, "", _aliases(_imports_anywhere(tree)))
+    imports = _imports_anywhere(tree)
+    return Module(path, "", _aliases(imports), stars=_stars(imports))
 
 
 def _under(path: str, root: str) -> bool:

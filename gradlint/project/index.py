@@ -567,6 +567,15 @@ class Index:
         (`torch.nn`), or to the starred module's own (`trainers.base.Trainer`)."""
         if module is None or not module.stars or module.starred or self.frozen:
             return
+        self._bind_stars(key, module)
+
+    def bind_buffer_stars(self, key: str, module: Module) -> None:
+        """An editor's buffer (a module the frozen index did not build from this text): its star
+        imports bind what the index's modules define, as the build binds a file's."""
+        if module.stars and not module.starred:
+            self._bind_stars(key, module)
+
+    def _bind_stars(self, key: str, module: Module) -> None:
         binding = self.__dict__.setdefault("_binding", set())
         if key in binding or len(binding) > MAX_REEXPORTS:
             return  # a cycle of star imports, or a chain deeper than a re-export is followed
