@@ -440,18 +440,15 @@ def test_a_writer_that_holds_the_file_open_across_the_fix_loses_nothing(tmp_path
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="leases (fcntl F_SETLEASE) are Linux's")
-def test_a_writer_that_opens_the_file_after_the_last_look_and_writes_after_the_rename_loses_nothing(tmp_path, monkeypatch):
-    """The racing test's loss, made to happen every time: the writer opens the file by name after the
-    writer's last look and before the rename, and writes only after the fix has looked at the
-    replaced file once more (before the fix: the line went with the replaced file)."""
+def _fix_as_a_writer_opens(path, monkeypatch, line: str):
+    """Fix a GL002 file while a LateWriter opens it by name just before the rename (the writer is
+    returned unfinished: each test decides when it writes and closes)."""
     from gradlint.run import atomic
     from gradlint.edit.fix_files import fix_file
 
-    path = tmp_path / "train.py"
     path.write_text(GL002)
     result = engine.check_file(str(path), Settings.default())
-    writer = LateWriter(path, "# opened before the rename, written after it\n", write_at_once=False)
+    writer = LateWriter(path, line, write_at_once=False)
     real_commit = atomic.Staged.commit
 
     def commit_as_a_writer_opens(self, name):
@@ -461,6 +458,16 @@ def test_a_writer_that_opens_the_file_after_the_last_look_and_writes_after_the_r
     monkeypatch.setattr(atomic.Staged, "commit", commit_as_a_writer_opens)
     fresh, _ = fix_file(result, Settings.default())
     monkeypatch.undo()
+    return fresh, writer
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="leases (fcntl F_SETLEASE) are Linux's")
+def test_a_writer_that_opens_the_file_after_the_last_look_and_writes_after_the_rename_loses_nothing(tmp_path, monkeypatch):
+    """The racing test's loss, made to happen every time: the writer opens the file by name after the
+    writer's last look and before the rename, and writes only after the fix has looked at the
+    replaced file once more (before the fix: the line went with the replaced file)."""
+    path = tmp_path / "train.py"
+    fresh, writer = _fix_as_a_writer_opens(path, monkeypatch, "# opened before the rename, written after it\n")
     writer.finish()
     assert path.read_text() == GL002 + "# opened before the rename, written after it\n"
     assert [e.message for e in fresh.errors] == ["changed on disk since it was checked: not written (run again)"]
@@ -473,24 +480,11 @@ def test_a_writer_that_opens_the_file_during_the_write_and_keeps_it_open_gets_th
     """A writer that opened the file during the write and does not close it (a logger that opened it
     just then) writes into the replaced file whenever it likes: the file gets the old bytes back,
     so it stays the file that writer writes to, and the fix is refused."""
-    from gradlint.run import atomic
     from gradlint.edit import lease
-    from gradlint.edit.fix_files import fix_file
 
     monkeypatch.setattr(lease, "CLOSE_WAIT", 0.2)
     path = tmp_path / "train.py"
-    path.write_text(GL002)
-    result = engine.check_file(str(path), Settings.default())
-    writer = LateWriter(path, "# the logger's first line\n", write_at_once=False)
-    real_commit = atomic.Staged.commit
-
-    def commit_as_a_writer_opens(self, name):
-        writer.start()
-        real_commit(self, name)
-
-    monkeypatch.setattr(atomic.Staged, "commit", commit_as_a_writer_opens)
-    fresh, _ = fix_file(result, Settings.default())
-    monkeypatch.undo()
+    fresh, writer = _fix_as_a_writer_opens(path, monkeypatch, "# the logger's first line\n")
     assert path.read_text() == GL002
     assert [e.message for e in fresh.errors] == ["open for writing in another program: not written (run again)"]
     writer.finish()
