@@ -164,3 +164,18 @@ def test_a_clip_at_the_top_of_the_iteration_before_the_clear_is_after_the_step()
     # with the clear at the end of the body the next event is the backward: GL005's, not both
     moved = source.replace("    opt.zero_grad()\n", "") + "    opt.zero_grad()\n"
     assert [f.code for f in findings(moved)] == ["GL005"]
+
+
+def test_gl002_in_a_gan_window_names_the_backward_of_the_cleared_networks_own_loss():
+    """Each network cleared before its own backward every micro-batch, both stepped every
+    `accum`-th: the lost gradients are the previous micro-batch's backward of that network's
+    loss, not the other network's backward (a GAN clears the discriminator after the
+    generator's backward on purpose)."""
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "fixtures" / "gl002" / "wrong_gan_accumulation_clears_every_micro_batch.py"
+    found = {f.span.line: f for f in findings(path.read_text())}
+    lost = {line: [r for r in f.related if r.message == "the backward whose gradients are lost"] for line, f in found.items()}
+    assert sorted(found) == [22, 28]
+    assert [r.span.line for r in lost[22]] == [23] and "previous iteration's g_loss.backward() (line 23)" in found[22].message
+    assert [r.span.line for r in lost[28]] == [29] and "previous iteration's d_loss.backward() (line 29)" in found[28].message

@@ -142,8 +142,10 @@ def _judge(file, loop, walk, z_index, only_one):
                 # step's own test before this iteration's backward, such as a prepared optimizer's
                 # at the top of `with accelerator.accumulate(model):`, runs on the step's
                 # iteration, after the window's other micro-batches)
-                lost = events[accumulated[-1]]
-                lost_when = at_earlier(lost, z, walk.iteration[accumulated[-1]] != walk.iteration[z_index])
+                deferred = [i for i in fresh if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)]
+                lost_index, earlier = _lost_in_window(walk, deferred, accumulated, z_index, later)
+                lost = events[lost_index]
+                lost_when = at_earlier(lost, z, earlier)
             else:
                 return None
             return RawFinding(
@@ -155,6 +157,37 @@ def _judge(file, loop, walk, z_index, only_one):
                 fix,
             )
     return None
+
+
+def _lost_in_window(walk, deferred, accumulated, z_index, step) -> tuple[int, bool]:
+    """Which backward the message names, and whether it ran in an earlier iteration: the one
+    the skipped step would have followed (the last written before the step) of an earlier
+    iteration that skipped it; or, when the clear's own iteration skipped the step, the
+    backward written between the clear and the step, whose gradients the clear of the next
+    iteration throws away.  A backward written before the clear in the clear's own iteration
+    may be another network's loss (a GAN clears the discriminator after the generator's
+    backward on purpose): it is named only when there is no other."""
+    events, iteration = walk.events, walk.iteration
+    earlier = [i for i in deferred if iteration[i] != iteration[z_index]]
+    if earlier:
+        before = [i for i in earlier if _written_before(events[i], step)]
+        return (before or earlier)[-1], True
+    if deferred:
+        after = []
+        for i in range(z_index + 1, len(events)):
+            if iteration[i] != iteration[z_index] or events[i].kind in (S, Z):
+                break
+            if events[i].kind == B and _written_before(events[z_index], events[i]) and _written_before(events[i], step):
+                after.append(i)
+        if after:
+            return after[-1], True
+    return accumulated[-1], iteration[accumulated[-1]] != iteration[z_index]
+
+
+def _written_before(event, step) -> bool:
+    if event.path != step.path or event.via != step.via:
+        return False
+    return (event.span.line, event.span.col) < (step.span.line, step.span.col)
 
 
 def _discards_window(clear, step) -> bool:
