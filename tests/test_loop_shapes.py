@@ -179,3 +179,24 @@ def test_gl002_in_a_gan_window_names_the_backward_of_the_cleared_networks_own_lo
     assert sorted(found) == [22, 28]
     assert [r.span.line for r in lost[22]] == [23] and "previous iteration's g_loss.backward() (line 23)" in found[22].message
     assert [r.span.line for r in lost[28]] == [29] and "previous iteration's d_loss.backward() (line 29)" in found[28].message
+
+
+def test_a_step_given_a_number_on_an_object_of_unknown_class_is_no_optimizer_step():
+    """torch.optim's step() takes only a closure: `emb_optimizer.step(lr)` on an object a
+    library's factory built (a sparse-embedding optimizer, which applies and clears its own
+    gradients) is not an optimizer step to pair with a clear; a torch optimizer given the same
+    number, and the same object stepped with no argument, still are."""
+    library = (
+        "import torch\n"
+        "from sparse_embeddings import create_sparse_optimizer\n"
+        "lr = 0.01\n"
+        "emb_optimizer = create_sparse_optimizer('adam', {{}})\n"
+        "for x in loader:\n"
+        "    model(x).sum().backward()\n"
+        "    emb_optimizer.step({arg})\n"
+    )
+    assert findings(library.format(arg="lr")) == []
+    assert findings(library.format(arg="0.01")) == []
+    assert [f.code for f in findings(library.format(arg=""))] == ["GL001"]
+    torch_optimizer = library.replace("create_sparse_optimizer('adam', {{}})", "torch.optim.SGD(model.parameters(), lr=lr)")
+    assert [f.code for f in findings(torch_optimizer.format(arg="lr"))] == ["GL001"]

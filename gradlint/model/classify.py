@@ -207,9 +207,33 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
         target = _first_name(call, ctx)
         live = not bindings.scaler_disabled(receiver)
         return ctx.event(S, call, optimizer=target, sync_only=ctx.accumulate is not None, by_scaler=live) if target else None
+    if kind is None and _given_a_number(call, bindings):
+        # torch.optim's step() takes only a closure: an object of unknown class stepped with a
+        # learning rate (`emb_optimizer.step(lr)`) is another library's optimizer (a sparse
+        # embedding's, which applies and clears its own gradients), not one to pair with a clear
+        return None
     if bindings.is_optimizer(receiver):
         return ctx.event(S, call, optimizer=receiver, closure=bool(_positional(call)), sync_only=ctx.accumulate is not None)
     return None
+
+
+def _given_a_number(call: cst.Call, bindings) -> bool:
+    """Is the first positional argument a number: a literal, or a name the file only ever
+    assigns number literals?"""
+    positional = _positional(call)
+    if not positional:
+        return False
+    first = positional[0]
+    if isinstance(first, cst.Name):
+        values = bindings.assigns.get(first.value, ())
+        return bool(values) and all(_number_literal(v) for v in values)
+    return _number_literal(first)
+
+
+def _number_literal(node) -> bool:
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
 
 
 def _measures_only(call: cst.Call) -> bool:
