@@ -38,6 +38,7 @@ GUARD_GAPS = {
         "fixtures/gl001/right_shared_model_worker_clears_local.py",
         "fixtures/cross_file/base_loop_runs_a_subclass_clip_after_step/wrong_train.py")},
     "fixtures/gl001/wrong_manual_sgd_never_cleared.py": _MANUAL,
+    "fixtures/gl001/wrong_adversarial_input_updated_in_place.py": _MANUAL,
     "fixtures/cross_file/model_factory_optimizers/wrong_train.py": (
         "the run blames the first clear between the step and the next backward (line 11); the "
         "project-wide check blames the other clear of the same optimizer (line 15)"),

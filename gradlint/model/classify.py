@@ -7,6 +7,7 @@ a loop body.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import libcst as cst
@@ -457,8 +458,28 @@ def classify_grad_assign(node: cst.BaseSmallStatement, ctx) -> Optional[Event]:
     if isinstance(node, cst.AugAssign):
         return _manual_update(node, node.target, (node,), ctx)
     if isinstance(node, cst.Assign) and len(node.targets) == 1:
-        return _manual_update(node, node.targets[0].target, (node.value,), ctx)
+        target = node.targets[0].target
+        update = _manual_update(node, target, (node.value,), ctx)
+        if update is not None and isinstance(target, cst.Name) and not _in_place_on(node.value, target):
+            # `x = x.detach() + a * x.grad.sign()` binds the name to a new tensor, whose `.grad`
+            # is empty: the update leaves nothing for the next backward to add to (an attack's
+            # or a latent search's step), as a step that clears
+            return replace(update, clears=True)
+        return update
     return None
+
+
+def _in_place_on(value: cst.BaseExpression, target: cst.Name) -> bool:
+    """`x.sub_(...)` or `x.data.add_(...)` of the same name: the same tensor, returned."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    method = value.func.attr.value
+    if not method.endswith("_") or method.startswith("__"):
+        return False
+    receiver = value.func.value
+    if isinstance(receiver, cst.Attribute) and receiver.attr.value == DATA:
+        receiver = receiver.value
+    return isinstance(receiver, cst.Name) and receiver.value == target.value
 
 
 def _same_grad(node: cst.BaseExpression, owner: cst.BaseExpression) -> bool:
