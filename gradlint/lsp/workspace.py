@@ -103,6 +103,7 @@ class WorkspaceIndex:
         if module is None:
             return None
         index.bind_buffer_stars(os.path.abspath(path), module)
+        index.learn_search(os.path.abspath(path), text)  # the buffer's sys.path lines, saved or not
         view = reachable_view(index, os.path.abspath(path), module)
         if view is None:
             return None

@@ -535,6 +535,9 @@ class Index:
         # ("read", path) -> digest of the module read ("" when unreadable).  A saved view of
         # the project (saved.py) holds while every answer is still the same.
         self.disk: dict[tuple[str, str], object] = {}
+        # absolute path -> (folders it inserts at the front of sys.path, folders it appends):
+        # its own `sys.path.insert/append(...)` lines (sys_path.py), where its imports look too
+        self.search: dict[str, tuple] = {}
 
     # --- building (the parent process) ---------------------------------------------------
 
@@ -543,7 +546,19 @@ class Index:
         if key not in self.known:
             self.known.add(key)
             self.pending[key] = (path, text, digest, wrappers)
+            self.learn_search(key, text)
         return key
+
+    def learn_search(self, key: str, text: str) -> None:
+        """The folders the module's text puts on sys.path (an open buffer's, in the server)."""
+        from gradlint.project.sys_path import additions
+
+        found = additions(text, key)
+        if found != self.search.get(key, ((), ())):
+            if any(found) or key in self.search:
+                self.search[key] = found
+            for memo in ("_resolved", "_resolved_on_disk"):
+                self.__dict__.pop(memo, None)
 
     def module(self, key: str, tree: Optional[ast.Module] = None) -> Optional[Module]:
         """The entry of a known module, parsed now if it was not yet (never once frozen);
@@ -725,6 +740,7 @@ class Index:
         new.frozen = self.frozen
         new.delivered = dict(self.delivered)
         new.builder_words = self.builder_words
+        new.search = dict(self.search)
         return new
 
     # --- resolution (any process) -------------------------------------------------------
@@ -736,7 +752,17 @@ class Index:
         memo = self.__dict__.setdefault("_bases_memo", {})
         if folder not in memo:
             memo[folder] = self._bases_of(folder, key)
-        return memo[folder]
+        if key not in self.search:
+            return memo[folder]
+        # `sys.path.insert(0, HERE / "src")` before the imports: the module's own folders too,
+        # those of the project only (a path outside it is not read)
+        front, back = self.search[key]
+        ahead = [f for f in front if self._in_project(f) and f not in memo[folder]]
+        behind = [f for f in back if self._in_project(f) and f not in memo[folder] and f not in ahead]
+        return ahead + memo[folder] + behind
+
+    def _in_project(self, folder: str) -> bool:
+        return any(folder == r or folder.startswith(r + os.sep) for r in self.roots)
 
     def _bases_of(self, folder: str, key: str) -> list[str]:
         """A script's folder is where Python looks first (sys.path[0]); a module of a package
