@@ -55,6 +55,7 @@ from gradlint.core.api_names import (
     HANDLER_REGISTRATION_METHODS,
     ITERATION_HANDLER_DECORATORS,
     ITERATION_RUNNERS,
+    OBJECT_CALL,
     OPTIMIZER_CLASSES,
     OPTIMIZER_FACTORIES,
     STEP,
@@ -335,6 +336,8 @@ def screen(
     marked = sorted(marks)
     callees = {name for names, unit in walk.imports if _contains(marked, unit.start, unit.end) for name in names}
     callees |= {name for name, unit, _, _ in walk.functions if _contains(marked, unit.start, unit.end)}
+    if OBJECT_CALL in callees or OBJECT_CALL in project_words:
+        callees |= _object_names(walk)
     searched: set[str] = set()
     while callees - searched:
         fresh = sorted(callees - searched)
@@ -345,6 +348,8 @@ def screen(
         marks |= new_lines
         marked = sorted(marks)
         callees |= {name for name, unit, _, _ in walk.functions if _contains(marked, unit.start, unit.end)}
+        if OBJECT_CALL in callees and OBJECT_CALL not in searched:
+            callees |= _object_names(walk)
 
     candidates = [loop for loop in walk.loops if _contains(marked, loop[0], loop[1])]
     # A function a framework runs once per iteration (`Engine(update)`) is a loop body too.
@@ -818,6 +823,26 @@ def _is_word(char: str) -> bool:
 _CALLED_WORD = re.compile(r"(?<!\w)(\w+)\s*\(")
 
 
+def _object_names(walk: "_Walk") -> set[str]:
+    """The names a call of an object may use when a class of the file has a `__call__` that
+    holds a mark (`loss_scaler(loss, opt)`, loops.py's object_call): every parameter of a
+    def (what a caller hands it) and every name or `self` attribute a call is assigned to.
+    Broad by design: it only keeps more of the file for libcst."""
+    names: set[str] = set()
+    for _, _, node, _ in walk.functions:
+        args = node.args
+        names.update(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
+    for node in walk.assigns:
+        if isinstance(node.value, ast.Call):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                elif isinstance(target, ast.Attribute):
+                    names.add(target.attr)
+    names.discard("self")
+    return names
+
+
 def _call_lines(names: set[str], text: str) -> set[int]:
     """Lines where a call `name(` of one of `names` begins a word."""
     found: set[int] = set()
@@ -954,9 +979,13 @@ def _needed_tops(
     for word in callbacks:  # called from another module's function that a loop calls
         call(FUNCTION, word, 1)
         call(METHOD, word, 1)
-    for _, unit, node, _ in walk.functions:
+    for name, unit, node, method in walk.functions:
         if id(node) not in holders and _contains(marked, unit.start, unit.end):
             add_code(node, 0)
+            if method and name == OBJECT_CALL:
+                # called through any name its objects are bound to (`loss_scaler(loss, opt)`),
+                # which no word of the loop spells: reached as a method called at depth 1
+                call(METHOD, name, 1)
     for _, unit, header_end in walk.classes:  # Lightning bases, base classes of a loop's class
         if _contains(marked, unit.start, unit.end):
             add_text(unit.start, header_end)

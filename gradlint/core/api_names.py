@@ -56,6 +56,8 @@ PARAMETER_METHODS = ("parameters", "named_parameters")
 # `deepspeed.initialize(model=..., model_parameters=...)`.
 PARAMETERS_KEYWORDS = (PARAMS_KEYWORD, "model_parameters")
 MODULE_FORWARD = "forward"  # what calling a module runs: `model(x)` is `model.forward(x)`
+# What calling any other object runs: `loss_scaler(loss, opt)` is `loss_scaler.__call__(loss, opt)`.
+OBJECT_CALL = "__call__"
 # A wrapper's inner optimizer: Accelerate's `AcceleratedOptimizer.optimizer`, Lightning's
 # `LightningOptimizer.optimizer`; stepping the wrapper steps this one.
 WRAPPED_OPTIMIZER_ATTRIBUTE = "optimizer"

@@ -285,6 +285,8 @@ class Bindings(Numbering):
         return self._loops.get(id(loop))
 
     def calls_file_function(self, called: frozenset) -> bool:
+        if called and any(api_names.OBJECT_CALL in c.methods for c in self.classes.values()):
+            return True  # any call may be of an object of that class (`loss_scaler(loss, opt)`)
         return any(
             name in self.functions or name in self.plain_functions or any(name in c.methods for c in self.classes.values())
             for name in called

@@ -16,6 +16,7 @@ from typing import Optional
 
 import libcst as cst
 
+from gradlint.core.api_names import OBJECT_CALL
 from gradlint.core.findings import Span
 from gradlint.core import events as api
 from gradlint.model.names import Imports, dotted, last, root
@@ -236,8 +237,9 @@ class Project:
         return dict(module.starred) if module is not None else {}
 
     def calls_project_function(self, called) -> bool:
-        """Does a loop that calls these names call a function of another module that touches gradients?"""
-        return not self.words.isdisjoint(called)
+        """Does a loop that calls these names call a function of another module that touches gradients?
+        Any call may, when the file imports a class whose `__call__` does (`loss_scaler(loss, opt)`)."""
+        return not self.words.isdisjoint(called) or bool(called and OBJECT_CALL in self.words)
 
     # -- what loops.py asks ---------------------------------------------------------------
 
@@ -262,9 +264,25 @@ class Project:
                     found = self.index.method(cls_hit[0], cls_hit[1], method)
                     if found is not None:
                         self_name = ctx.name(func.value) or receiver
+        if found is None and isinstance(func, (cst.Name, cst.Attribute)) and dotted(func) is not None:
+            # `loss_scaler(loss, opt)`, `self.loss_scaler(loss, opt)`: an object of a class of the
+            # project whose `__call__` runs (a loss scaler doing the backward, clip and step)
+            cls_hit = self._receiver_class(dotted(func), ctx, scope, call)
+            if cls_hit is not None:
+                found = self.index.method(cls_hit[0], cls_hit[1], OBJECT_CALL)
+                if found is not None:
+                    self_name = ctx.name(func) or dotted(func)
         if found is None:
             return None
         return self._helper(call, ctx, scope, found, self_name)
+
+    def handed_object(self, call: cst.Call, ctx, home, name: str):
+        """`loss_scaler(loss, opt)` inside another module's function, on what the checked file
+        handed it (`name`, read in the file's own context `home`): the `__call__` of the class
+        of the project that object is an instance of, as helper_for gives a method."""
+        hit = self._receiver_class(name, home, None)
+        found = self.index.method(hit[0], hit[1], OBJECT_CALL) if hit is not None else None
+        return None if found is None else self._helper(call, ctx, ctx.foreign, found, name)
 
     def _helper(self, call: cst.Call, ctx, scope, found, self_name: Optional[str]):
         """helper_for's answer for `found`, the (module key, Module, Class, Function) it runs."""

@@ -170,6 +170,10 @@ class Context:
         self.accumulate_later: Optional[str] = None
         # parameters of the inlined helper that its call binds to constants (arguments.py)
         self.constants: dict[str, object] = {}
+        # parameters of the inlined helper that its call binds to a test (`update_grad=(i + 1) %
+        # k == 0`): the expression and the caller's context, so `if update_grad:` in the helper
+        # reads as that test in the caller, the same condition as the caller's own `if`
+        self.argument_tests: dict[str, tuple] = {}
         # gradients off: "block" inside `with torch.no_grad():` of this function, "all" in a helper
         # that runs entirely without them (called there, or decorated): no backward in it
         self.grad_off: Optional[str] = None
@@ -456,6 +460,7 @@ class Builder:
                 return pre + self.if_statement(stmt.orelse, ctx)
             return pre + (self.suite(stmt.orelse.body, ctx) if isinstance(stmt.orelse, cst.Else) else [])
         ctx = self.name_filtered(stmt.test, ctx)
+        handed = _handed_test(stmt.test, ctx)
         before = dict(self.scaled)
         then = self.suite(stmt.body, ctx)
         after_then, self.scaled = self.scaled, dict(before)
@@ -481,6 +486,9 @@ class Builder:
             return pre + then + orelse  # no event, no jump: only what it may assign counts
         if self.unscale_once(stmt, then, orelse):
             return pre + then + orelse
+        if handed is not None:
+            test, caller = handed
+            return pre + [self.branch(test, caller, then, orelse)]
         return pre + [self.branch(stmt.test, ctx, then, orelse)]
 
     def unscale_once(self, stmt: cst.If, then: list, orelse: list) -> bool:
@@ -1000,6 +1008,9 @@ class Builder:
             return None
         home = ctx.child(foreign=None, bindings=self.bindings, substitution={}, class_name=ctx.foreign.home_class)
         found = self.file_helper(call.with_changes(func=local), home)
+        if found is None and isinstance(local, cst.Name) and self.project is not None:
+            # an object of a class of another module of the project, called (`loss_scaler(loss, opt)`)
+            return self.project.handed_object(call, ctx, home, local.value)
         return None if found is None else (*found, HOME)
 
     def file_helper(self, call: cst.Call, ctx: Context, placed: bool = False):
@@ -1011,7 +1022,7 @@ class Builder:
                 return None
             found = self.bindings.helper_function(name)
             if found is None:
-                return None
+                return self.object_call(name, call)
             definition, top_level = found
             if top_level and placed:
                 definition = self.def_in_effect(name, call, definition)
@@ -1029,6 +1040,9 @@ class Builder:
                 found = self.bindings.only_override(owner, method) or found
             if found is not None:
                 return found[0], found[1], f"{receiver}.{method}()"
+            if receiver == "self" and owner is not None:
+                # `self.loss_scaler(loss, opt)`: an attribute holding an object, not a method
+                return self.object_call(f"self.{method}", call)
         elif isinstance(func, cst.Attribute) and _self_attribute(func.value):
             # `self.d_optim.step()` on an attribute that every assignment makes an instance of a
             # class of the file (`self.d_optim = OptimWrapper(...)` in `__init__`; screen.py
@@ -1040,6 +1054,14 @@ class Builder:
             if found is not None:
                 return found[0], found[1], f"{receiver}.{method}()"
         return None
+
+    def object_call(self, name: str, call: cst.Call):
+        """`loss_scaler(loss, optimizer, update_grad=...)` on an object that every assignment
+        makes an instance of a class of the file with a `__call__` (a loss scaler that does the
+        backward, the clip and the step): calling it runs that method, a helper to follow."""
+        owner = self.bindings.instance_class(name, call)
+        found = self.bindings.find_method(owner, api_names.OBJECT_CALL) if owner is not None else None
+        return None if found is None else (found[0], found[1], f"{name}()")
 
     def def_in_effect(self, name: str, call: cst.Call, first: cst.FunctionDef) -> cst.FunctionDef:
         """Of several top-level defs of one name (a notebook that redefines `train` for each of
@@ -1118,6 +1140,7 @@ class Builder:
             helpers=ctx.helpers + (id(definition),),
             substitution=dict(substitution or {}) if fresh else dict(ctx.substitution),
             constants={},
+            argument_tests={},
             grad_off="all" if disabled else None,
             **changes,
         )
@@ -1135,6 +1158,7 @@ class Builder:
             )
             # `is_train = optimizer is not None` of a call that passes `optimizer=None`
             inner.constants = arguments.derived_constants(self.derivations(definition), inner.constants)
+            inner.argument_tests = _argument_tests(definition, call, ctx, self.reassigned(definition))
         outer_scaled, self.scaled = self.scaled, {}  # the helper's names are its own
         try:
             return self.suite(definition.body, inner)
@@ -1678,6 +1702,9 @@ def _instance_receiver(definition: cst.FunctionDef, call: cst.Call, ctx: Context
     func = call.func
     if not (_passes_self(definition) and definition.params.params[0].name.value == "self"):
         return None
+    if definition.name.value == api_names.OBJECT_CALL and (isinstance(func, cst.Name) or _self_attribute(func)):
+        name = ctx.name(func)  # `loss_scaler` of `loss_scaler(loss, opt)`: the object called
+        return name if name and name != "self" else None
     if not isinstance(func, cst.Attribute):
         return None
     if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
@@ -1686,6 +1713,49 @@ def _instance_receiver(definition: cst.FunctionDef, call: cst.Call, ctx: Context
         return None
     name = ctx.name(func.value)  # `q1`, or `self.d_optim` of `self.d_optim.step()`
     return name if name and name != "self" else None
+
+
+def _argument_tests(definition: cst.FunctionDef, call: cst.Call, ctx: Context, reassigned: frozenset) -> dict:
+    """The parameters `call` binds to a comparison or a boolean test (`update_grad=(it + 1) %
+    accum_iter == 0`), each with the expression and the caller's context; also a parameter
+    handed a name that is itself such a parameter of the caller.  Not a parameter the body
+    assigns again (its test reads the new value), nor any when `*args`/`**kwargs` fill some."""
+    if any(a.star for a in call.args):
+        return {}
+    params = [p.name.value for p in list(definition.params.posonly_params) + list(definition.params.params)]
+    if _passes_self(definition):
+        params = params[1:]
+    bound = dict(zip(params, (a.value for a in call.args if a.keyword is None)))
+    known = set(params) | {p.name.value for p in definition.params.kwonly_params}
+    bound.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None and a.keyword.value in known)
+    out = {}
+    for param, value in bound.items():
+        if param in reassigned:
+            continue
+        bare = value
+        while isinstance(bare, cst.UnaryOperation) and isinstance(bare.operator, cst.Not):
+            bare = bare.expression
+        if isinstance(bare, (cst.Comparison, cst.BooleanOperation)):
+            out[param] = (value, ctx)
+        elif isinstance(value, cst.Name) and value.value in ctx.argument_tests:
+            out[param] = ctx.argument_tests[value.value]
+    return out
+
+
+def _handed_test(test: cst.BaseExpression, ctx: Context) -> Optional[tuple]:
+    """`if update_grad:` (or `if not update_grad:`) in a helper whose call bound `update_grad`
+    to a test: (that test, negated alike, the caller's context); None otherwise."""
+    if not ctx.argument_tests:
+        return None
+    negations = 0
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negations = test.expression, negations + 1
+    if not isinstance(test, cst.Name) or test.value not in ctx.argument_tests:
+        return None
+    value, caller = ctx.argument_tests[test.value]
+    for _ in range(negations):
+        value = cst.UnaryOperation(operator=cst.Not(), expression=value)
+    return value, caller
 
 
 def _passes_self(definition: cst.FunctionDef) -> bool:

@@ -28,8 +28,10 @@ MAX_IMPORT_DEPTH = 4
 # to analyse bigger ones too).
 _MAX_BYTES = 8 * 1024 * 1024
 # Names a loop's call of which is never a project helper to inline: every class has them,
-# or the API's event of that name wins (`x.step()` is a step before it is a helper).
-_NEVER_HELPERS = frozenset({"__init__", "__call__", MODULE_FORWARD, "main"}) | OWN_PROTOCOL_METHODS | ZERO_GRAD_METHODS
+# or the API's event of that name wins (`x.step()` is a step before it is a helper).  Not
+# `__call__`: only an object of a class of the project that defines it runs it (a loss scaler's
+# `loss_scaler(loss, opt)`), and a module's call runs `forward`, which stays out.
+_NEVER_HELPERS = frozenset({"__init__", MODULE_FORWARD, "main"}) | OWN_PROTOCOL_METHODS | ZERO_GRAD_METHODS
 # (except the API's names on a class that defines its own protocol: events.OWN_PROTOCOL_METHODS)
 _WORD = re.compile(r"\w+")
 

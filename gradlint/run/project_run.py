@@ -8,6 +8,7 @@ import re
 from typing import Optional
 
 from gradlint.core.events import LOOP_EVENT_NAMES, MODULE_FORWARD, OWN_PROTOCOL_METHODS, ZERO_GRAD_METHODS
+from gradlint.core.api_names import OBJECT_CALL
 from gradlint.project.index import MAX_IMPORT_DEPTH, Index, Module, import_targets, text_aliases, text_stars
 from gradlint.project.scan import called_names, calls_of, has_spelling, matches_at_lines, merge, scan, star_words
 from gradlint.project.scan import forget as forget_calls
@@ -177,6 +178,14 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         view = view_of(index, key)
         if view is not None:
             views[path] = view
+    # a file importing a class whose `__call__` touches gradients calls it through its objects
+    # (`loss_scaler(loss, opt)`), by names no text scan can tell: its view, as a caller's
+    callable_classes = methods.get(OBJECT_CALL, set())
+    for path, key in run_keys if callable_classes else ():
+        if path not in views and not scans[key].imports.isdisjoint(callable_classes) and index.module(key) is not None:
+            view = view_of(index, key)
+            if view is not None:
+                views[path] = view
     # a base class whose loop calls `self.m()` that subclasses of other modules override
     overridden = subclass_words(index)
     for path, key in run_keys:
@@ -468,7 +477,10 @@ def _words(scans: dict, names: set) -> set[str]:
 
 # Names every class has, and the API's own event names (a call of `x.step()` is a step
 # before it is a helper): that one of them touches gradients says nothing about a call of it.
-_NOT_HELPERS = frozenset({"__init__", "__call__", MODULE_FORWARD, "main"}) | LOOP_EVENT_NAMES | ZERO_GRAD_METHODS
+# Not `__call__`: an object of its class runs it when called (a loss scaler's `loss_scaler(loss,
+# opt)`); no caller is found by that name, but its class's module is read for the files that
+# import the class (index.py's _NEVER_HELPERS likewise).
+_NOT_HELPERS = frozenset({"__init__", MODULE_FORWARD, "main"}) | LOOP_EVENT_NAMES | ZERO_GRAD_METHODS
 # ...but a method of these names on a class of the project's own protocol (scan.py keeps only those).
 _NOT_HELPER_METHODS = _NOT_HELPERS - OWN_PROTOCOL_METHODS
 
