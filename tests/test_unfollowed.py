@@ -327,3 +327,38 @@ def test_a_call_of_a_method_of_its_own_class_named_like_an_event_is_no_gradient_
     )})
     run = run_of(tmp_path)
     assert by_verdict(run) == {"followed": [("trainer.py", 10, ""), ("trainer.py", 13, ""), ("trainer.py", 16, "")]}
+
+
+@pytest.mark.parametrize("path", [
+    "fixtures/idioms/masked_pretrain_accum_iter.py",
+    "fixtures/gl004/right_loss_scaler_object_clips_inside.py",
+    "fixtures/cross_file/loss_scaler_object_accumulates",
+])
+def test_an_object_called_through_its_class_call_method_is_followed(path):
+    """`loss_scaler(loss, optimizer, update_grad=...)` (a name, a parameter handed one, or
+    `self.loss_scaler`), the object of a class of the file or of another module whose
+    `__call__` backpropagates, clips and steps: the loop runs that method, so the loop's own
+    clears and the method's calls are followed, and the accumulation test handed as
+    `update_grad` is the loop's own (no finding on the right idiom)."""
+    run = run_of(ROOT / path)
+    assert run.findings() == []
+    assert blind(run) == {}
+    followed = [v for v in verdicts(run.results) if v.verdict == coverage.FOLLOWED]
+    assert len(followed) >= 5  # the loop's clears and the method's backward, unscale, clip, step
+
+
+def test_a_call_of_a_name_that_is_no_object_of_a_class_with_call_runs_nothing(tmp_path):
+    """A class of the file with a `__call__` does not make every call a call of it: a function
+    parameter handed a plain module (`model(x)`) stays what it is, and the loop of the file
+    without backward or step of its own is no training loop."""
+    write(tmp_path, {"train.py": (
+        "import torch\n\n\nclass Scaler:\n    def __call__(self, loss, optimizer):\n"
+        "        loss.backward()\n        optimizer.step()\n\n\n"
+        "def evaluate(model, loader, optimizer):\n    for x in loader:\n        optimizer.zero_grad()\n"
+        "        print(model(x))\n\n\n"
+        "model = torch.nn.Linear(2, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=1)\n"
+        "evaluate(model, [torch.ones(2)], optimizer)\n"
+    )})
+    run = run_of(tmp_path)
+    assert run.findings() == []
+    assert coverage.FOLLOWED not in {v.verdict for v in verdicts(run.results) if v.call.line == 12}
