@@ -937,8 +937,7 @@ def _digested(read):
     return content_digest(data), len(data), text
 
 
-# A file this big is never analysed in the command line's own process (check_files).
-ISOLATED_FROM_BYTES = 1024 * 1024
+from gradlint.run.pool import ISOLATED_FROM_BYTES  # noqa: E402,F401  a file this big is analysed in a child (check_files)
 
 
 def _workers(asked: int | None, files: int, size: int) -> int:

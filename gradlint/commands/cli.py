@@ -626,10 +626,15 @@ def _fix_stdin(args, resolver) -> int:
     data, size = _read_stdin()
     run, _ = _checked_stdin(args, resolver, data, size)
     result = run.results[0] if run.results else None  # None: --force-exclude excluded it
-    with collector_paused():  # the file's checks (gradlint/run/pool.py)
-        fixing = None if result is None else fix_data(
-            data, result, resolver.settings_for(name), unsafe=args.unsafe_fixes, count_unsafe=True
-        )
+    from gradlint.run.pool import ChildDied, apart, died_while
+
+    try:
+        with collector_paused():  # the file's checks (gradlint/run/pool.py); a big input's in a child
+            fixing = None if result is None else apart(
+                len(data), fix_data, data, result, resolver.settings_for(name), args.unsafe_fixes, True
+            )
+    except ChildDied:  # the input is given back unchanged, with this error
+        fixing, run.results = None, [died_while(result, "fixing")]
     fixings = [(name, fixing)] if fixing is not None else []
     _tell_fixes(fixings, args, write=not args.diff)
     if args.diff:
@@ -655,8 +660,17 @@ def _fix_stdin(args, resolver) -> int:
 
 
 def _diff(run, resolver, args) -> int:
-    """--diff: the unified diff of what --fix would write; exit 1 when there is one."""
-    return _print_diffs(_fix(run, resolver, args, write=False))
+    """--diff: the unified diff of what --fix would write; exit 1 when there is one, 2 when a
+    file could not be checked or fixed for a reason of exit 2 (an internal error, a timeout:
+    said on standard error, one line per file, as the report says it)."""
+    code = _print_diffs(_fix(run, resolver, args, write=False))
+    from gradlint.core.findings import EXIT_ERROR_KINDS
+    from gradlint.report.text import error_line
+
+    failed = [error for result in run.results for error in result.errors if error.kind in EXIT_ERROR_KINDS]
+    for error in failed:
+        print(_escaped(error_line(error)), file=sys.stderr)
+    return EXIT_ERROR if failed else code
 
 
 def _print_diffs(fixings) -> int:
@@ -787,10 +801,13 @@ def _checked_stdin(args, resolver, data: bytes, size: Optional[int] = None):
     if args.stdin_filename and args.force_exclude and resolver.is_excluded(name):
         return engine.RunResult([]), {}
     from gradlint.check.notebook import check_notebook_data, is_notebook
-    from gradlint.run.pool import guarded
+    from gradlint.run.pool import ChildDied, apart, crashed, guarded
 
     check = check_notebook_data if is_notebook(name) else engine.check_data  # a notebook's cells are named
-    result, source = guarded(lambda path, settings: check(data, path, settings), name, resolver.settings_for(name))
+    try:  # a big input is checked in a child process, as a big file is (engine.check_files)
+        result, source = apart(len(data), guarded, lambda path, settings: check(data, path, settings), name, resolver.settings_for(name))
+    except ChildDied:
+        result, source = crashed(name, "the worker process checking this file died"), None
     if is_notebook(name):
         return engine.RunResult([result]), {name: data}  # a notebook's bytes: its cells are placed from them
     return engine.RunResult([result]), {} if source is None else {name: source}
@@ -909,8 +926,10 @@ def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
     """JSON and SARIF fixes are applied by tools that do not re-check: offer only
     fixes that leave the file with strictly fewer findings (fix/session.py)."""
     from gradlint.check import engine
+    from dataclasses import replace
+
     from gradlint.fix.session import proven_fixes
-    from gradlint.run.pool import collector_paused
+    from gradlint.run.pool import ChildDied, apart, collector_paused, died_while
 
     for index, result in enumerate(run.results):
         if not any(f.fix for f in result.findings):
@@ -927,7 +946,11 @@ def _prove_fixes(run, sources: dict[str, str], resolver) -> None:
             with collector_paused():  # one check at a time (gradlint/run/pool.py)
                 return engine.check_source(text, path, settings)
 
-        run.results[index] = proven_fixes(source, result, check)
+        try:  # a big file's proofs in a child process (gradlint/run/pool.py apart)
+            run.results[index] = apart(len(source), proven_fixes, source, result, check)
+        except ChildDied:  # nothing proven: no fix offered
+            unproven = [replace(f, fix=None) for f in result.findings]
+            run.results[index] = died_while(replace(result, findings=unproven), "proving the fixes of")
 
 
 def _render(args, run) -> str:

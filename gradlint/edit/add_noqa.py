@@ -106,7 +106,15 @@ def add_noqa_to_file(result: FileResult, settings, staging=None) -> tuple[FileRe
     from gradlint.run.project_run import project_for
 
     # decoded as a run would, in the run's project (a finding about another module's function stays)
-    after = check_source(edited.encode("utf-8"), result.path, settings, project=project_for(result.path))
+    from gradlint.run.pool import ChildDied, apart, died_while
+
+    try:  # a big file is re-checked in a child process: libcst's abort there is this file's error
+        from functools import partial
+
+        check = partial(check_source, project=project_for(result.path))
+        after = apart(len(edited), check, edited.encode("utf-8"), result.path, settings)
+    except ChildDied:
+        return died_while(result, "marking"), 0  # nothing written
     if after.errors:
         return result, 0
     left = {(f.span.line, f.code) for f in after.findings}
@@ -152,7 +160,12 @@ def _add_noqa_to_notebook(result: FileResult, settings, data: bytes, staging=Non
     if not kept:
         return result, 0
     after = replace_cell_sources(text, spans, {cells[n - 1][0]: "".join(cell_lines[n]) for n in changed})
-    fresh, _ = check_notebook_data(after.encode("utf-8"), result.path, settings)
+    from gradlint.run.pool import ChildDied, apart, died_while
+
+    try:
+        fresh, _ = apart(len(after), check_notebook_data, after.encode("utf-8"), result.path, settings)
+    except ChildDied:
+        return died_while(result, "marking"), 0
     if fresh.errors:
         return result, 0
     left = {(f.span.line, f.code) for f in fresh.findings}

@@ -36,7 +36,12 @@ def fix_file(
     data, refused = read_analysed(result)
     if refused is not None:
         return refused, None
-    fixing = fix_data(data, result, settings, unsafe, count_unsafe=count_unsafe)
+    from gradlint.run.pool import ChildDied, apart, died_while
+
+    try:  # a big file is fixed in a child process: libcst's abort there is this file's error
+        fixing = apart(len(data), fix_data, data, result, settings, unsafe, count_unsafe)
+    except ChildDied:
+        return died_while(result, "fixing"), None  # nothing written
     if fixing is None:
         return result, None
     if write and fixing.outcome.changed:
@@ -104,7 +109,12 @@ def offered(result: FileResult, settings, data: Optional[bytes] = None) -> FileR
         data, error = read_source(result.path)
         if error is not None or not _analysed(result, data):
             return marked(result, {})  # a file changed since the check: no plan holds for it
-    fixing = fix_data(data, result, settings, unsafe=True)
+    from gradlint.run.pool import ChildDied, apart, died_while
+
+    try:  # a big file in a child process, as fix_file
+        fixing = apart(len(data), fix_data, data, result, settings, True)
+    except ChildDied:
+        return died_while(marked(result, {}), "fixing")
     return marked(result, fixing.outcome.offered if fixing is not None else {})
 
 

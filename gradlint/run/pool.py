@@ -138,6 +138,15 @@ def crashed(path: str, why: str) -> FileResult:
     return FileResult(path, errors=[FileError(path, INTERNAL_ERROR, f"internal error: {why}")])
 
 
+def died_while(result: FileResult, doing: str) -> FileResult:
+    """`result` as checked, plus the internal error of the child process that died while `doing`
+    ("fixing") the file (apart): its findings stay reported, nothing of it was written."""
+    from dataclasses import replace
+
+    error = FileError(result.path, INTERNAL_ERROR, f"internal error: the process {doing} this file died", whole_file=False)
+    return replace(result, errors=[*result.errors, error])
+
+
 def stopped(path: str, seconds: float) -> FileResult:
     return FileResult(path, errors=[FileError(path, TIMEOUT, f"analysis stopped after {seconds:g} s")])
 
@@ -346,6 +355,73 @@ def isolated(work, path: str, settings: Settings, prepare=None) -> Outcome:
         raise
     pool.shutdown(wait=True)
     return outcome
+
+
+# A file this big is never analysed in the command line's own process: not by the check
+# (engine.check_files), nor by --fix, --diff, --add-noqa or a check of standard input (apart).
+ISOLATED_FROM_BYTES = 1024 * 1024
+
+
+class ChildDied(Exception):
+    """The child process running a file's work died before it answered (a native abort)."""
+
+
+def apart(size: int, function, *args):
+    """`function(*args)` for a file of `size` bytes: in a child process when the file is
+    ISOLATED_FROM_BYTES or more (where processes fork), else here.  libcst's native parser aborts
+    its process when an allocation fails; in a child that is ChildDied for that one file, not the
+    end of the run.  The child's memory is bounded as a worker's (guarded), and `function` is not
+    pickled (the child is forked with it): only its value comes back."""
+    if size < ISOLATED_FROM_BYTES or not sys.platform.startswith("linux"):
+        return function(*args)
+    return in_child(function, *args)
+
+
+def in_child(function, *args):
+    """`function(*args)` in a forked child; its value, its exception raised again here (as a
+    RuntimeError naming it when it cannot be sent), or ChildDied."""
+    context = _context()
+    reader, writer = context.Pipe(duplex=False)
+    parent = os.getpid()
+
+    def run() -> None:
+        reader.close()
+        _start_worker(None, parent)
+        memory = _bound_memory()
+        try:
+            with collector_paused():
+                answer = ("value", function(*args))
+        except Exception as exc:
+            answer = ("raised", exc)
+        finally:
+            _unbound_memory(memory)
+        try:
+            writer.send(answer)
+        except Exception as exc:  # an exception that does not pickle
+            writer.send(("raised", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]} ({exc})")))
+        writer.close()
+
+    child = context.Process(target=run, name="gradlint-apart", daemon=True)
+    try:
+        with _holding_stop_signals():
+            child.start()
+        writer.close()
+        try:
+            kind, value = reader.recv()
+        except EOFError:  # the child died: its end of the pipe closed with it
+            child.join()
+            raise ChildDied(f"exit {child.exitcode}") from None
+        child.join()
+    except BaseException:  # Ctrl-C, SIGTERM, a death: the child goes too
+        if child.is_alive():
+            child.terminate()
+            child.join(timeout=1)
+        raise
+    finally:
+        reader.close()
+    if kind == "raised":
+        raise value
+    return value
 
 
 def size_of(path: str) -> int:

@@ -1,0 +1,149 @@
+"""A big file is never parsed in the command line's own process (issue 48): `--fix`, `--diff`,
+`--add-noqa` and standard input analyse a file of ISOLATED_FROM_BYTES or more in a child
+process, as the plain check does (engine.check_files).  libcst's native parser aborts its
+process when an allocation fails: in a child that is one error for that file, the other files
+are fixed, and the file keeps its bytes.
+
+The abort is real, not simulated: the run's address space is capped (RLIMIT_AS) a little above
+what it holds, so libcst's parse of a file's four 40 KB statements fails to allocate.  For the
+editing routes the cap is set once the check is done (the check itself runs in a child already):
+the memory runs short while the file is fixed.  The inputs are built here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HEADER = "import torch\nmodel = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+# A loop that clears the gradients between backward and step: one GL002, which --fix repairs
+# (the clear moves after the step).
+LOOP = "for x in loader:\n{body}    model(x).sum().backward()\n    opt.zero_grad()\n    opt.step()\n"
+
+
+def big_training_file(statements: int = 4, items: int = 8000, size: int = 1_100_000) -> str:
+    """The loop holding `statements` assignments of `items` attribute reads each (40 KB each:
+    under every bound of parse_guard.py, a few hundred MB of libcst's memory in all), padded
+    with comment lines to `size` bytes (past ISOLATED_FROM_BYTES)."""
+    row = ", ".join(["x.y"] * items)
+    body = "".join(f"    z{k} = [{row}]\n" for k in range(statements))
+    text = HEADER + LOOP.format(body=body)
+    return text + "# padding\n" * ((size - len(text)) // 10 + 1)
+
+
+SMALL = HEADER + LOOP.format(body="")
+
+# Runs the command line with its address space capped `CAP_MB` above what it holds once the
+# analysis is imported; with `after_check`, only from the end of the check (the editing).
+CAPPED = textwrap.dedent('''
+    import resource, sys
+    from gradlint.check import engine
+    from gradlint.commands import cli
+
+    engine.load_analysis()
+    CAP_MB = 128
+
+    def cap():
+        with open("/proc/self/statm") as handle:
+            size = int(handle.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (size + CAP_MB * 2**20, resource.RLIM_INFINITY))
+
+    if sys.argv[1] == "after_check":
+        checked = engine.check_files
+
+        def check_files(*args, **kwargs):
+            results = checked(*args, **kwargs)
+            cap()
+            return results
+
+        engine.check_files = check_files
+    else:
+        cap()
+    sys.exit(cli.main(sys.argv[2:]))
+''')
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and fork: Linux")
+
+
+def _run(when: str, args: list, stdin: "bytes | None" = None, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-c", CAPPED, when, "--no-cache", "-j", "1", *args],
+        input=stdin, capture_output=True, timeout=300, cwd=cwd,
+    )
+
+
+def _files(tmp_path):
+    big, small = tmp_path / "big.py", tmp_path / "small.py"
+    big.write_text(big_training_file())
+    small.write_text(SMALL)
+    return big, small, big.read_bytes()
+
+
+def _died(output: str, path) -> bool:
+    return f"error: {path}: internal error: the process fixing this file died" in output
+
+
+def test_fix_of_a_file_whose_parse_aborts_is_one_error_and_the_other_files_are_fixed(tmp_path):
+    """Before: exit -6 (SIGABRT, 134 in a shell), no report, small.py not fixed."""
+    big, small, before = _files(tmp_path)
+    proc = _run("after_check", ["--fix", str(big), str(small)])
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 2, out
+    assert _died(out, big), out
+    assert big.read_bytes() == before  # nothing written
+    assert small.read_text().endswith("opt.step()\n    opt.zero_grad()\n")  # the other file was fixed
+
+
+def test_diff_of_a_file_whose_parse_aborts_is_one_error_and_the_other_diffs_are_shown(tmp_path):
+    big, small, before = _files(tmp_path)
+    proc = _run("after_check", ["--diff", str(big), str(small)])
+    out = proc.stdout.decode()
+    assert proc.returncode == 2, out + proc.stderr.decode()
+    assert _died(out + proc.stderr.decode(), big), out + proc.stderr.decode()
+    assert f"+++ {small}" in out and "+    opt.step()" in out
+    assert f"+++ {big}" not in out
+    assert big.read_bytes() == before and small.read_text() == SMALL
+
+
+def test_add_noqa_to_a_file_whose_parse_aborts_is_one_error_and_the_other_files_are_marked(tmp_path):
+    big, small, before = _files(tmp_path)
+    proc = _run("after_check", ["--add-noqa", str(big), str(small)])
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 2, out
+    assert _died(out, big), out
+    assert big.read_bytes() == before
+    assert "# noqa: GL002" in small.read_text()
+
+
+@pytest.mark.parametrize("name", [[], ["--stdin-filename", "train.py"]], ids=["dash", "stdin-filename"])
+def test_a_big_standard_input_whose_parse_aborts_is_one_error(tmp_path, name):
+    """Before: standard input was checked in the command line's own process: exit -6, no report."""
+    data = big_training_file().encode()
+    proc = _run("from_start", [*name, "-"], stdin=data, cwd=tmp_path)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 2, out
+    shown = name[1] if name else "-"
+    assert f"error: {shown}: internal error: the worker process checking this file died" in out, out
+
+
+def test_fix_of_a_big_standard_input_whose_parse_aborts_gives_the_input_back_unchanged(tmp_path):
+    data = big_training_file().encode()
+    proc = _run("from_start", ["--fix", "-"], stdin=data, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr.decode()
+    assert proc.stdout == data  # the user's bytes, byte for byte
+    assert "internal error: the worker process checking this file died" in proc.stderr.decode()
+
+
+def test_a_big_file_that_parses_is_still_fixed_through_the_child(tmp_path):
+    """No cap: the child fixes the big file as the command line's process would."""
+    big, small, _ = _files(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradlint", "--no-cache", "-j", "1", "--fix", str(big), str(small)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Fixed 2 problems." in proc.stderr
+    assert "opt.step()\n    opt.zero_grad()\n" in big.read_text()
+    assert small.read_text().endswith("opt.step()\n    opt.zero_grad()\n")
