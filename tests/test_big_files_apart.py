@@ -147,3 +147,106 @@ def test_a_big_file_that_parses_is_still_fixed_through_the_child(tmp_path):
     assert "Fixed 2 problems." in proc.stderr
     assert "opt.step()\n    opt.zero_grad()\n" in big.read_text()
     assert small.read_text().endswith("opt.step()\n    opt.zero_grad()\n")
+
+
+# --- the language server: a big buffer is checked as the command line checks a big file
+
+SERVER_CAPPED = textwrap.dedent('''
+    import resource, sys
+    from gradlint.check import engine
+    from gradlint.commands import cli
+    import gradlint.lsp.server  # noqa: F401  (pygls: imported before the cap)
+
+    engine.load_analysis()
+    with open("/proc/self/statm") as handle:
+        size = int(handle.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (size + 128 * 2**20, resource.RLIM_INFINITY))
+    sys.exit(cli.main(["lsp"]))
+''')
+
+
+def _message(payload: dict) -> bytes:
+    import json
+
+    body = json.dumps(payload).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _diagnostics_or_end(proc, uri: str, timeout: float = 240) -> "list | None":
+    """The first diagnostics the server publishes for `uri`; None when it ended first."""
+    import json
+    import os
+    import re
+    import selectors
+    import time
+
+    data = b""
+    deadline = time.monotonic() + timeout
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    while time.monotonic() < deadline:
+        if not selector.select(timeout=0.2):
+            continue
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            return None
+        data += chunk
+        while b"\r\n\r\n" in data:
+            head, rest = data.split(b"\r\n\r\n", 1)
+            length = int(re.search(rb"Content-Length: *(\d+)", head).group(1))
+            if len(rest) < length:
+                break
+            message = json.loads(rest[:length])
+            data = rest[length:]
+            if message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] == uri:
+                return message["params"]["diagnostics"]
+    raise AssertionError("no diagnostics in time")
+
+
+def test_the_language_server_shows_an_error_for_a_big_buffer_whose_parse_aborts(tmp_path):
+    """Before: the server checked every buffer in its own process, and libcst's abort ended the
+    session (exit -6; a 7.5 MB buffer took it to 8.7 GB).  Now a buffer of ISOLATED_FROM_BYTES or
+    more is checked in a child process: its death is the command line's error for the file."""
+    pytest.importorskip("pygls")
+    path = tmp_path / "big.py"
+    uri = path.as_uri()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER_CAPPED], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, cwd=tmp_path,
+    )
+    try:
+        proc.stdin.write(_message({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                   "params": {"processId": None, "rootUri": None, "capabilities": {}}}))
+        proc.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        proc.stdin.write(_message({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": big_training_file()}}}))
+        proc.stdin.flush()
+        diagnostics = _diagnostics_or_end(proc, uri)
+        assert diagnostics is not None, f"the server ended: {proc.wait(timeout=30)}"
+        (diagnostic,) = diagnostics
+        assert diagnostic["message"].endswith(": internal error: the worker process checking this file died"), diagnostic
+        # and the session goes on: a small buffer is checked in the server as before
+        small = (tmp_path / "small.py").as_uri()
+        proc.stdin.write(_message({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": small, "languageId": "python", "version": 1, "text": SMALL}}}))
+        proc.stdin.flush()
+        assert [d["code"] for d in _diagnostics_or_end(proc, small)] == ["GL002"]
+        proc.stdin.write(_message({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        proc.stdin.write(_message({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_a_big_buffer_that_parses_gets_the_findings_of_the_command_line():
+    """No cap: the child's check is the check (the findings come back to the server)."""
+    from gradlint.lsp.documents import check_document_apart
+    from gradlint.options.settings import Settings
+
+    text = big_training_file()
+    check = check_document_apart(text, "big.py", "file:///big.py", Settings.default(), lambda *args: None)
+    assert [(d["code"], d["range"]["start"]["line"]) for d in check.diagnostics] == [("GL002", 9)]

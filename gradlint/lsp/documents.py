@@ -69,6 +69,27 @@ def check_document(
     return check
 
 
+def check_document_apart(text: str, path: str, uri: str, settings: Settings, project_for) -> DocumentCheck:
+    """check_document of a big buffer (gradlint/run/pool.py ISOLATED_FROM_BYTES or more), run as the
+    command line runs a big file's check: in a child process whose memory is bounded as a
+    worker's, without a memo (its trees would stay in the child).  libcst's native parser aborts
+    its process when an allocation fails: the child's death is the command line's error for the
+    file, shown on the buffer, and the server goes on.  `project_for`: the workspace index's."""
+    from gradlint.run.pool import ChildDied, apart, crashed
+
+    if _too_large(text, path) is not None:
+        return check_document(text, path, uri, settings)  # the size limit's diagnostic: no analysis
+
+    def check() -> DocumentCheck:
+        return check_document(text, path, uri, settings, project=project_for(path, text, None))
+
+    try:
+        return apart(len(text), check)
+    except ChildDied:
+        (error,) = crashed(path, "the worker process checking this file died").errors
+        return DocumentCheck(diagnostics=[error_diagnostic(error, text)])
+
+
 def _too_large(text: str, path: str) -> FileError | None:
     """The command line's error for a file over its size limit (engine.MAX_FILE_BYTES), or None."""
     from gradlint.check import engine

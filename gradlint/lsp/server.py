@@ -48,6 +48,7 @@ from gradlint.lsp.protocol import GradlintProtocol, use_python_lines
 from gradlint.lsp.documents import (
     DocumentCheck,
     check_document,
+    check_document_apart,
     finding_at,
     findings_on_lines,
     stopped_check,
@@ -224,8 +225,11 @@ class GradlintServer(LanguageServer):
 
         def analyse() -> DocumentCheck:
             from gradlint.parse.file_context import FileContext
-            from gradlint.run.pool import collector_paused
+            from gradlint.run.pool import ISOLATED_FROM_BYTES, collector_paused
 
+            if len(text) >= ISOLATED_FROM_BYTES:  # as the command line checks a big file: in a child
+                self.memos.pop(uri, None)  # the child's trees do not come back: keep none of an older version
+                return check_document_apart(text, path, uri, settings, index.project_for)
             with collector_paused():  # the process's collector: paused per check (gradlint/run/pool.py)
                 # one context for the check and the project lookup, which reads the buffer's imports
                 # from the tree the check parses (through the memo's chunks)
@@ -281,8 +285,13 @@ class GradlintServer(LanguageServer):
             from gradlint.run.pool import collector_paused
 
             def check(version: str):
-                with collector_paused():  # as for every check (gradlint/run/pool.py)
-                    return check_source(version, path, settings)
+                from gradlint.run.pool import ChildDied, apart, crashed
+
+                try:  # a big buffer's proof in a child, as its check (check_document_apart)
+                    with collector_paused():  # as for every check (gradlint/run/pool.py)
+                        return apart(len(version), check_source, version, path, settings)
+                except ChildDied:
+                    return crashed(path, "the worker process checking this file died")
 
             out = []
             for finding in findings:

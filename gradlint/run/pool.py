@@ -379,49 +379,73 @@ def apart(size: int, function, *args):
 
 def in_child(function, *args):
     """`function(*args)` in a forked child; its value, its exception raised again here (as a
-    RuntimeError naming it when it cannot be sent), or ChildDied."""
-    context = _context()
-    reader, writer = context.Pipe(duplex=False)
+    RuntimeError naming it when it cannot be sent), or ChildDied.
+
+    A bare fork: the child ends with os._exit, so nothing the parent buffered (the language
+    server's protocol stream) is flushed twice, and no exit hook of the parent runs there.  The
+    parent waits in short polls: a stop raised in its thread (the server's time limit,
+    lsp/limits.py) is taken between two, and the child is then ended."""
+    import pickle
+    import select
+
+    reader, writer = os.pipe()
     parent = os.getpid()
-
-    def run() -> None:
-        reader.close()
-        _start_worker(None, parent)
-        memory = _bound_memory()
+    with _holding_stop_signals():
+        child = os.fork()
+    if child == 0:  # pragma: no cover - the child's lines are measured in the tests' processes
+        status = 1
         try:
-            with collector_paused():
-                answer = ("value", function(*args))
-        except Exception as exc:
-            answer = ("raised", exc)
-        finally:
+            os.close(reader)
+            _start_worker(None, parent)
+            memory = _bound_memory()
+            try:
+                with collector_paused():
+                    answer = ("value", function(*args))
+            except Exception as exc:
+                answer = ("raised", exc)
+            try:
+                data = pickle.dumps(answer)
+            except Exception as exc:  # an exception that does not pickle
+                data = pickle.dumps(("raised", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]} ({exc})")))
             _unbound_memory(memory)
-        try:
-            writer.send(answer)
-        except Exception as exc:  # an exception that does not pickle
-            writer.send(("raised", RuntimeError(f"{type(answer[1]).__name__}: {answer[1]} ({exc})")))
-        writer.close()
-
-    child = context.Process(target=run, name="gradlint-apart", daemon=True)
+            with os.fdopen(writer, "wb") as out:
+                out.write(data)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    chunks = []
     try:
-        with _holding_stop_signals():
-            child.start()
-        writer.close()
-        try:
-            kind, value = reader.recv()
-        except EOFError:  # the child died: its end of the pipe closed with it
-            child.join()
-            raise ChildDied(f"exit {child.exitcode}") from None
-        child.join()
-    except BaseException:  # Ctrl-C, SIGTERM, a death: the child goes too
-        if child.is_alive():
-            child.terminate()
-            child.join(timeout=1)
+        while True:
+            ready, _, _ = select.select([reader], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(reader, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        _, status = os.waitpid(child, 0)
+    except BaseException:  # Ctrl-C, SIGTERM, the server's stop: the child goes too
+        _end(child)
         raise
     finally:
-        reader.close()
+        os.close(reader)
+    if status != 0 or not chunks:
+        raise ChildDied(f"status {status}")
+    kind, value = pickle.loads(b"".join(chunks))
     if kind == "raised":
         raise value
     return value
+
+
+def _end(child: int) -> None:
+    import signal
+
+    try:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    except (ChildProcessError, ProcessLookupError, OSError):
+        pass
 
 
 def size_of(path: str) -> int:
