@@ -5,8 +5,8 @@ from gradlint.model.event import Event
 from gradlint.core.events import B, C, S, U, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
-from gradlint.rules.base import RawFinding, at, later_in_iteration
-from gradlint.rules.repairs import move_up, order
+from gradlint.rules.base import RawFinding, at
+from gradlint.rules.repairs import move_up, order, positions
 from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 
@@ -15,8 +15,9 @@ def check(file):
         only_one = len(stepped_optimizers(loop)) == 1
         discarding = None
         for walk in walks(loop):
+            index = _WalkIndex(file, walk, only_one)
             for i in walk.first_iteration():
-                found = step_before_backward(file, walk, i, only_one)
+                found = step_before_backward(file, walk, i, only_one, index)
                 if found is None:
                     continue
                 cleared, later = found
@@ -46,36 +47,69 @@ def steps_before_backward(file, loop) -> frozenset:
     """Keys of the steps this rule reports in `loop`.  Other rules leave them alone: a step
     before its backward also re-applies or piles up gradients, but it is one misplaced call."""
     only_one = len(stepped_optimizers(loop)) == 1
-    return frozenset(
-        walk.events[i].key
-        for walk in walks(loop)
-        for i in walk.first_iteration()
-        if step_before_backward(file, walk, i, only_one) is not None
-    )
+    found = set()
+    for walk in walks(loop):
+        index = _WalkIndex(file, walk, only_one)
+        found.update(walk.events[i].key for i in walk.first_iteration() if step_before_backward(file, walk, i, only_one, index))
+    return frozenset(found)
 
 
-def step_before_backward(file, walk, i, only_one):
+def step_before_backward(file, walk, i, only_one, index=None):
     """(index of the step's optimizer's last clear or -1, the backward after it) when the event
     at `i` is a step with no backward for it since that clear and a backward later in its
-    iteration; else None."""
+    iteration; else None.  `index`: the walk's _WalkIndex, when several events of it are asked."""
     step = walk.events[i]
     if step.kind != S or step.closure:
         return None
+    index = index or _WalkIndex(file, walk, only_one)
     # Each optimizer on its own: a backward counts for it only after its last clear.
-    cleared = _last_clear(file, walk.events[:i], step.optimizer, only_one)
-    if any(e.kind == B for e in walk.events[cleared + 1 : i]):
+    cleared = index.last_clear(i, step.optimizer)
+    if index.backwards_before[i] > index.backwards_before[cleared + 1]:
         return None
-    later = later_in_iteration(walk, i, B)
+    later = index.next_backward(i)
     return None if later is None else (cleared, later)
 
 
-def _last_clear(file, events, optimizer, only_one) -> int:
-    """Index of the last clear among `events` that surely resets `optimizer`'s gradients, or -1."""
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if event.kind == Z and touches(file, event, optimizer, only_one):
-            return index
-    return -1
+class _WalkIndex:
+    """What every step of a walk asks, computed once per walk (per optimizer for the clears):
+    asked event by event over the walk's prefix, a statement of thousands of steps cost the
+    square of their number."""
+
+    def __init__(self, file, walk, only_one: bool) -> None:
+        self.file, self.walk, self.only_one = file, walk, only_one
+        events, iteration = walk.events, walk.iteration
+        # backwards_before[k]: how many backwards events[:k] holds
+        self.backwards_before = [0]
+        for event in events:
+            self.backwards_before.append(self.backwards_before[-1] + (event.kind == B))
+        # first_backward[k]: the first backward from k on within k's iteration (base.later_in_iteration)
+        self.first_backward: list = [None] * (len(events) + 1)
+        for k in range(len(events) - 1, -1, -1):
+            if events[k].kind == B:
+                self.first_backward[k] = k
+            elif k + 1 < len(events) and iteration[k + 1] == iteration[k]:
+                self.first_backward[k] = self.first_backward[k + 1]
+        self._clears: dict = {}
+
+    def next_backward(self, i: int):
+        """later_in_iteration(walk, i, B)."""
+        events, iteration = self.walk.events, self.walk.iteration
+        if i + 1 >= len(events) or iteration[i + 1] != iteration[i]:
+            return None
+        found = self.first_backward[i + 1]
+        return None if found is None else events[found]
+
+    def last_clear(self, i: int, optimizer) -> int:
+        """Index of the last clear before `i` that surely resets `optimizer`'s gradients, or -1."""
+        known = self._clears.get(optimizer)
+        if known is None:
+            known, last = [], -1
+            for k, event in enumerate(self.walk.events):
+                known.append(last)  # the last one before k
+                if event.kind == Z and touches(self.file, event, optimizer, self.only_one):
+                    last = k
+            self._clears[optimizer] = known
+        return known[i]
 
 
 # --- the fix -------------------------------------------------------------------------
@@ -88,14 +122,15 @@ def fixes(raw, file):
     if backward is None:
         return [raw.fix]
     # The step goes after the backward and what prepares its gradients (unscale_, clip).
-    events = order(raw.loop)
+    events, where = order(raw.loop), positions(raw.loop)  # where: an event's index, once per loop
     last = backward
-    if backward in events:
-        for event in events[events.index(backward) + 1 :]:
+    if backward in where:
+        for k in range(where[backward] + 1, len(events)):
+            event = events[k]
             if event.kind not in (B, U, C) or event.via != step.via:
                 break
             last = event
-    if last in events and _stepped_next(events[events.index(last) + 1 :], step):
+    if last in where and _stepped_next(events, where[last] + 1, step):
         # that backward already has its step (`if warmup: B; continue` ... `B; S`): moving this
         # one there would step twice; moving the backward up would leave the other step bare
         return []
@@ -122,9 +157,10 @@ def _scaler_updated_before(file, step: Event, last: Event) -> bool:
     return any(update in line for line in lines[step.span.end_line : last.span.line])
 
 
-def _stepped_next(following: list[Event], step: Event) -> bool:
-    """Is the first step or backward of `following` (source order) another step of `step`'s optimizer?"""
-    for event in following:
+def _stepped_next(events: list[Event], start: int, step: Event) -> bool:
+    """Is the first step or backward of `events[start:]` (source order) another step of `step`'s optimizer?"""
+    for k in range(start, len(events)):
+        event = events[k]
         if event.kind == B:
             return False
         if event.kind == S and event.optimizer == step.optimizer and event.key != step.key:

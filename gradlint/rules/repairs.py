@@ -32,6 +32,22 @@ def order(loop) -> list[Event]:
     return list(loop.events) if loop is not None else []
 
 
+def positions(loop) -> dict:
+    """The index of each event of order(loop), its first when equal events repeat (list.index's
+    answer), kept on the loop while its events stay as many: a fix plan per finding that asked
+    list.index (an equality test of every field per event) cost the square of the events."""
+    if loop is None:
+        return {}
+    kept = getattr(loop, "_positions", None)
+    if kept is not None and kept[0] == len(loop.events):
+        return kept[1]
+    where: dict = {}
+    for k, event in enumerate(loop.events):
+        where.setdefault(event, k)
+    loop._positions = (len(loop.events), where)
+    return where
+
+
 def insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[Fix]:
     """`<opt>.zero_grad()` before the first backward of the iteration that feeds `step`;
     with accumulation (the step guarded, or the backward in an inner loop), after the step."""
