@@ -21,6 +21,10 @@
 * 250, 500 and 1,000 modules of one package, each importing 20 helpers of the others and
   calling one in a loop (issue 48: every file's view walked the import graph four levels
   deep on its own).  Target: doubling the modules costs at most 2.2 times.
+* One statement holding 2,000, 4,000 and 8,000 steps (`z = [opt.step(), ...]`, one per line)
+  before the loop's backward: each is a GL007 (issue 48: each finding's fix plan and each step's
+  look back over the walk cost the square of the steps).  Target: doubling the steps costs at
+  most 2.2 times (the analysis's CPU, one process).
 * Four statements of 500 KB each in a training loop (issue 48: libcst aborted the process).
   Target: the loop's GL001 is reported (the data is blanked before any parse).
 * `--corpus`: the steps of each loop's path enumeration and the events of its walks, per
@@ -192,6 +196,12 @@ def big_statements(count: int = 100_000) -> str:
         "    model(x).sum().backward()\n    opt.step()\n"
 
 
+def steps_in_one_statement(steps: int) -> str:
+    """A loop whose one statement holds `steps` steps before its backward (a GL007 each)."""
+    items = ",\n        ".join(["opt.step()"] * steps)
+    return HEADER + f"for x in loader:\n    z = [\n        {items}\n    ]\n    model(x).sum().backward()\n    opt.step()\n"
+
+
 def cli_cpu(args: list, cwd: str = ROOT) -> tuple[float, int, str]:
     """CPU seconds, exit code and output of `gradlint --no-cache -j 1 *args` in a child."""
     runner = (
@@ -261,6 +271,15 @@ def new_shapes(tmp: str, targets: list) -> None:
     checked, parsed = analysis(path), bare_parse(path)
     print(f"  20,000 lines: analysis {checked:.2f} s, bare libcst parse {parsed:.2f} s")
     targets.append(("20,000 lines in one function: analysis / bare parse <= 1.5", checked / parsed, 1.5))
+    print("one statement of N steps before the loop's backward (CPU s of the analysis, one process)")
+    cpus = []
+    for steps in (2_000, 4_000, 8_000):
+        path = os.path.join(tmp, f"steps{steps}.py")
+        with open(path, "w") as handle:
+            handle.write(steps_in_one_statement(steps))
+        cpus.append(analysis(path))
+        print(f"  {steps:6,} steps  {cpus[-1]:7.2f} s")
+    targets.append(("steps in one statement: 8,000 / 4,000 steps <= 2.2", cpus[2] / cpus[1], 2.2))
     print("N modules of one package, 20 imports each (CLI CPU s, -j 1, no cache)")
     cpus = []
     for modules in (250, 500, 1_000):

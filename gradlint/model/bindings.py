@@ -1658,7 +1658,7 @@ def _local_names(definition: cst.FunctionDef) -> tuple[frozenset, dict]:
     global or nonlocal; and those declarations ({"global": names, "nonlocal": names})."""
     names = _parameter_names(definition)
     visitor = _LocalNames()
-    definition.body.visit(visitor)
+    walk(definition.body, visitor)  # read-only: libcst's visit rebuilds every node (model/walk.py)
     names |= visitor.bound
     declared = {"global": frozenset(visitor.globals), "nonlocal": frozenset(visitor.nonlocals)}
     return frozenset(names - visitor.globals - visitor.nonlocals), declared
