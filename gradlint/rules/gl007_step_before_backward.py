@@ -6,7 +6,7 @@ from gradlint.core.events import B, C, S, U, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at
-from gradlint.rules.repairs import move_up, order, positions
+from gradlint.rules.repairs import move_up, positions
 from gradlint.rules.registry import Criterion, Invalid, Rule, claimed
 
 
@@ -122,7 +122,8 @@ def fixes(raw, file):
     if backward is None:
         return [raw.fix]
     # The step goes after the backward and what prepares its gradients (unscale_, clip).
-    events, where = order(raw.loop), positions(raw.loop)  # where: an event's index, once per loop
+    # read only: no copy of the loop's events per finding; where: an event's index, once per loop
+    events, where = (raw.loop.events if raw.loop is not None else []), positions(raw.loop)
     last = backward
     if backward in where:
         for k in range(where[backward] + 1, len(events)):
