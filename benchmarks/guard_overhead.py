@@ -162,12 +162,12 @@ def _held(build, device, steps: int) -> tuple[int, int, int]:
     return held, held - half, sum(1 for _ in model.parameters())
 
 
-def memory(device, steps: int = 200) -> dict:
+def memory(device, steps: int = 200, depths: tuple = (8, 128)) -> dict:
     """The guard's memory: a part that does not depend on the model (its window of recent
     events, caches of file names) and a part per parameter tensor, from two models of the same
-    layers, 8 and 128 deep."""
-    small, small_growth, few = _held(_mlp(8), device, steps)
-    large, large_growth, many = _held(_mlp(128), device, steps)
+    layers, 8 and 128 deep (tests/test_guard_memory.py asks the same of shorter runs)."""
+    small, small_growth, few = _held(_mlp(depths[0]), device, steps)
+    large, large_growth, many = _held(_mlp(depths[1]), device, steps)
     per_tensor = (large - small) / (many - few)
     return {"per_tensor": per_tensor, "fixed": small - per_tensor * few, "growth": max(small_growth, large_growth)}
 

@@ -58,6 +58,11 @@ def installed() -> bool:
     return _ACTIVE is not None
 
 
+def active():
+    """The Watcher of the guard installed now (its `reports` list fills as reports come), or None."""
+    return _ACTIVE[0] if _ACTIVE is not None else None
+
+
 def reports() -> list:
     """The reports of the guard installed now (each a Report: code, path, line, evidence, related)."""
     return list(_ACTIVE[0].reports) if _ACTIVE is not None else []

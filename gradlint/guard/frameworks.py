@@ -4,14 +4,14 @@
     trainer = transformers.Trainer(..., callbacks=[gradlint.guard.frameworks.transformers_callback()])
 
 Each installs the guard when training begins and, if it installed it, removes it when training
-ends.  The framework is imported when the callback is made, never by gradlint otherwise.
+ends; its `reports` are what the guard found during training (also once it is removed).  The framework is imported when the callback is made, never by gradlint otherwise.
 Accelerate needs no callback: `install()` before the loop watches `accelerator.accumulate`,
 `accelerator.backward` and `accelerator.clip_grad_norm_` through torch's own calls.
 """
 
 from __future__ import annotations
 
-from gradlint.guard import install, installed, uninstall
+from gradlint.guard import active, install, installed, uninstall
 
 
 class _Session:
@@ -20,11 +20,13 @@ class _Session:
     def __init__(self, mode: str):
         self.mode = mode
         self.ours = False
+        self.found: list = []  # the reports list of the guard watching this training (kept after it)
 
     def begin(self) -> None:
         if not installed():
             install(self.mode)
             self.ours = True
+        self.found = active().reports
 
     def end(self) -> None:
         if self.ours:
@@ -52,6 +54,10 @@ def lightning_callback(mode: str = "warn"):
         def on_exception(self, trainer, pl_module, exception):
             self.session.end()
 
+        @property
+        def reports(self) -> list:
+            return list(self.session.found)
+
     return GradlintGuard()
 
 
@@ -68,5 +74,9 @@ def transformers_callback(mode: str = "warn"):
 
         def on_train_end(self, args, state, control, **kwargs):
             self.session.end()
+
+        @property
+        def reports(self) -> list:
+            return list(self.session.found)
 
     return GradlintGuard()

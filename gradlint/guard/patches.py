@@ -69,7 +69,7 @@ class Patches:
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
-        for handle in self.watcher.hooks.values():
+        for handle in self.watcher.hooks:
             handle.remove()
         self.watcher.hooks.clear()
 
@@ -90,7 +90,7 @@ class Patches:
             if w.depth["Z"]:
                 return optimizer_zero(self, set_to_none)
             sites = w.sites()
-            oid, _, pids = w.optimizer(self)
+            oid, pids = w.optimizer(self)
             w.depth["Z"] += 1
             try:
                 result = optimizer_zero(self, set_to_none)

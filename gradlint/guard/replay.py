@@ -196,7 +196,7 @@ class LiveReplay(Analysis):
         for g in self.grads.values():
             # provenance never cleared (a GL001 run) keeps its recent part: trimmed here, once per
             # window, not per parameter of every event (it grows by at most one per event meanwhile)
-            if len(g.sources) > _KEEP:
+            if len(g.sources) > _KEEP:  # (a list: past `_added`'s first item)
                 del g.sources[:-_KEEP]
             if len(g.consumed) > _KEEP:
                 del g.consumed[:-_KEEP]

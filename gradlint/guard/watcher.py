@@ -12,7 +12,6 @@ parameter.  Everything it keeps is per parameter tensor, per optimizer, or per s
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import weakref
@@ -26,6 +25,7 @@ from gradlint.guard.report import Report, deliver
 from gradlint.verify.probes import _LIBRARY, _USER, _file_kind
 
 _SITES = 4  # user frames kept per event: the call, and the helpers' callers a report names
+_PID_LISTS_KEPT = 4  # pid lists of one length kept for `shared`: a loop's step, backward and clip
 
 
 class Watcher:
@@ -34,11 +34,17 @@ class Watcher:
         self.live: dict[int, object] = {}  # pid -> None | PRESENT | ZEROED
         self.replay = LiveReplay(LiveRun(self._name))
         self.params: dict[int, int] = {}  # id(param) -> pid (refs[pid]() is the parameter)
-        self.refs: dict[int, weakref.ref] = {}  # pid -> weakref of the parameter
-        self.hooks: dict[int, object] = {}  # pid -> the hook's handle
+        # Per parameter tensor, indexed by pid (pids are 1, 2, ...: lists, not dicts, cost 8 B a tensor)
+        self.refs: list = [None]  # pid -> weakref of the parameter
+        self.hooked = bytearray(1)  # pid -> 1 once its hook is registered
+        self.hooks: list = []  # the hooks' handles, removed by uninstall
+        self._pid_lists: dict[int, list] = {}  # len -> the last pid lists of that length (see `shared`)
         self.optimizers: dict[int, tuple] = {}  # id(opt) -> (weakref, oid, signature, [(pid, ref)])
         self.scheduler_names: dict[int, str] = {}
-        self.touched: list[int] = []  # pids the hooks saw accumulate since the last backward event
+        self.touched: list = []  # parameters the hooks saw accumulate since the last backward event
+        # The hook of every parameter, one object for all (a closure per parameter cost ~170 B
+        # each): it is handed the parameter, whose pid `backward_done` looks up.
+        self.accumulated = self.touched.append
         self.depth = {"B": 0, "Z": 0, "C": 0, "S": 0, "L": 0}  # nested calls of one event (torch's own)
         self.in_step = 0  # inside a step(closure)
         self.scaler_step = 0  # inside GradScaler.step
@@ -65,42 +71,46 @@ class Watcher:
             return None
         pid = self._pid(param)
         if pid is None:
-            pid = len(self.refs) + 1
-            ref = weakref.ref(param)
+            pid = len(self.refs)
             self.params[id(param)] = pid
-            self.refs[pid] = ref
-            self.live[pid] = None if param.grad is None else PRESENT
+            self.refs.append(weakref.ref(param))
+            self.hooked.append(0)
+            # A gradient already there was written by a backward before the guard saw this
+            # parameter: unknown until the next step, where `_reconcile` counts it as a backward
+            # (taken for a used one, a first step after install() would be GL007's "no backward").
+            self.live[pid] = None
             self._hook(pid, param)
         if oid is not None:
-            self.replay.owners.setdefault(pid, set()).add(oid)
+            self.replay.own(pid, oid)
         return pid
 
     def _hook(self, pid: int, param) -> None:
-        if pid in self.hooks or not (param.requires_grad and param.is_leaf):
+        if self.hooked[pid] or not (param.requires_grad and param.is_leaf):
             return
         try:
-            self.hooks[pid] = param.register_post_accumulate_grad_hook(functools.partial(_accumulated, self.touched, pid))
+            self.hooks.append(param.register_post_accumulate_grad_hook(self.accumulated))
+            self.hooked[pid] = 1
         except RuntimeError:  # a tensor that takes no hooks: seen through `p.grad is None` only
             pass
 
-    def optimizer(self, opt) -> tuple[int, list, list]:
-        """The optimizer's number, its [(pid, weakref)] and its pids (one list, shared by its
-        events: never changed), tracked on first sight and again when its groups change."""
+    def optimizer(self, opt) -> tuple[int, list]:
+        """The optimizer's number and its pids (one list, shared by its events: never changed),
+        tracked on first sight and again when its groups change."""
         groups = getattr(opt, PARAM_GROUPS, None) or []
         signature = tuple(len(group.get(PARAMS_KEYWORD, ())) for group in groups)
         known = self.optimizers.get(id(opt))
         if known is not None and known[0]() is opt and known[2] == signature:
-            return known[1], known[3], known[4]
+            return known[1], known[3]
         oid = known[1] if known is not None and known[0]() is opt else len(self.optimizers) + 1
-        pairs = []
+        pids = []
         for group in groups:
             for param in group.get(PARAMS_KEYWORD, ()):
                 pid = self.track_param(param, oid)
                 if pid is not None:
-                    pairs.append((pid, self.refs[pid]))
-        pids = [pid for pid, _ in pairs]
-        self.optimizers[id(opt)] = (weakref.ref(opt), oid, signature, pairs, pids)
-        return oid, pairs, pids
+                    pids.append(pid)
+        pids = self.shared(pids)
+        self.optimizers[id(opt)] = (weakref.ref(opt), oid, signature, pids)
+        return oid, pids
 
     def pids_of(self, tensors) -> list[int]:
         pids = []
@@ -108,6 +118,19 @@ class Watcher:
             pid = self._pid(tensor)
             if pid is not None:
                 pids.append(pid)
+        return self.shared(pids)
+
+    def shared(self, pids: list) -> list:
+        """`pids`, or an equal list an earlier event holds: the events of a loop name the same
+        parameters again and again (the clip's, the backward's and the step's are the model's),
+        and the window of recent events would otherwise keep a list per event, 8 B a tensor each.
+        Event pid lists are never changed after the event is made."""
+        recent = self._pid_lists.setdefault(len(pids), [])
+        for known in recent:
+            if known == pids:  # (unequal lists differ early: a backward's order is the reverse)
+                return known
+        recent.insert(0, pids)
+        del recent[_PID_LISTS_KEPT:]
         return pids
 
     # --- where -------------------------------------------------------------------------
@@ -170,8 +193,8 @@ class Watcher:
         were a clear, at an unknown line (the guard does not wrap the `grad` attribute)."""
         if self.pending_clear is not None:
             self.flush_clear()
-        gone = [pid for pid, ref in self.refs.items()
-                if self.live.get(pid) is not None and (ref() is None or ref().grad is None)]
+        gone = [pid for pid, ref in enumerate(self.refs)
+                if ref is not None and self.live.get(pid) is not None and (ref() is None or ref().grad is None)]
         if gone:
             own = {pid: None for pid in gone}
             event, _ = self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
@@ -189,8 +212,8 @@ class Watcher:
             return False
         if self.grad_owners is None:
             self.grad_owners = {}
-            for pid, ref in self.refs.items():
-                param = ref()
+            for pid, ref in enumerate(self.refs):
+                param = ref() if ref is not None else None
                 grad = param.grad if param is not None else None
                 if grad is not None and grad.data_ptr():
                     self.grad_owners[grad.data_ptr()] = pid
@@ -212,7 +235,7 @@ class Watcher:
 
     def backward_done(self, sites: list, api: str, scaled: bool = False) -> None:
         self.grad_owners = None
-        pids = list(dict.fromkeys(self.touched))
+        pids = self._pids_touched()
         self.touched.clear()
         if not pids:
             return
@@ -220,6 +243,12 @@ class Watcher:
             self.live[pid] = PRESENT
         _, found = self._event("B", sites, api=api, params=pids, scaled=scaled)
         self._deliver(found)
+
+    def _pids_touched(self) -> list:
+        """The pids of the parameters in `touched`, once each, in order.  Each is alive (`touched`
+        holds it) and tracked (only a tracked parameter gets the hook), so its id is its key."""
+        params = self.params
+        return self.shared([pid for pid in dict.fromkeys(map(params.get, map(id, self.touched))) if pid is not None])
 
     def cleared(self, sites: list, pids: list, set_to_none: bool, api: str, oid=None) -> None:
         own = {pid: None if set_to_none or self.live.get(pid) is None else ZEROED for pid in pids}
@@ -233,21 +262,21 @@ class Watcher:
         self._deliver(found)
 
     def unscaled(self, sites: list, opt, error: Optional[str]) -> None:
-        oid, _, pids = self.optimizer(opt)
+        oid, pids = self.optimizer(opt)
         raw = {"error": error} if error else {}
         _, found = self._event("U", sites, api="scaler.unscale_", oid=oid, params=pids, **raw)
         self._deliver(found)
 
     def step(self, sites: list, opt, closure: bool = False, skipped: bool = False) -> None:
-        oid, pairs, pids = self.optimizer(opt)
-        frozen = self._reconcile(sites, pairs)
+        oid, pids = self.optimizer(opt)
+        frozen = self._reconcile(sites, pids)
         raw = {"via": "scaler"} if self.scaler_step else {}
         if skipped:
             raw["skipped"] = True
         _, found = self._event("S", sites, api="optimizer.step", oid=oid, params=pids, frozen=frozen, closure=closure, **raw)
         self._deliver(found)
 
-    def _reconcile(self, sites: list, pairs: list) -> None:
+    def _reconcile(self, sites: list, pids: list) -> list:
         """Before a step, what the hooks could not see: gradients set to None by hand (`p.grad =
         None`) are a clear, gradients that appeared without a hook (an optimizer first seen now,
         a parameter unfrozen since, a gradient assigned by hand or by a sharding wrapper) are a
@@ -256,9 +285,9 @@ class Watcher:
         if self.touched:
             self.flush_backward()
         gone, appeared, frozen = [], [], []
-        live = self.live
-        for pid, ref in pairs:
-            param = ref()
+        live, refs = self.live, self.refs
+        for pid in pids:
+            param = refs[pid]()
             if param is None:
                 continue
             if not param.requires_grad:
@@ -268,7 +297,7 @@ class Watcher:
             if state is not None and not has:
                 gone.append(pid)
             elif state is None and has:
-                appeared.append(pid)
+                appeared.append(param)
                 self._hook(pid, param)
         if gone:
             own = {pid: None for pid in gone}
@@ -299,14 +328,9 @@ class Watcher:
                 if oid == key and ref() is not None:
                     return _local_name(self.frames, ref())
             return None
-        ref = self.refs.get(key)
+        ref = self.refs[key] if isinstance(key, int) and 0 < key < len(self.refs) else None
         param = ref() if ref is not None else None
         return _param_name(self.frames, param) if param is not None else None
-
-
-def _accumulated(touched: list, pid: int, _param) -> None:
-    """The hook: this parameter's gradient was written (a partial of this, the smallest hook)."""
-    touched.append(pid)
 
 
 def _local_name(frames, obj) -> Optional[str]:

@@ -173,7 +173,7 @@ def runtime(replay, i, event):
     if found is None or not found[5]:
         return
     pid, consumer, writer_index, clears, evidence, _ = found
-    stepped = {p for o in replay.stepped_oids() for p, owners in replay.owners.items() if o in owners}
+    stepped = {p for o in replay.stepped_oids() for p in replay.owners if o in replay.owners_of(p)}
     orphans = [j for j in clears if not (set(replay.events[j].params) & stepped)]
     zs = [replay.events[j] for j in clears]
     blamed = replay.events[orphans[0]] if orphans else event

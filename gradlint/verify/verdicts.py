@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, RUNTIME_ONLY = "confirmed", "not reproduced", "not reached", "runtime only"
 NOT_PROBED = "not probed"
@@ -192,12 +192,32 @@ class Detection:
         return (self.code, self.file, self.line)
 
 
-@dataclass(slots=True)  # one per parameter tensor, for the whole of a guarded run
+_NONE: tuple = ()  # an empty list of indexes: one shared tuple, no list per parameter until one is needed
+
+
+def _added(indexes, index: int) -> list:
+    """`indexes` with `index` appended: a list of its own once it has an item (read only, `()`)."""
+    if indexes:
+        indexes.append(index)
+        return indexes
+    return [index]
+
+
+class _Several(tuple):
+    """The optimizers of a parameter that has more than one (the usual one is kept as itself)."""
+
+
+_NO_OWNER = object()
+
+
+@dataclass(slots=True)  # one per parameter tensor, for the whole of a guarded run: kept small
 class _Grad:
-    sources: list = field(default_factory=list)  # indexes of backward events that wrote it
-    consumed: list = field(default_factory=list)  # indexes of steps that used it
+    # Lists of event indexes; `()` while empty (the common state after a clear), so that a clear
+    # allocates nothing per parameter.  Add with `_added`, never `.append`.
+    sources: Sequence[int] = _NONE  # indexes of backward events that wrote it
+    consumed: Sequence[int] = _NONE  # indexes of steps that used it
     scaled: Optional[int] = None  # the scaled backward that wrote it, until unscale_
-    clips: list = field(default_factory=list)  # clips since the last clear or step
+    clips: Sequence[int] = _NONE  # clips since the last clear or step
     discarded: Optional[tuple] = None  # (clear index, sources) of fresh gradients a clear threw away
     unusable: bool = False  # the discarded gradients were NaN or inf: no step was meant to use them
     last_b: int = -1
@@ -226,9 +246,11 @@ class Analysis:
         self.home = os.path.realpath(home) if home else run.target_file
         self.events = run.events
         self.grads: dict[int, _Grad] = {pid: _Grad() for pid in run.params}
-        self.owners: dict[int, set] = {}
+        # pid -> the optimizer that steps it, or a _Several of them (read with `owners_of`): one
+        # optimizer per parameter is the rule, and a set each would cost the guard ~200 B a tensor
+        self.owners: dict[int, object] = {}
         for pid, record in run.params.items():
-            self.owners.setdefault(pid, set()).add(record.get("oid"))
+            self.own(pid, record.get("oid"))
         self.steps: dict[int, list[int]] = {}  # oid -> indexes of its steps
         self.fresh: dict[int, bool] = {}  # oid -> a backward wrote its parameters since its last step
         self.iteration: dict[int, int] = {}  # backward index -> how many times its line had run (1 = first)
@@ -267,6 +289,23 @@ class Analysis:
             found = self.grads[pid] = _Grad()
         return found
 
+    def own(self, pid, oid) -> None:
+        """Optimizer `oid` steps parameter `pid` (one more owner, or one it had)."""
+        known = self.owners.get(pid, _NO_OWNER)
+        if known is _NO_OWNER:
+            self.owners[pid] = oid
+        elif isinstance(known, _Several):
+            if oid not in known:
+                self.owners[pid] = _Several((*known, oid))
+        elif known != oid:
+            self.owners[pid] = _Several((known, oid))
+
+    def owners_of(self, pid) -> tuple:
+        known = self.owners.get(pid, _NO_OWNER)
+        if known is _NO_OWNER:
+            return ()
+        return known if isinstance(known, _Several) else (known,)
+
     def detect(self, code, event: Event, evidence: str, also=()):
         path, line = event.site
         key = (code, path, line)
@@ -304,8 +343,10 @@ class Analysis:
             self.criteria = criteria_by_kind()
         oid = event.raw.get("oid")
         if oid is not None and event.kind in ("S", "O"):  # whoever steps a parameter owns it too
+            owners = self.owners
             for pid in event.params:
-                self.owners.setdefault(pid, set()).add(oid)
+                if owners.get(pid, _NO_OWNER) != oid:  # (per parameter of every step: the usual case first)
+                    self.own(pid, oid)
         if not event.raw.get("in_step"):
             self.step_counted = False
         before = getattr(self, f"_on_{event.kind}", None)
@@ -336,14 +377,18 @@ class Analysis:
         for pid in event.params:
             g = self.grad(pid)
             if event.raw.get("overwrites"):
-                g.sources, g.consumed, g.clips = [i], [], []
+                g.sources, g.consumed, g.clips = [i], _NONE, _NONE
             else:
-                g.sources.append(i)
+                g.sources = _added(g.sources, i)
             if event.raw.get("scaled"):
                 g.scaled = i
             g.last_b = i
-            for oid in self.owners.get(pid, ()):
-                self.fresh[oid] = True
+            owner = self.owners.get(pid, _NO_OWNER)  # (owners_of, without a tuple per parameter)
+            if isinstance(owner, _Several):
+                for oid in owner:
+                    self.fresh[oid] = True
+            elif owner is not _NO_OWNER:
+                self.fresh[owner] = True
 
     def step_number(self, index) -> int:
         oid = self.events[index].raw.get("oid")
@@ -371,7 +416,7 @@ class Analysis:
                 threw_away = True
             elif g.consumed:
                 g.discarded = None
-            g.sources, g.consumed, g.clips, g.scaled = [], [], [], None
+            g.sources, g.consumed, g.clips, g.scaled = _NONE, _NONE, _NONE, None
         if not event.raw.get("inferred"):
             self.clear_runs[site] = i
             if not threw_away or cleared_used:
@@ -386,7 +431,8 @@ class Analysis:
 
     def _on_C(self, i, event):
         for pid in event.params:
-            self.grad(pid).clips.append(i)
+            g = self.grad(pid)
+            g.clips = _added(g.clips, i)
 
     def _on_S(self, i, event):
         """Count the step (the criteria read `stepping`: its number and its optimizer's name)."""
@@ -402,9 +448,9 @@ class Analysis:
         for pid in event.params:
             g = self.grad(pid)
             if event.state(pid) is not None and g.sources:
-                g.consumed.append(i)
+                g.consumed = _added(g.consumed, i)
             g.last_s = i
-            g.clips = []
+            g.clips = _NONE
             if event.raw.get("via") == "scaler":
                 g.scaled = None
 
