@@ -417,6 +417,20 @@ def test_the_accumulate_hook_is_needed(monkeypatch):
         test_each_rules_bug_is_reported_on_its_line("GL002")
 
 
+def test_installed_between_a_backward_and_the_first_step():
+    # (as a framework's callback installs it: the optimizer was made, and a backward ran, before)
+    model, opt, data = _setup()
+    model(data[0]).sum().backward()
+    with guard.watch(mode="raise") as found:
+        opt.step()  # the gradients there are that backward's: no GL007
+        opt.zero_grad()
+        for x in data[1:3]:
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+    assert found == []
+
+
 def test_uninstalled_guard_sees_nothing():
     guard.install()
     guard.uninstall()

@@ -79,31 +79,39 @@ def _modules():
     return Automatic, Manual
 
 
+# The guard is installed by the callback alone (never by the test), and its reports are read from
+# the callback: a test that installed the guard itself would pass without the callback.
+
+
 def test_lightning_automatic_optimization_right_and_with_accumulation(tmp_path):
     Automatic, _ = _modules()
-    callback = lightning_callback(mode="log")
     for accumulate in (1, 2):
-        with guard.watch(mode="log") as found:  # (installed here too, to read the reports after fit)
-            _fit(Automatic(), callback, tmp_path, accumulate_grad_batches=accumulate)
-        assert found == [], "\n".join(map(str, found))
+        callback = lightning_callback(mode="log")
+        _fit(Automatic(), callback, tmp_path, accumulate_grad_batches=accumulate)
+        assert callback.reports == [], "\n".join(map(str, callback.reports))
 
 
 def test_lightning_automatic_scheduler_stepped_in_training_step(tmp_path):
     Automatic, _ = _modules()
-    with guard.watch(mode="log") as found:
-        _fit(Automatic(schedule_in_step=True), lightning_callback(mode="log"), tmp_path)
+    callback = lightning_callback(mode="log")
+    _fit(Automatic(schedule_in_step=True), callback, tmp_path)
     line = _line(_modules, "# GL008 here")
-    assert [(r.code, r.line) for r in found] == [("GL008", line)], "\n".join(map(str, found))
+    assert [(r.code, r.line) for r in callback.reports] == [("GL008", line)], "\n".join(map(str, callback.reports))
 
 
-def test_lightning_manual_optimization(tmp_path):
+def test_lightning_manual_optimization_right(tmp_path):
     _, Manual = _modules()
-    with guard.watch(mode="log") as found:
-        _fit(Manual(clears=True), lightning_callback(mode="log"), tmp_path)
-    assert found == []
-    with guard.watch(mode="log") as found:
-        _fit(Manual(clears=False), lightning_callback(mode="log"), tmp_path)
-    assert [(r.code, r.line) for r in found] == [("GL001", _line(_modules, "# GL001 here"))], "\n".join(map(str, found))
+    callback = lightning_callback(mode="log")
+    _fit(Manual(clears=True), callback, tmp_path)
+    assert callback.reports == [], "\n".join(map(str, callback.reports))
+
+
+def test_lightning_manual_optimization_without_a_clear(tmp_path):
+    _, Manual = _modules()
+    callback = lightning_callback(mode="log")
+    _fit(Manual(clears=False), callback, tmp_path)
+    found = [(r.code, r.line) for r in callback.reports]
+    assert found == [("GL001", _line(_modules, "# GL001 here"))], "\n".join(map(str, callback.reports))
 
 
 def test_the_lightning_callback_installs_and_removes_the_guard(tmp_path):
@@ -140,11 +148,15 @@ def _tiny_trainer(tmp_path, trainer_class=None, accumulation=2):
     return cls(model=model, args=args, train_dataset=data, callbacks=[transformers_callback(mode="log")])
 
 
+def _callback_reports(trainer) -> list:
+    """The reports of the guard the trainer's TrainerCallback installed."""
+    return next(c for c in trainer.callback_handler.callbacks if type(c).__name__ == "GradlintGuard").reports
+
+
 def test_transformers_trainer_right_run(tmp_path):
     trainer = _tiny_trainer(tmp_path)
-    with guard.watch(mode="log") as found:
-        trainer.train()
-    assert found == [], "\n".join(map(str, found))
+    trainer.train()
+    assert _callback_reports(trainer) == [], "\n".join(map(str, _callback_reports(trainer)))
 
 
 def test_transformers_trainer_scheduler_stepped_in_training_step(tmp_path):
@@ -156,8 +168,8 @@ def test_transformers_trainer_scheduler_stepped_in_training_step(tmp_path):
             return super().training_step(*args, **kwargs)
 
     trainer = _tiny_trainer(tmp_path, Early, accumulation=1)
-    with guard.watch(mode="log") as found:
-        trainer.train()
+    trainer.train()
+    found = _callback_reports(trainer)
     assert ("GL008", _line(Early, "# GL008 here")) in [(r.code, r.line) for r in found], "\n".join(map(str, found))
 
 
