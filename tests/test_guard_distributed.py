@@ -34,7 +34,7 @@ def _supports_fsdp2() -> str:
     return ""
 
 
-def _spawn(tmp_path, function: str, wrong: bool, mode: str = "log", only_rank=None, timeout=240):
+def _spawn(tmp_path, function: str, wrong: bool, mode: str = "log", only_rank=None, timeout=240, without=None):
     """Run `guard_distributed.<function>` on 2 ranks; the spawn's outcome and each rank's reports."""
     code = (
         "import socket, sys\n"
@@ -43,7 +43,7 @@ def _spawn(tmp_path, function: str, wrong: bool, mode: str = "log", only_rank=No
         "import guard_distributed as gd\n"
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
         "if __name__ == '__main__':\n"
-        f"    mp.spawn(gd.{function}, args=(2, port, {str(tmp_path)!r}, {wrong!r}, {mode!r}, {only_rank!r}), nprocs=2)\n"
+        f"    mp.spawn(gd.{function}, args=(2, port, {str(tmp_path)!r}, {wrong!r}, {mode!r}, {only_rank!r}, {without!r}), nprocs=2)\n"
     )
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     reports = {}
@@ -99,6 +99,27 @@ def test_fsdp2_right_loop_gets_no_report(tmp_path):
     run, reports = _spawn(tmp_path, "fsdp2", wrong=False)
     assert run.returncode == 0, run.stderr[-3000:]
     assert reports == {0: [], 1: []}
+
+
+# The part of the guard each stack's report goes through: left out (in both ranks), the wrong run
+# above gets no such report.  DDP with no_sync: the accumulate hook says which parameters the
+# no_sync micro-batch's backward wrote (the clear after it then throws them away).  FSDP2: the
+# optimizer step hooks (its gradients are assigned by the reduce-scatter, seen at the step).
+NEEDS = {"ddp": ("Watcher._hook", "# GL002 line", "GL002"), "fsdp2": ("Patches._optimizer", "# GL007 line", "GL007")}
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", sorted(NEEDS))
+def test_each_distributed_stacks_report_needs_its_hook(stack, tmp_path):
+    if stack == "fsdp2" and _supports_fsdp2():
+        pytest.skip(_supports_fsdp2())
+    without, mark, code = NEEDS[stack]
+    run, reports = _spawn(tmp_path, stack, wrong=True, without=without)
+    assert run.returncode == 0, run.stderr[-3000:]
+    line = _line(getattr(guard_distributed, stack), mark)
+    for rank in (0, 1):
+        assert reports[rank] is not None and (code, line) not in [(r["code"], r["line"]) for r in reports[rank]], reports
 
 
 TORCHRUN_SCRIPT = """\

@@ -12,7 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import gradlint.guard as guard  # noqa: E402
-from gradlint.guard.frameworks import lightning_callback, transformers_callback  # noqa: E402
+from gradlint.guard.frameworks import _Session, lightning_callback, transformers_callback  # noqa: E402
+from gradlint.guard.patches import Patches  # noqa: E402
+from gradlint.guard.watcher import Watcher  # noqa: E402
 
 nn = torch.nn
 
@@ -225,3 +227,30 @@ def test_accelerate_accumulate_model_zero_grad_discards():
         _accelerate_loop(clear_model_each_micro_batch=True)
     assert ("GL002", _line(_accelerate_loop, "# GL002 here")) in [(r.code, r.line) for r in found], \
         "\n".join(map(str, found))
+
+
+# --- each stack's report needs its hook ------------------------------------------------------------
+
+# (the stack's wrong-run test, the part of the guard it goes through, how to knock that part out):
+# with that part knocked out, the test fails.  `_Session.begin` is the callbacks' install
+# (Lightning's on_fit_start, the TrainerCallback's on_train_begin); the Patches parts are the
+# wrappers and hooks of gradlint/guard/patches.py; `Watcher._hook` the accumulate hook.
+STACK_NEEDS = {
+    "lightning automatic: its callback": ("test_lightning_automatic_scheduler_stepped_in_training_step", _Session, "begin"),
+    "lightning automatic: the scheduler wrappers": ("test_lightning_automatic_scheduler_stepped_in_training_step", Patches, "_schedulers"),
+    "lightning manual: its callback": ("test_lightning_manual_optimization_without_a_clear", _Session, "begin"),
+    "lightning manual: the accumulate hook": ("test_lightning_manual_optimization_without_a_clear", Watcher, "_hook"),
+    "transformers: its TrainerCallback": ("test_transformers_trainer_scheduler_stepped_in_training_step", _Session, "begin"),
+    "transformers: the scheduler wrappers": ("test_transformers_trainer_scheduler_stepped_in_training_step", Patches, "_schedulers"),
+    "accelerate: the clear wrappers": ("test_accelerate_accumulate_model_zero_grad_discards", Patches, "_optimizer"),
+    "accelerate: the accumulate hook": ("test_accelerate_accumulate_model_zero_grad_discards", Watcher, "_hook"),
+}
+
+
+@pytest.mark.parametrize("stack", sorted(STACK_NEEDS))
+def test_each_stacks_report_needs_its_hook(stack, monkeypatch, tmp_path):
+    test, owner, part = STACK_NEEDS[stack]
+    run = globals()[test]
+    monkeypatch.setattr(owner, part, lambda *args, **kwargs: None)
+    with pytest.raises(AssertionError):
+        run(**({"tmp_path": tmp_path} if "tmp_path" in inspect.signature(run).parameters else {}))
