@@ -34,6 +34,7 @@ from gradlint.core.api_names import (
     TORCH_CLIP_FUNCTIONS,
     ZERO_GRAD,
 )
+from gradlint.core.event_labels import MODULE_ZERO_GRAD, OPTIMIZER_ZERO_GRAD
 from gradlint.guard.watcher import Watcher
 
 _INHERITED = object()  # what `replace` saves for an attribute the class inherits
@@ -96,7 +97,7 @@ class Patches:
                 result = optimizer_zero(self, set_to_none)
             finally:
                 w.depth["Z"] -= 1
-            w.cleared(sites, pids, bool(set_to_none), "optimizer.zero_grad", oid)
+            w.cleared(sites, pids, bool(set_to_none), OPTIMIZER_ZERO_GRAD, oid)
             return result
 
         def zero_module(self, set_to_none: bool = True):
@@ -108,7 +109,7 @@ class Patches:
                 result = module_zero(self, set_to_none)
             finally:
                 w.depth["Z"] -= 1
-            w.cleared(sites, w.pids_of(self.parameters()), bool(set_to_none), "module.zero_grad")
+            w.cleared(sites, w.pids_of(self.parameters()), bool(set_to_none), MODULE_ZERO_GRAD)
             return result
 
         def before_step(opt, args, kwargs):

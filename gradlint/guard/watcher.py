@@ -20,6 +20,15 @@ from typing import Optional
 import torch
 
 from gradlint.core.api_names import BACKWARD, PARAM_GROUPS, PARAMS_KEYWORD, WRAPPED_OPTIMIZER_ATTRIBUTE
+from gradlint.core.event_labels import (
+    GRAD_ZERO,
+    INFERRED_BACKWARD,
+    INFERRED_CLEAR,
+    OPTIMIZER_STEP,
+    SCALER_UNSCALE,
+    SCHEDULER_STEP,
+    UNSEEN_BACKWARD,
+)
 from gradlint.guard.replay import PRESENT, ZEROED, GuardEvent, LiveReplay, LiveRun
 from gradlint.guard.report import Report, deliver
 from gradlint.verify.probes import _LIBRARY, _USER, _file_kind
@@ -162,7 +171,7 @@ class Watcher:
     # --- events --------------------------------------------------------------------------
 
     def _event(self, kind: str, sites: list, **raw):
-        if self.pending_clear is not None and raw.get("api") != "grad.zero_()":
+        if self.pending_clear is not None and raw.get("api") != GRAD_ZERO:
             self.flush_clear()
         if kind != "B" and self.touched:
             self.flush_backward()
@@ -186,7 +195,7 @@ class Watcher:
         if self.depth["B"]:
             self.backward_done(self.backward_sites, api=BACKWARD, scaled=self.backward_scaled)
         else:
-            self.backward_done([], api="backward (unseen call)")
+            self.backward_done([], api=UNSEEN_BACKWARD)
 
     def backward_starts(self) -> None:
         """Before a backward: gradients set to None by hand since the last event (`p.grad = None`)
@@ -197,7 +206,7 @@ class Watcher:
                 if ref is not None and self.live.get(pid) is not None and (ref() is None or ref().grad is None)]
         if gone:
             own = {pid: None for pid in gone}
-            event, _ = self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
+            event, _ = self._event("Z", [], api=INFERRED_CLEAR, params=gone, own=own, inferred=True)
             self.live.update(own)
             del event.raw["own"]
 
@@ -231,7 +240,7 @@ class Watcher:
     def flush_clear(self) -> None:
         sites, pids = self.pending_clear
         self.pending_clear = None
-        self.cleared(sites, pids, False, "grad.zero_()")
+        self.cleared(sites, pids, False, GRAD_ZERO)
 
     def backward_done(self, sites: list, api: str, scaled: bool = False) -> None:
         self.grad_owners = None
@@ -264,7 +273,7 @@ class Watcher:
     def unscaled(self, sites: list, opt, error: Optional[str]) -> None:
         oid, pids = self.optimizer(opt)
         raw = {"error": error} if error else {}
-        _, found = self._event("U", sites, api="scaler.unscale_", oid=oid, params=pids, **raw)
+        _, found = self._event("U", sites, api=SCALER_UNSCALE, oid=oid, params=pids, **raw)
         self._deliver(found)
 
     def step(self, sites: list, opt, closure: bool = False, skipped: bool = False) -> None:
@@ -273,7 +282,7 @@ class Watcher:
         raw = {"via": "scaler"} if self.scaler_step else {}
         if skipped:
             raw["skipped"] = True
-        _, found = self._event("S", sites, api="optimizer.step", oid=oid, params=pids, frozen=frozen, closure=closure, **raw)
+        _, found = self._event("S", sites, api=OPTIMIZER_STEP, oid=oid, params=pids, frozen=frozen, closure=closure, **raw)
         self._deliver(found)
 
     def _reconcile(self, sites: list, pids: list) -> list:
@@ -301,12 +310,12 @@ class Watcher:
                 self._hook(pid, param)
         if gone:
             own = {pid: None for pid in gone}
-            event, _ = self._event("Z", [], api="inferred clear", params=gone, own=own, inferred=True)
+            event, _ = self._event("Z", [], api=INFERRED_CLEAR, params=gone, own=own, inferred=True)
             self.live.update(own)
             del event.raw["own"]
         if appeared:
             self.touched.extend(appeared)
-            self.backward_done([], api="inferred backward")
+            self.backward_done([], api=INFERRED_BACKWARD)
         return frozen
 
     def scheduled(self, sites: list, scheduler, opt, raw: dict) -> None:
@@ -317,7 +326,7 @@ class Watcher:
         label = self.scheduler_names.get(id(scheduler))
         if label is None:
             label = self.scheduler_names[id(scheduler)] = _local_name(self.frames, scheduler) or type(scheduler).__name__
-        _, found = self._event("L", sites, api="scheduler.step", oid=oid, scheduler=label, **raw)
+        _, found = self._event("L", sites, api=SCHEDULER_STEP, oid=oid, scheduler=label, **raw)
         self._deliver(found)
 
     # --- names, asked only for a report ---------------------------------------------------

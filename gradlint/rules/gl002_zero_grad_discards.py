@@ -1,6 +1,7 @@
 """GL002: a clear between a backward and the step meant to consume it."""
 
 from gradlint.fix import move
+from gradlint.core.event_labels import ZERO_GRAD_CALLS
 from gradlint.core.events import B, S, Z
 from gradlint.model.names import is_under
 from gradlint.model.flow import walks
@@ -262,15 +263,11 @@ def runtime(replay, i, event):
         return
 
 
-# (the probes' names: verify/probes.py and guard/patches.py spell a clear's call the same way)
-_ZERO_GRAD_CALLS = ("optimizer.zero_grad", "module.zero_grad")
-
-
 def _freezes_a_part_at_run_time(replay, z, step) -> bool:
     """`p.grad = None` for a strict part of what the step updates, while the rest keeps fresh
     gradients, is that part frozen for this step (DINO's last layer), as the check reads a
     per-parameter clear of a subset (rules.md, GL002); a zero_grad() call is never one."""
-    if z.raw.get("api") in _ZERO_GRAD_CALLS:
+    if z.raw.get("api") in ZERO_GRAD_CALLS:
         return False
     cleared, stepped = set(z.params), set(step.params)
     return cleared < stepped and any(replay.grad(pid).sources for pid in stepped - cleared)

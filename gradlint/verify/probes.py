@@ -56,6 +56,17 @@ from gradlint.core.api_names import (
     TORCH_CLIP_FUNCTIONS,
     TORCH_PROCESS_PACKAGES,
 )
+from gradlint.core.event_labels import (
+    GRAD_ZERO,
+    INFERRED_CLEAR,
+    MANUAL_UPDATE,
+    MODULE_ZERO_GRAD,
+    OPTIMIZER_ZERO_GRAD,
+    SCALER_STEP,
+    SCALER_UNSCALE,
+    SCHEDULER_STEP,
+    UNPROBED_BACKWARD,
+)
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _GRADLINT_DIR = os.path.dirname(gradlint.__file__) + os.sep
@@ -349,7 +360,7 @@ class Recorder:
         self.flush_pending()
         names = {str(o["oid"]): self._name(o) for o in self.optimizers.values()}
         if self.manual:
-            names[str(MANUAL_OID)] = "manual update"
+            names[str(MANUAL_OID)] = MANUAL_UPDATE
         self.write({"type": "names", "optimizers": names})
         self.write(dict(end, type="end", steps=self.steps, budget=self.max_steps))
         self.log.close()
@@ -568,7 +579,7 @@ class Recorder:
             self.count_step(MANUAL_OID)
         self.manual_round |= set(changed)
         self._finish(self._event(
-            "S", frames, api="manual update", oid=MANUAL_OID, params=changed, inferred=True, manual=True,
+            "S", frames, api=MANUAL_UPDATE, oid=MANUAL_OID, params=changed, inferred=True, manual=True,
             continued=not new_round,
         ))
 
@@ -589,7 +600,7 @@ class Recorder:
             pid for pid, state in now.items()
             if state is not last.get(pid) and _has(last.get(pid)) and not _has(state)]
         if cleared:
-            self._finish(self._event("Z", frames, api="inferred clear", params=cleared, inferred=True), now)
+            self._finish(self._event("Z", frames, api=INFERRED_CLEAR, params=cleared, inferred=True), now)
         self.last.update(now)
 
     def _event(self, kind, frames, **facts):
@@ -640,7 +651,7 @@ class Recorder:
             return
         if self.backward is None:  # backward through a path no probe wraps: record it anyway
             self.flush_pending()
-            self.pending = self._event("B", user_frames(2), api="backward (unprobed path)", params=[], implicit=True)
+            self.pending = self._event("B", user_frames(2), api=UNPROBED_BACKWARD, params=[], implicit=True)
             self.backward = self.pending
         seen = self.backward.setdefault("_seen", set())
         if info["pid"] not in seen:
@@ -737,14 +748,14 @@ class Recorder:
         if pid is None:
             return original(tensor)
         frames = user_frames(3)
-        if (self.pending is not None and self.pending.get("api") == "grad.zero_()" and pid not in self.manual
+        if (self.pending is not None and self.pending.get("api") == GRAD_ZERO and pid not in self.manual
                 and self.pending["sites"][:1] == _sites(frames[:1])):
             out = original(tensor)
             self.pending["params"].append(pid)
             return out
         self.before(frames)
         out = original(tensor)
-        self.emit(self._event("Z", frames, api="grad.zero_()", params=[pid]), mergeable=pid not in self.manual)
+        self.emit(self._event("Z", frames, api=GRAD_ZERO, params=[pid]), mergeable=pid not in self.manual)
         return out
 
     def _grad_owner(self, tensor):
@@ -970,7 +981,7 @@ def _patch_optimizer():
         frames = user_frames(2)
         info = rec.optimizer(self, frames)
         return rec.around(
-            "Z", frames, lambda: original_zero(self, set_to_none), api="optimizer.zero_grad", oid=info["oid"],
+            "Z", frames, lambda: original_zero(self, set_to_none), api=OPTIMIZER_ZERO_GRAD, oid=info["oid"],
             params=rec.opt_pids(self), set_to_none=bool(set_to_none),
         )
 
@@ -989,7 +1000,7 @@ def _patch_optimizer():
         frames = user_frames(2)
         label = rec.name_of(self, frames, type(self).__name__)
         return rec.around(
-            "Z", frames, lambda: module_zero(self, set_to_none), api="module.zero_grad", module=label,
+            "Z", frames, lambda: module_zero(self, set_to_none), api=MODULE_ZERO_GRAD, module=label,
             params=rec.pids_of(self.parameters()), set_to_none=bool(set_to_none),
         )
 
@@ -1138,7 +1149,7 @@ def _patch_scalers():
         frames = user_frames(2)
         info = rec.optimizer(optimizer, frames)
         return rec.around(
-            "U", frames, lambda: original_unscale(self, optimizer), api="scaler.unscale_", oid=info["oid"],
+            "U", frames, lambda: original_unscale(self, optimizer), api=SCALER_UNSCALE, oid=info["oid"],
             params=rec.opt_pids(optimizer), enabled=self.is_enabled(),
         )
 
@@ -1157,7 +1168,7 @@ def _patch_scalers():
             frames = user_frames(2)
             info = rec.optimizer(optimizer, frames)
             rec.before(frames)
-            rec.emit(rec._event("S", frames, api="scaler.step", oid=info["oid"], params=rec.opt_pids(optimizer), skipped=True, via="scaler"))
+            rec.emit(rec._event("S", frames, api=SCALER_STEP, oid=info["oid"], params=rec.opt_pids(optimizer), skipped=True, via="scaler"))
             rec.count_step(info["oid"], rec.opt_pids(optimizer))
         return result
 
@@ -1208,7 +1219,7 @@ def _scheduler_step(original):
             event["lr_after"] = _first_lr(opt)
 
         return rec.around(
-            "L", frames, lambda: original(self, *args, **kwargs), post=learning_rate, api="scheduler.step", oid=oid,
+            "L", frames, lambda: original(self, *args, **kwargs), post=learning_rate, api=SCHEDULER_STEP, oid=oid,
             scheduler=label, cls=type(self).__name__, plateau=isinstance(self, _sched_module.ReduceLROnPlateau),
             positioned=bool(args or kwargs),  # step(epoch): the schedule is set to that position
             lr_before=_first_lr(opt),
