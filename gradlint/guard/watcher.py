@@ -123,9 +123,10 @@ class Watcher:
 
     def pids_of(self, tensors) -> list[int]:
         pids = []
-        for tensor in tensors:
-            pid = self._pid(tensor)
-            if pid is not None:
+        params, refs = self.params, self.refs
+        for tensor in tensors:  # (`_pid` inline: a clip asks this of every parameter, every step)
+            pid = params.get(id(tensor))
+            if pid is not None and refs[pid]() is tensor:
                 pids.append(pid)
         return self.shared(pids)
 

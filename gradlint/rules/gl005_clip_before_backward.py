@@ -66,7 +66,10 @@ def runtime(replay, i, event):
     """A clip followed by another backward into the same gradients before this step uses them."""
     for pid in event.params:
         g = replay.grad(pid)
-        if not (g.clips and g.sources):  # (asked per parameter of every step: the common case first)
+        # (asked per parameter of every step: the common cases first.  Indexes are kept in the
+        # order of the events, so no clip came before a backward when the first clip follows
+        # the last backward.)
+        if not (g.clips and g.sources) or g.clips[0] > g.sources[-1]:
             continue
         last = max(g.sources)
         early = [c for c in g.clips if c < last]  # clips some backward came after

@@ -212,7 +212,7 @@ _NO_OWNER = object()
 
 @dataclass(slots=True)  # one per parameter tensor, for the whole of a guarded run: kept small
 class _Grad:
-    # Lists of event indexes; `()` while empty (the common state after a clear), so that a clear
+    # Lists of event indexes, in increasing order (events are fed in order); `()` while empty (the common state after a clear), so that a clear
     # allocates nothing per parameter.  Add with `_added`, never `.append`.
     sources: Sequence[int] = _NONE  # indexes of backward events that wrote it
     consumed: Sequence[int] = _NONE  # indexes of steps that used it
