@@ -48,7 +48,7 @@ class Watcher:
         self.hooked = bytearray(1)  # pid -> 1 once its hook is registered
         self.hooks: list = []  # the hooks' handles, removed by uninstall
         self._pid_lists: dict[int, list] = {}  # len -> the last pid lists of that length (see `shared`)
-        self.optimizers: dict[int, tuple] = {}  # id(opt) -> (weakref, oid, signature, [(pid, ref)])
+        self.optimizers: dict[int, tuple] = {}  # id(opt) -> (weakref, oid, signature, pids)
         self.scheduler_names: dict[int, str] = {}
         self.touched: list = []  # parameters the hooks saw accumulate since the last backward event
         # The hook of every parameter, one object for all (a closure per parameter cost ~170 B
