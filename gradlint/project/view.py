@@ -149,7 +149,7 @@ def _relevant_words_now(index: Index, found, sink: set) -> set[str]:
     kind, key, module = found[0], found[1], found[2]
     if kind == "function":
         if not index.is_relevant(key, found[3]):
-            return set()
+            return _factory_words(index, key, module, found[3], sink)
         sink |= found[3].calls
         return {found[3].name}
     if kind == "class":
@@ -179,6 +179,25 @@ def _relevant_words_now(index: Index, found, sink: set) -> set[str]:
                 out.add(local)
         return out
     return set()
+
+
+def _factory_words(index: Index, key: str, module: Module, function, sink: set) -> set[str]:
+    """A factory of the project that touches no gradient itself but returns an object of a
+    class whose methods do (`agent = get_agent(cfg)`, returning `SAC(...)` or `TD3(...)`):
+    the loop that calls `agent.update(batch)` is worth modelling, so the factory's name and
+    the names of those methods are words of the file that imports it.  Only a function that
+    calls such a class by name is parsed (the index's `factory_classes` reads its returns)."""
+    if not function.calls & index.reachable_words:
+        return set()
+    made = index.factory_classes(key, module, function)
+    if not made:
+        return set()
+    out: set = set()
+    for made_key, cls in made:
+        made_module = index.module(made_key)
+        if made_module is not None:
+            out |= _relevant_words(index, ("class", made_key, made_module, cls), sink)
+    return out | {function.name} if out else set()
 
 
 def _method_names(index: Index, key: str, cls, depth: int = 0) -> set[str]:

@@ -81,6 +81,10 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     deliveries = Deliveries(index, known_texts, {key: found.imports for key, found in scans.items()})
     stars = _stars(texts, index)
     starred_words = _starred_words(texts, index, scans)
+    # `agent = get_agent(cfg)`, a factory returning `SAC(...)` or `TD3(...)`: as if the file
+    # imported the classes whose methods touch gradients
+    made_by = _trainer_factories(index, scans, texts, methods)
+    used_factories: dict = {}  # factory name -> its module, for the files that import one
 
     # Callers are found round by round: a def around a call of one of them wraps it (Trainer.
     # train_step calling self.stepper.run(loss)) and joins them, and a file that calls one of
@@ -110,6 +114,10 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             starred = starred_words(key)
             if starred:  # `from trainers.base import *`: as if it named what that module defines
                 imports = imports | starred
+            factories = imports & made_by.keys()
+            for name in factories:
+                imports = imports | made_by[name][1]
+                used_factories[name] = made_by[name][0]
             # cheapest first: an import line that may reach one, then the name in the text at all
             if imports.isdisjoint(words):
                 continue
@@ -126,7 +134,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
                 not called.isdisjoint(by_class[word]) for word in imports if word in by_class
             ):
                 continue
-            if not delivered and not _imports_a_holder(index, key, texts[key], holders, targets):
+            if not delivered and not factories and not _imports_a_holder(index, key, texts[key], holders, targets):
                 continue
             looked[key] = size
             in_loop, wrapping_functions, wrapping_methods = calls_of(
@@ -146,8 +154,8 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             break
         functions, methods = more_functions, more_methods
     names = functions | set(methods)
-    index.reachable_words = frozenset(_words(scans, names))
-    index.holders = None if every_module else frozenset(_holders(scans, names, stars)[0])
+    index.reachable_words = frozenset(_words(scans, names) | used_factories.keys())
+    index.holders = None if every_module else frozenset(_holders(scans, names, stars)[0] | set(used_factories.values()))
     expanded: dict = {}  # module key -> the levels of its imports parsed (parse_reachable)
     for _, key in callers:
         # its own defs matter, or an earlier caller's walk parsed it already (a base class
@@ -284,6 +292,39 @@ def _factories(index: Index, scans: dict, texts: dict, builders: set) -> set:
             made = index.factory_class(key, module, function)
             if made is not None and made[1].name in builders:
                 out.add(function.name)
+    return out
+
+
+def _trainer_factories(index: Index, scans: dict, texts: dict, methods: dict) -> dict:
+    """{name: (module key, {class names})} of the functions that return an instance of one of
+    several classes whose methods touch gradients (`get_agent(cfg)` returning `SAC(...)` on one
+    branch, `TD3(...)` on another; the index's `factory_classes` reads every return), in the
+    modules that import such a class.  Only those modules are parsed whose text has a top-level
+    def and names an imported such class again after its import.  A name defined by two such
+    modules with different classes is left out: which one a file imports is not read here."""
+    classes = {cls for owners in methods.values() for cls in owners}
+    out: dict = {}
+    clashes: set = set()
+    for key, found in list(scans.items()):
+        named = found.imports & classes
+        if not named:
+            continue
+        text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else ""
+        if next(matches_at_lines(text, "def", _TOP_DEF), None) is None or all(text.count(name) < 2 for name in named):
+            continue
+        module = index.module(key)
+        for function in module.functions.values() if module is not None else ():
+            if function.name in _NOT_HELPERS or not function.calls & named:
+                continue
+            made = index.factory_classes(key, module, function)
+            built = {cls.name for _, cls in made or ()} & classes
+            if not built:
+                continue
+            if function.name in out and out[function.name] != (key, built):
+                clashes.add(function.name)
+            out[function.name] = (key, built)
+    for name in clashes:
+        del out[name]
     return out
 
 
