@@ -66,7 +66,13 @@ from gradlint.core.api_names import (
 )
 from gradlint.parse.ast_nodes import ast_nodes
 from gradlint.check.big_expressions import blank_big_expressions
-from gradlint.core.events import FRAMEWORK_TRAINERS, arguments_read_pattern, named_like_optimizer, named_like_scaler
+from gradlint.core.events import (
+    CONTAINER_READ_METHODS,
+    FRAMEWORK_TRAINERS,
+    arguments_read_pattern,
+    named_like_optimizer,
+    named_like_scaler,
+)
 from gradlint.check.prefilter import for_wrappers
 from gradlint.options.settings import Wrappers
 
@@ -224,7 +230,9 @@ class _Walk:
                 names = [(a.asname or a.name).split(".", 1)[0] for a in node.names if a.name != "*"]
                 self.imports.append((names, _Unit(top, node.lineno, node.end_lineno, node)))
                 continue
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) or _changes_a_table(node):
+                # (`AGENTS[k] = cls`, `AGENTS.update(...)`, `AGENTS += [cls]` anywhere: reached
+                # with the table, so bindings.py sees that its entries are not all written in it)
                 self.assigns.append(node)
                 self.assign_tops.append(top)
                 continue
@@ -1020,9 +1028,22 @@ def _self_method(func: ast.expr) -> bool:
     return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
+def _changes_a_table(node: ast.stmt) -> bool:
+    """`T.update(...)` (a method call on a bare name that may change it, as a statement) or
+    `T += [...]`, `T[k] += v`: statements that change what a name's table holds."""
+    if isinstance(node, ast.AugAssign):
+        return True
+    if not isinstance(node, ast.Expr) or not isinstance(node.value, ast.Call):
+        return False
+    func = node.value.func
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr not in CONTAINER_READ_METHODS
+
+
 def _bound_words(node: ast.stmt) -> list[str]:
     """The words through which the analysis can reach an assignment: its targets' last names and
     its value's alias sources (sorted: the reach's order is the same in every check)."""
+    if isinstance(node, ast.Expr):  # `T.update(...)`: reached with T
+        return [node.value.func.value.id]
     words: set[str] = set()
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     for target in targets:
@@ -1042,6 +1063,8 @@ def _assignment_needs(node: ast.stmt) -> set[str]:
     (a kind, an import to qualify, a class), an alias source, and the arguments of
     calls whose arguments it reads.  Not every word: `loss = F.cross_entropy(model(x), y)`
     must not pull in every other assignment to `x` and `y` in the file."""
+    if isinstance(node, ast.Expr):  # `T.update(...)`: what it puts in T is not read
+        return {node.value.func.value.id}
     out: set[str] = set()
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     for target in targets:
@@ -1140,6 +1163,11 @@ def _target_words(node: ast.expr, out: set[str]) -> None:
             _target_words(element, out)
     elif isinstance(node, ast.Starred):
         _target_words(node.value, out)
+    elif isinstance(node, ast.Subscript):  # `T[k] = v` writes an item of T: reached with T
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Name):
+            out.add(node.id)
 
 
 def _dotted_parts(node: ast.expr) -> Optional[list[str]]:

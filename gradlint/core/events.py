@@ -225,3 +225,7 @@ def arguments_read_pattern() -> str:
     exact |= frozenset(name.rsplit(".", 1)[-1] for name in ENGINE_FACTORIES)
     exact |= frozenset(DOCUMENTED_RUNNERS)  # `create_supervised_trainer(model, optimizer, loss_fn)`
     return r"optim|Optimizer|^(?:%s)$" % "|".join(sorted(map(re.escape, exact)))
+
+# Methods of a dict or a list that leave it as it is: a call of any other on a table of classes
+# (`AGENTS.update(...)`) may add an entry the file does not write in the table (model/tables.py).
+CONTAINER_READ_METHODS = frozenset({"get", "keys", "values", "items", "copy", "index", "count", "__getitem__", "__contains__"})

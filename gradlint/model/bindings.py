@@ -153,6 +153,9 @@ class Bindings(Numbering):
         self._value_def: dict[int, Optional[cst.FunctionDef]] = {}
         self._def_parent: dict[int, Optional[cst.FunctionDef]] = {}
         self._call_def: dict[int, Optional[cst.FunctionDef]] = {}
+        # Bare names whose items the file may change: `T[k] = v`, `del T[k]`, `T.update(...)`,
+        # any method call on it but a read (tables.py reads a table only when none is made)
+        self.tables_changed: set[str] = set()
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._blocks.append(id(node))
@@ -295,6 +298,7 @@ class Bindings(Numbering):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.number(node, self._function_depth > 0)
         self._assigned(node.target)
+        self._note_item_write(node.target, augmented=True)
         self.incremented.update(target_names(node.target))
         if isinstance(node.operator, cst.AddAssign) and isinstance(node.target, cst.Name):
             self._fill(node.target.value, node.value)
@@ -304,6 +308,7 @@ class Bindings(Numbering):
         for target in node.targets:
             self._bind(target.target, node.value)
             self._assigned(target.target)
+            self._note_item_write(target.target)
         if isinstance(node.value, cst.Call):
             self.value_scope[id(node.value)] = self._scopes[-1] if self._scopes else None
 
@@ -313,8 +318,22 @@ class Bindings(Numbering):
         if node.value is not None:
             self._bind(node.target, node.value)
 
+    def visit_Del(self, node: cst.Del) -> None:
+        self._note_item_write(node.target)
+
+    def _note_item_write(self, target: cst.BaseExpression, augmented: bool = False) -> None:
+        if augmented and isinstance(target, cst.Name):  # `T += [cls]`
+            self.tables_changed.add(target.value)
+        for element in target.elements if isinstance(target, (cst.Tuple, cst.List)) else ():
+            self._note_item_write(element.value)
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            self.tables_changed.add(target.value.value)
+
     def visit_Call(self, node: cst.Call) -> None:
         # (a framework's engine factory at module level too: its documented events sit on it)
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value not in api.CONTAINER_READ_METHODS:
+            self.tables_changed.add(func.value.value)
         self.number(node, self._function_depth > 0 or _names_documented_runner(node.func))
         if self._open_functions:
             func = node.func
@@ -638,6 +657,10 @@ class Bindings(Numbering):
         if id(scope) not in cache:
             cache[id(scope)] = _local_names(scope)
         return cache[id(scope)]
+
+    def bound_at_module_level(self, name: str, value: cst.BaseExpression) -> bool:
+        """Is this value of bare `name` bound to the module's global (not a def's local)?"""
+        return id(value) in self._value_def and self._owning_scope(name, value) is None
 
     def _owning_scope(self, name: str, value: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The def whose local `name` this value is bound to (None: the module's global); a def

@@ -21,6 +21,7 @@ from gradlint.core.findings import Span
 from gradlint.core import events as api
 from gradlint.model.names import Imports, dotted, last, root
 from gradlint.model.positions import AstTable, Numbering, Positions
+from gradlint.model.tables import listed_callees
 from gradlint.project.index import PORTABLE_SELF, Class, Function, Index, Module
 
 # What the `self` attributes of a class of another module are, from what builds them:
@@ -412,11 +413,16 @@ class Project:
             if not isinstance(value, cst.Call):
                 return None
             callee = dotted(value.func)
-            if callee is None:
+            # `AGENTS[name](cfg)`: each class the table lists (tables.py), or None
+            listed = [callee] if callee is not None else listed_callees(value.func, bindings)
+            if listed is None:
                 return None
-            callees = {callee} if bindings.imports.is_imported(callee) else _built_by_factories(callee, bindings)
-            if not callees:
-                return None
+            callees: set = set()
+            for name in listed:
+                made = {name} if bindings.imports.is_imported(name) else _built_by_factories(name, bindings)
+                if not made:
+                    return None
+                callees |= made
             for name in callees:
                 found = self.index.lookup(bindings.imports.qualify(name), self.key)
                 if found is not None and found[0] == "class":
