@@ -143,3 +143,21 @@ def listed(module_text: str, call: str):
 ])
 def test_which_classes_a_table_lists(table, call, expected):
     assert listed(table, call) == expected
+
+
+def test_two_modules_may_define_a_factory_of_the_same_name(tmp_path):
+    """Two experiments, each with its own `get_agent` and script: each script's loop runs the
+    classes of the factory it imports."""
+    for folder, clip_after_step in (("one", True), ("two", False)):
+        (tmp_path / folder).mkdir()
+        write(tmp_path / folder, {
+            "sac.py": agent("SAC", clip_after_step=clip_after_step),
+            "td3.py": agent("TD3"),
+            "factory.py": "from sac import SAC\nfrom td3 import TD3\n\n\ndef get_agent(name):\n"
+                          "    if name == 'sac':\n        return SAC()\n    return TD3()\n",
+            "train.py": "import sys\nimport torch\nfrom factory import get_agent\n\nagent = get_agent(sys.argv[1])\n"
+                        "for _ in range(3):\n    agent.learn(torch.randn(8, 4))\n",
+        })
+    run = run_of(tmp_path)
+    assert [(Path(f.path).parent.name, Path(f.path).name, f.line) for f in run.findings()] == [("one", "sac.py", 13)]
+    assert blind(run) == []

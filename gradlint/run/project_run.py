@@ -84,7 +84,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     # `agent = get_agent(cfg)`, a factory returning `SAC(...)` or `TD3(...)`: as if the file
     # imported the classes whose methods touch gradients
     made_by = _trainer_factories(index, scans, texts, methods)
-    used_factories: dict = {}  # factory name -> its module, for the files that import one
+    used_factories: dict = {}  # factory name -> its modules, for the files that import one
 
     # Callers are found round by round: a def around a call of one of them wraps it (Trainer.
     # train_step calling self.stepper.run(loss)) and joins them, and a file that calls one of
@@ -155,7 +155,8 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         functions, methods = more_functions, more_methods
     names = functions | set(methods)
     index.reachable_words = frozenset(_words(scans, names) | used_factories.keys())
-    index.holders = None if every_module else frozenset(_holders(scans, names, stars)[0] | set(used_factories.values()))
+    factory_modules = set().union(*used_factories.values()) if used_factories else set()
+    index.holders = None if every_module else frozenset(_holders(scans, names, stars)[0] | factory_modules)
     expanded: dict = {}  # module key -> the levels of its imports parsed (parse_reachable)
     for _, key in callers:
         # its own defs matter, or an earlier caller's walk parsed it already (a base class
@@ -296,15 +297,15 @@ def _factories(index: Index, scans: dict, texts: dict, builders: set) -> set:
 
 
 def _trainer_factories(index: Index, scans: dict, texts: dict, methods: dict) -> dict:
-    """{name: (module key, {class names})} of the functions that return an instance of one of
+    """{name: ({module keys}, {class names})} of the functions that return an instance of one of
     several classes whose methods touch gradients (`get_agent(cfg)` returning `SAC(...)` on one
     branch, `TD3(...)` on another; the index's `factory_classes` reads every return), in the
     modules that import such a class.  Only those modules are parsed whose text has a top-level
-    def and names an imported such class again after its import.  A name defined by two such
-    modules with different classes is left out: which one a file imports is not read here."""
+    def and names an imported such class again after its import.  A name two modules define
+    holds both (these are words that make a file worth modelling; which module the file
+    imports is the model's to resolve)."""
     classes = {cls for owners in methods.values() for cls in owners}
     out: dict = {}
-    clashes: set = set()
     for key, found in list(scans.items()):
         named = found.imports & classes
         if not named:
@@ -320,11 +321,8 @@ def _trainer_factories(index: Index, scans: dict, texts: dict, methods: dict) ->
             built = {cls.name for _, cls in made or ()} & classes
             if not built:
                 continue
-            if function.name in out and out[function.name] != (key, built):
-                clashes.add(function.name)
-            out[function.name] = (key, built)
-    for name in clashes:
-        del out[name]
+            keys, names = out.get(function.name, (set(), set()))
+            out[function.name] = (keys | {key}, names | built)
     return out
 
 
