@@ -161,3 +161,11 @@ def test_two_modules_may_define_a_factory_of_the_same_name(tmp_path):
     run = run_of(tmp_path)
     assert [(Path(f.path).parent.name, Path(f.path).name, f.line) for f in run.findings()] == [("one", "sac.py", 13)]
     assert blind(run) == []
+
+
+def test_naming_only_the_script_follows_the_factory_it_imports():
+    """`gradlint wrong_train.py` (pre-commit passes only changed files; verify reads the script
+    with its project): the factory module and the agents' modules are read, not checked."""
+    script = CROSS / "agent_from_a_factory_module_clips_after_step" / "wrong_train.py"
+    run = check_paths([str(script)], Settings.default(), RunOptions(jobs=1))
+    assert [(Path(f.path).name, f.line, f.code) for f in run.findings()] == [("policy_agent.py", 20, "GL004")]

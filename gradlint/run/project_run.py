@@ -310,8 +310,12 @@ def _trainer_factories(index: Index, scans: dict, texts: dict, methods: dict) ->
         named = found.imports & classes
         if not named:
             continue
-        text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else ""
-        if next(matches_at_lines(text, "def", _TOP_DEF), None) is None or all(text.count(name) < 2 for name in named):
+        text = texts[key] if key in texts else index.pending[key][1] if key in index.pending else None
+        if text is None and key not in index.modules:
+            continue
+        if text is not None and (  # a module parsed already (its text let go) is read as it is
+            next(matches_at_lines(text, "def", _TOP_DEF), None) is None or all(text.count(name) < 2 for name in named)
+        ):
             continue
         module = index.module(key)
         for function in module.functions.values() if module is not None else ():
