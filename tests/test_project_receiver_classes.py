@@ -6,6 +6,7 @@ unread, and its gradient calls are listed as not followed."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import libcst as cst
@@ -17,6 +18,7 @@ from gradlint.check.unfollowed import verdicts
 from gradlint.model.bindings import collect
 from gradlint.model.tables import listed_callees
 from gradlint.options.settings import Settings
+from test_project import found, run
 
 ROOT = Path(__file__).resolve().parent.parent
 CROSS = ROOT / "fixtures" / "cross_file"
@@ -163,9 +165,9 @@ def test_two_modules_may_define_a_factory_of_the_same_name(tmp_path):
     assert blind(run) == []
 
 
-def test_naming_only_the_script_follows_the_factory_it_imports():
+def test_naming_only_the_script_follows_the_factory_it_imports(tmp_path):
     """`gradlint wrong_train.py` (pre-commit passes only changed files; verify reads the script
     with its project): the factory module and the agents' modules are read, not checked."""
-    script = CROSS / "agent_from_a_factory_module_clips_after_step" / "wrong_train.py"
-    run = check_paths([str(script)], Settings.default(), RunOptions(jobs=1))
-    assert [(Path(f.path).name, f.line, f.code) for f in run.findings()] == [("policy_agent.py", 20, "GL004")]
+    for path in (CROSS / "agent_from_a_factory_module_clips_after_step").glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    assert found(run(tmp_path, "wrong_train.py")) == [("policy_agent.py", 20, "GL004")]
