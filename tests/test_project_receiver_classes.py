@@ -98,9 +98,14 @@ class Manager:
 """
 
 
-def test_a_table_of_classes_gives_each_class_its_own_path(tmp_path):
+@pytest.mark.parametrize("moved", [False, True])
+def test_a_table_of_classes_gives_each_class_its_own_path(tmp_path, moved):
+    """Also when the object is moved to a device as it is built (`.to(device)` returns it)."""
+    script = TABLE_SCRIPT % ""
+    if moved:
+        script = script.replace("AGENTS[name][0]()", "AGENTS[name][0]().to('cpu').float()")
     write(tmp_path, {"agents.py": agent("SAC", clip_after_step=True) + "\n\n" + agent("TD3").split("\n\n\n", 1)[1],
-                     "train.py": TABLE_SCRIPT % ""})
+                     "train.py": script})
     run = run_of(tmp_path)
     assert [(Path(f.path).name, f.line, f.code) for f in run.findings()] == [("agents.py", 13, "GL004")]
     assert blind(run) == []

@@ -410,6 +410,11 @@ class Project:
             return None
         pairs: set = set()
         for value in values:
+            while (
+                isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in api.WRAPPER_METHODS and isinstance(value.func.value, cst.Call)
+            ):
+                value = value.func.value  # `SAC(cfg).to(device)`: a module's `.to()` returns the module
             if not isinstance(value, cst.Call):
                 return None
             callee = dotted(value.func)
