@@ -112,7 +112,7 @@ class _Walk:
         self.functions: list[tuple[str, _Unit, ast.stmt]] = []
         self.classes: list[tuple[str, _Unit, int]] = []  # with the last line of its header
         self.imports: list[tuple[list[str], _Unit]] = []
-        self.assigns: list[ast.stmt] = []
+        self.assigns: list[ast.stmt] = []  # and the statements that change a table (_changes_a_table)
         self.assign_tops: list[int] = []
         # The compound statements between a function piece and each statement in it, by the
         # statement's id (None when one of them cannot be cut down to its header: try, match,
@@ -841,7 +841,7 @@ def _object_names(walk: "_Walk") -> set[str]:
         args = node.args
         names.update(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
     for node in walk.assigns:
-        if isinstance(node.value, ast.Call):
+        if isinstance(node, _ASSIGNS) and isinstance(node.value, ast.Call):  # (not a table's change)
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Name):
                     names.add(target.id)
