@@ -24,7 +24,9 @@ class Event:
     unscales: bool = False  # C that unscales AMP gradients itself
     clears: bool = False  # S of an engine that clears its own gradients
     set_to_none_false: bool = False  # Z with set_to_none=False
-    has_args: bool = False  # L stepped with a metric/epoch argument
+    # L that sets the schedule's position: stepped with a metric/epoch argument, or by a loop
+    # that does nothing but step schedulers (a resume's replay)
+    has_args: bool = False
     plateau: bool = False  # L of a ReduceLROnPlateau-style scheduler
     sync_only: bool = False  # S or Z inside `with accelerator.accumulate(...)`
     accumulation_guarded: bool = False  # runs only under an accumulation condition

@@ -142,6 +142,7 @@ class FileModel:
 _TRUE_WHEN_BUILT = frozenset({"optimizer", "scheduler", "scaler", "engine"})
 _GRAD_CLEARS = re.compile(r"\.grad\s*=\s*None|\.grad(\.data)?\.zero_\(\)|\.zero_grad\(")
 _GRAD_READ = re.compile(r"\.grad\b(?!_)")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 # --- building ---------------------------------------------------------------------
@@ -753,6 +754,10 @@ class Builder:
         orelse = self.suite(stmt.orelse.body, ctx) if stmt.orelse is not None else []
         if _only_rebinds(body):
             return pre + body + orelse
+        if _replays_a_schedule(stmt, body):
+            # `for _ in range(start_epoch): scheduler.step()`: a resume replaying the schedule to
+            # where it stopped sets its position, as `scheduler.step(epoch)` does
+            body = _mark(body, has_args=True)
         if isinstance(stmt, cst.For):
             # each run binds the target anew: a test of it taken before the loop may go either way
             names = (ctx.substitute(name) for name in target_names(stmt.target))
@@ -1336,6 +1341,18 @@ def _unscale_receivers(block) -> frozenset:
 
 def _only_rebinds(nodes: list[Node]) -> bool:
     return all(isinstance(node, Rebind) for node in nodes)
+
+
+def _replays_a_schedule(stmt: cst.For | cst.While, nodes: list[Node]) -> bool:
+    """`for _ in range(n):` whose only events are steps of schedulers its target does not pick
+    (`for s in schedulers: s.step()` at the top of an epoch is each scheduler's first step)."""
+    if not (isinstance(stmt, cst.For) and isinstance(stmt.iter, cst.Call) and dotted(stmt.iter.func) == "range"):
+        return False
+    events = _events_of(nodes)
+    if not events or any(e.kind != api.L for e in events):
+        return False
+    targets = set(target_names(stmt.target))
+    return not any(targets & set(_WORDS.findall(e.optimizer or e.text)) for e in events)
 
 
 def _nothing_but_go_on(nodes: list[Node]) -> bool:
