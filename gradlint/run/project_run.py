@@ -153,6 +153,15 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         if (len(more_functions), sum(map(len, more_methods.values()))) == size:
             break
         functions, methods = more_functions, more_methods
+    # a top-level function whose parameter its body calls (`loss_scaler(loss, opt)`) or calls a
+    # method on, filled only by callers of other modules: the class they all hand it (handed.py)
+    from gradlint.project.handed import Handed
+
+    handed = Handed(deliveries)
+    handed_keys = [
+        (path, key) for path, key in run_keys
+        if scans[key].functions and handed.classes_for(key, scans[key].functions, set(methods))
+    ]
     names = functions | set(methods)
     index.reachable_words = frozenset(_words(scans, names) | used_factories.keys())
     factory_modules = set().union(*used_factories.values()) if used_factories else set()
@@ -192,6 +201,11 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     callable_classes = methods.get(OBJECT_CALL, set())
     for path, key in run_keys if callable_classes else ():
         if path not in views and not scans[key].imports.isdisjoint(callable_classes) and index.module(key) is not None:
+            view = view_of(index, key)
+            if view is not None:
+                views[path] = view
+    for path, key in handed_keys:  # its loop runs what the handed objects' classes run
+        if path not in views and index.module(key) is not None:
             view = view_of(index, key)
             if view is not None:
                 views[path] = view
