@@ -154,3 +154,13 @@ def test_the_cache_key_holds_the_call_site(tmp_path):
     assert found(run(tmp_path, cache_dir=cache)) == []
     (tmp_path / "main.py").write_text(MAIN.format(value="scalers.Scaler()", argument="scaler"))
     assert found(run(tmp_path, cache_dir=cache)) == [("engine.py", CLEAR_LINE, "GL002")]
+
+
+def test_a_run_of_the_script_alone_reports_the_bug_in_the_engine(tmp_path):
+    """`gradlint main.py` (a pre-commit run of the changed script, `gradlint verify main.py`):
+    engine.py, which main.py imports and hands the scaler to, is analysed for it, and the bug
+    stands on the misplaced clear in engine.py."""
+    project(tmp_path)
+    assert found(run(tmp_path, "main.py")) == [("engine.py", CLEAR_LINE, "GL002")]
+    (tmp_path / "main.py").write_text(MAIN.format(value="scalers.PlainScaler()", argument="scaler"))
+    assert found(run(tmp_path, "main.py")) == []

@@ -35,6 +35,7 @@ class Handed:
         self.deliveries = deliveries
         self._asked: dict = {}  # (key, function, parameter) -> answer
         self._by_word: Optional[dict] = None  # import word -> the files whose import lines hold it
+        self.callers: dict = {}  # module key -> the modules whose calls handed one of its parameters a class
 
     def _importers(self) -> dict:
         """import word -> the files whose import lines hold it, built once: the gate that keeps
@@ -93,6 +94,7 @@ class Handed:
             found.add(self.deliveries._class_of(value, site_key, scope, 0))
             if None in found or len(found) > 1:
                 return None
+        self.callers.setdefault(key, set()).update(site_key for site_key, _, _ in sites)
         return found.pop()
 
     def _sites(self, key: str, name: str) -> Optional[list]:
