@@ -21,6 +21,7 @@ call sites are read once (the files parsed by construction.py's Deliveries, whic
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional
 
 from gradlint.core.api_names import OBJECT_CALL
@@ -36,6 +37,23 @@ class Handed:
         self._asked: dict = {}  # (key, function, parameter) -> answer
         self._by_word: Optional[dict] = None  # import word -> the files whose import lines hold it
         self.callers: dict = {}  # module key -> the modules whose calls handed one of its parameters a class
+
+    def _candidates(self, key: str, name: str) -> list:
+        """The files that may call the function `name` of module `key` (construction.py's
+        _candidates for a class, read from the import words' index: only the files that import
+        it are looked at, never every file of the run once per function)."""
+        memo = ("function candidates", key, name)
+        found = self.deliveries._sites.get(memo)
+        if found is None:
+            importers = self._importers()
+            module_word = _module_word(key)
+            package = os.path.basename(os.path.dirname(key))
+            through = f".{module_word}."
+            texts = self.deliveries.texts
+            sites = {key} | importers.get(name, set()) | importers.get(module_word, set())
+            sites |= {site for site in importers.get(package, ()) if through in texts.get(site, "")}
+            found = self.deliveries._sites[memo] = sorted(site for site in sites if name in texts.get(site, ""))
+        return found
 
     def _importers(self) -> dict:
         """import word -> the files whose import lines hold it, built once: the gate that keeps
@@ -53,10 +71,7 @@ class Handed:
         of the project has a `__call__` that touches gradients) or calls one of `methods` on
         (`p.learn()`): what its imports would name, had it imported them."""
         deliveries = self.deliveries
-        importers = self._importers()
-        module_files = importers.get(_module_word(key), set())
-        named = [name for name in functions if (importers.get(name, set()) | module_files) - {key}]
-        if not named or not any(site != key for name in named for site in deliveries._candidates(key, name)):
+        if not any(site != key for name in functions for site in self._candidates(key, name)):
             return set()  # no other file imports one of them: nothing to parse
         tree = deliveries._tree(key)
         if tree is None:
@@ -106,7 +121,7 @@ class Handed:
         if memo in deliveries._sites:
             return deliveries._sites[memo]
         out: Optional[list] = []
-        for site_key in deliveries._candidates(key, name):
+        for site_key in self._candidates(key, name):
             tree = deliveries._tree(site_key)
             text = deliveries.texts[site_key]
             calls = _calls_of_class(_naming(tree, text, name), name) if tree is not None else None
