@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Optional
 
 from gradlint.core.api_names import OBJECT_CALL
@@ -70,17 +71,20 @@ class Handed:
         (those the text scan found touching gradients) that a body calls (`p(...)`, when a class
         of the project has a `__call__` that touches gradients) or calls one of `methods` on
         (`p.learn()`): what its imports would name, had it imported them."""
-        deliveries = self.deliveries
-        if not any(site != key for name in functions for site in self._candidates(key, name)):
-            return set()  # no other file imports one of them: nothing to parse
-        tree = deliveries._tree(key)
-        if tree is None:
+        text = self.deliveries.texts.get(key)
+        if text is None:
             return set()
+        # another file whose import lines name this module (`from engine import train_one_epoch`,
+        # `import engine`): else nothing to parse.  A word any file may import (`main`) is not
+        # enough; the sites themselves are then looked for more widely (_candidates)
+        texts = self.deliveries.texts
+        importers = self._importers().get(_module_word(key), set()) - {key}
         out: set[str] = set()
-        for node in tree.body:
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name not in functions:
+        for name in sorted(functions):
+            if not any(name in texts.get(site, "") for site in importers):
                 continue
-            for parameter in _called_parameters(node, methods):
+            node = _top_level_def(text, name)
+            for parameter in _called_parameters(node, methods) if node is not None else ():
                 hit = self.hand(key, node, parameter)
                 if hit is not None:
                     out.add(hit[1])
@@ -170,3 +174,33 @@ def _called_parameters(function: ast.FunctionDef, methods) -> list[str]:
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             rebound.update(node.names)
     return [name for name in names if name in called and name not in rebound and name != "self"]
+
+
+def _top_level_def(text: str, name: str) -> Optional[ast.FunctionDef]:
+    """The module's one top-level `def name(...)`, parsed from its own lines only (a big module
+    is not parsed for one function): from its `def` line (after its decorators) to the next
+    line that starts a statement at the first column.  None when the module has several, it is
+    decorated (what its callers call may take other arguments), or that text is no function alone (a line at the first column inside a string or brackets:
+    then it does not parse, and the function is not looked at)."""
+    heads = [m.start() for m in re.finditer(r"^(?:async[ \t]+)?def[ \t]+" + re.escape(name) + r"\b", text, re.M)]
+    if len(heads) != 1:
+        return None
+    start = heads[0]
+    before = text[max(0, start - 2000):start].rstrip()
+    if before.rsplit("\n", 1)[-1].lstrip().startswith("@"):
+        return None  # decorated: what its callers call may take other arguments
+    end = len(text)
+    at = text.find("\n", start)
+    while at != -1 and at + 1 < len(text):
+        line_start = at + 1
+        first = text[line_start]
+        if first not in " \t\r\n#":
+            end = line_start
+            break
+        at = text.find("\n", line_start)
+    try:
+        tree = ast.parse(text[start:end])
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name else None
