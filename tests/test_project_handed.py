@@ -164,3 +164,22 @@ def test_a_run_of_the_script_alone_reports_the_bug_in_the_engine(tmp_path):
     assert found(run(tmp_path, "main.py")) == [("engine.py", CLEAR_LINE, "GL002")]
     (tmp_path / "main.py").write_text(MAIN.format(value="scalers.PlainScaler()", argument="scaler"))
     assert found(run(tmp_path, "main.py")) == []
+
+
+@pytest.mark.parametrize("engine", [
+    # decorated: what the callers call may take other arguments
+    "import functools\n\n\n" + ENGINE.replace("import torch\n\n\n", "import torch\n\n\n@functools.lru_cache(None)\n"),
+    # defined twice: which one the callers run, the text does not say
+    ENGINE + "\n\nif False:\n    pass\nelse:\n    pass\n\n\n" + ENGINE.split("\n\n\n", 1)[1],
+])
+def test_a_function_that_is_not_one_plain_def_stays_unknown(tmp_path, engine):
+    project(tmp_path, engine=engine)
+    assert found(run(tmp_path)) == []
+
+
+def test_a_comment_at_the_first_column_inside_the_function_does_not_end_it(tmp_path):
+    """The function is read from its own lines up to the next statement at the first column;
+    a comment there is no statement, and the parameter's later binding is still seen."""
+    engine = ENGINE + "# the scaler is let go\n    loss_scaler = None\n"
+    project(tmp_path, engine=engine)
+    assert found(run(tmp_path)) == []
