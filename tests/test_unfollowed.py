@@ -333,6 +333,8 @@ def test_a_call_of_a_method_of_its_own_class_named_like_an_event_is_no_gradient_
     "fixtures/idioms/masked_pretrain_accum_iter.py",
     "fixtures/gl004/right_loss_scaler_object_clips_inside.py",
     "fixtures/cross_file/loss_scaler_object_accumulates",
+    # the scaler a parameter of the engine's function, handed by the script (project/handed.py)
+    "fixtures/cross_file/engine_loss_scaler_given_by_main_accumulates",
 ])
 def test_an_object_called_through_its_class_call_method_is_followed(path):
     """`loss_scaler(loss, optimizer, update_grad=...)` (a name, a parameter handed one, or

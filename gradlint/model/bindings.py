@@ -614,6 +614,22 @@ class Bindings(Numbering):
             seen += self._handed_in(scope, name, depth)
         return seen
 
+    def parameter_def(self, name: str, call: Optional[cst.Call]) -> Optional[str]:
+        """The name of the top-level def whose parameter bare `name` is where `call` is made
+        (`loss_scaler` of `loss_scaler(loss, opt)` in `def train_one_epoch(..., loss_scaler)`),
+        when nothing in the file binds that name otherwise and no call of the def in the file
+        hands it (its callers are in other modules: Index.handed_class); else None."""
+        if "." in name or call is None or id(call) not in self._call_def or self.assigns.get(name):
+            return None
+        scope = self._call_def[id(call)]
+        while scope is not None and name not in self._names_of(scope)[0]:
+            scope = self._def_parent.get(id(scope))
+        if scope is None or self._def_parent.get(id(scope)) is not None or name not in _parameter_names(scope):
+            return None
+        if self._bare_calls.get(scope.name.value) or self.plain_functions.get(scope.name.value, ()) != [scope]:
+            return None
+        return scope.name.value
+
     def _handed_in(self, function: cst.FunctionDef, parameter: str, depth: int) -> list[cst.BaseExpression]:
         """What every call of `function` in this file hands `parameter` (`train(env, agent)` with
         `agent = DQN()` where that call is made): the argument, or the values its name has there.

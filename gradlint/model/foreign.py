@@ -572,6 +572,11 @@ class Project:
             # `self.pair = pair` in this file's class: what the construction sites hand it (the
             # index read them as the file was saved: its assignments must still be only names)
             return self.index.delivered_class(self.key, ctx.class_name, receiver[len("self.") :])
+        if not values and "." not in receiver:
+            # a parameter only callers of other modules fill (`loss_scaler` of `def
+            # train_one_epoch(..., loss_scaler)`): the class they all hand it (handed.py)
+            function = bindings.parameter_def(receiver, call)
+            return self.index.handed_class(self.key, function, receiver) if function is not None else None
         callees = set()
         for value in values:
             if not isinstance(value, cst.Call):

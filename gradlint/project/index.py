@@ -527,6 +527,10 @@ class Index:
         # (module, class) -> {attr: (module, class)}: an attribute stored from a constructor
         # parameter, and the class of the project every construction site hands it (construction.py)
         self.delivered: dict = {}
+        # (module, top-level function) -> {parameter: (module, class)}: a parameter the module
+        # never binds, and the class of the project every call site of another module hands it
+        # (handed.py)
+        self.handed: dict = {}
         self.trees: dict = {}  # absolute path -> its `ast` tree, parsed before its summary was asked
         # modules holding a def that may touch gradients, and the __init__.py above them (None:
         # not narrowed, the language server's index)
@@ -741,6 +745,7 @@ class Index:
         new.pending = dict(self.pending)
         new.frozen = self.frozen
         new.delivered = dict(self.delivered)
+        new.handed = dict(self.handed)
         new.builder_words = self.builder_words
         new.search = dict(self.search)
         return new
@@ -1000,6 +1005,14 @@ class Index:
         """(module, class) of `self.attr` in the class `class_name` of module `key`, when every
         construction site of that class hands the attribute's parameter an instance of it."""
         hit = self.delivered.get((key, class_name), {}).get(attr) if class_name else None
+        module = self.module(hit[0]) if hit is not None else None
+        cls = module.classes.get(hit[1]) if module is not None else None
+        return (hit[0], cls) if cls is not None else None
+
+    def handed_class(self, key: str, function_name: str, parameter: str) -> Optional[tuple[str, Class]]:
+        """(module, class) of a parameter of the top-level function `function_name` of module
+        `key`, when every call site of the project hands it an instance of that class."""
+        hit = self.handed.get((key, function_name), {}).get(parameter)
         module = self.module(hit[0]) if hit is not None else None
         cls = module.classes.get(hit[1]) if module is not None else None
         return (hit[0], cls) if cls is not None else None

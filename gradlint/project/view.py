@@ -223,7 +223,10 @@ def reachable_view(index: Index, key: str, module: Module) -> Optional[View]:
     """The view of the module at `key` as `module` reads (the language server: an unsaved buffer)."""
     callbacks: set = set()
     words = walk(index, key, module, callbacks)
-    for (here, _class), attrs in index.delivered.items():  # classes handed to this file's classes
+    handed = ((k, attrs) for k, attrs in list(index.delivered.items()) + list(index.handed.items()))
+    # classes handed to this file's classes (construction.py) and to its functions' parameters
+    # (handed.py)
+    for (here, _owner), attrs in handed:
         if here != key:
             continue
         for target, class_name in attrs.values():

@@ -153,6 +153,23 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
         if (len(more_functions), sum(map(len, more_methods.values()))) == size:
             break
         functions, methods = more_functions, more_methods
+    # a top-level function whose parameter its body calls (`loss_scaler(loss, opt)`) or calls a
+    # method on, filled only by callers of other modules: the class they all hand it (handed.py)
+    from gradlint.project.handed import Handed
+
+    handed = Handed(deliveries)
+    handed_keys = [
+        (path, key) for path, key in run_keys
+        if scans[key].functions and handed.classes_for(key, scans[key].functions, set(methods))
+    ]
+    # ...and such a module the run does not check, imported by a file it checks that calls the
+    # function (`gradlint main_pretrain.py`, engine_pretrain.py beside it): analysed for that file
+    checked_keys = {key for _, key in run_keys}
+    handed_elsewhere = [
+        key for key in sorted(scans)
+        if key not in checked_keys and scans[key].functions
+        and handed.classes_for(key, scans[key].functions, set(methods))
+    ]
     names = functions | set(methods)
     index.reachable_words = frozenset(_words(scans, names) | used_factories.keys())
     factory_modules = set().union(*used_factories.values()) if used_factories else set()
@@ -195,6 +212,18 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
             view = view_of(index, key)
             if view is not None:
                 views[path] = view
+    for path, key in handed_keys:  # its loop runs what the handed objects' classes run
+        if path not in views and index.module(key) is not None:
+            view = view_of(index, key)
+            if view is not None:
+                views[path] = view
+    path_of = {key: path for path, key in run_keys}
+    for key in handed_elsewhere:
+        adopter = next((path_of[site] for site in sorted(handed.callers.get(key, ())) if site in path_of), None)
+        module = index.module(key) if adopter is not None else None
+        view = view_of(index, key) if module is not None else None
+        if view is not None and module.path not in views:
+            views[module.path] = View(view.key, view.words, view.digest, view.callbacks, runs_for=adopter)
     # a base class whose loop calls `self.m()` that subclasses of other modules override
     overridden = subclass_words(index)
     for path, key in run_keys:
