@@ -308,3 +308,31 @@ def test_the_compact_state_in_the_log_round_trips_in_pid_order():
     state = {3: None, 1: {"norm": 2.0, "sum": None, "zero": False}, 4: {"norm": None, "sum": None, "zero": False},
              2: {"norm": 0.0, "sum": None, "zero": True}, 5: {"norm": 1.0, "sum": -0.5, "zero": False}}
     assert _expand(json.loads(json.dumps(_encode(state)))) == {str(pid): value for pid, value in state.items()}
+
+
+def test_a_stop_whose_raise_python_dropped_still_ends_the_wait_for_the_script():
+    """SIGINT handled while Python runs a callback whose exceptions it only prints (an import
+    lock's weakref callback, here a __del__): the handler's raise is lost.  verify must still
+    stop instead of waiting for a hanging script until its timeout (seen under load: the static
+    check imports while the script starts)."""
+    from gradlint.verify.runner import Child, Interrupted
+
+    child = Child.__new__(Child)
+    child.timeout, child.grace, child.signalled = 20, 0, None
+    child.process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    child.kill = child.process.kill  # the real kill also removes the run's files: none here
+
+    class Dropper:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)  # the handler runs here: its raise is printed, not raised
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(Interrupted):
+            with child.stopped_on_signals():
+                Dropper()
+                child._wait_process()
+    finally:
+        child.process.kill()
+        child.process.wait()
+    assert time.monotonic() - started < 10

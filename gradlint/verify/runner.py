@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+from typing import Optional
 
 from gradlint.verify.sandbox import SETUP_FAILED
 from gradlint.verify.verdicts import Run
@@ -22,6 +24,7 @@ from gradlint.verify.verdicts import Run
 # The child's own timer starts when the user's code starts; importing torch
 # before that takes a few seconds, so the hard kill waits this much longer.
 KILL_GRACE_SECONDS = 15.0
+_SIGNAL_POLL_SECONDS = 0.25  # how often the wait for the script looks for a stop it missed
 OUTPUT_TAIL_LINES = 20
 
 
@@ -93,6 +96,7 @@ class Child:
                  allow_writes=False, trace=False, keep_writes=None, containment="auto", allow_network=False):
         self.timeout = timeout
         self.grace = KILL_GRACE_SECONDS if grace is None else grace
+        self.signalled: Optional[int] = None  # SIGINT or SIGTERM on verify, once it came (stopped_on_signals)
         remove_stale_folders()
         self._tmp = tempfile.TemporaryDirectory(prefix=_PREFIX)
         with open(os.path.join(self._tmp.name, _OWNER), "w", encoding="ascii") as handle:
@@ -248,6 +252,10 @@ class Child:
         """Ctrl-C or SIGTERM on verify stops the script and everything it started, then raises Interrupted."""
 
         def on_signal(signum, frame):
+            # Kept as well as raised: a signal that lands while Python runs a callback whose
+            # exceptions it ignores (an import lock's weakref callback, a __del__) loses the raise,
+            # and verify would wait for a hanging script until its timeout; the waits look here.
+            self.signalled = signum
             raise Interrupted(signum)
 
         previous = {}
@@ -267,12 +275,20 @@ class Child:
 
     def _wait_process(self):
         killed = False
-        try:
-            code = self.process.wait(timeout=self.timeout + self.grace)
-        except subprocess.TimeoutExpired:
-            killed = True
-            _kill_tree(self.process.pid)
-            code = self.process.wait()
+        deadline = time.monotonic() + self.timeout + self.grace
+        while True:
+            if self.signalled is not None:  # a stop whose raise was lost (on_signal)
+                raise Interrupted(self.signalled)
+            try:
+                code = self.process.wait(timeout=max(0.0, min(_SIGNAL_POLL_SECONDS, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() < deadline:
+                    continue
+                killed = True
+                _kill_tree(self.process.pid)
+                code = self.process.wait()
+                break
         # DataLoader workers and other children of the script end with it.
         _kill_tree(self.process.pid)
         return code, killed
