@@ -198,6 +198,8 @@ def fixes(raw, file):
     step = raw.related[0][0] if raw.related else None
     if step is None or not step.optimizer or not names_in(step.text, step.optimizer):
         return []
+    if step.manual and _updates_itself(step):
+        return []  # a tensor updated by hand (an attack's perturbation) has no zero_grad() to call
     candidates = [insert_clear(file, raw.loop, step, raw.event)]
     consumer = raw.related[1][0] if len(raw.related) > 1 else None
     if consumer is not None and consumer.kind == S and consumer.key != step.key and raw.event.via == step.via:
@@ -206,6 +208,13 @@ def fixes(raw, file):
         call = f"{step.optimizer}.zero_grad()"
         candidates.insert(0, insert(file.context, call, raw.event, False, f"Insert {call} before {raw.event.text}", UNSAFE))
     return candidates
+
+
+def _updates_itself(step) -> bool:
+    """A manual step of the tensor it names (`delta.data = delta.data + ...`, `w -= lr * w.grad`),
+    not of the parameters of a module it iterates (`p -= lr * p.grad` for `model`)."""
+    rest = step.text[len(step.optimizer):] if step.text.startswith(step.optimizer) else None
+    return rest is not None and not (rest[:1].isalnum() or rest[:1] == "_")
 
 
 # --- at run time: what `gradlint verify` watches for to confirm a finding ---------------
