@@ -55,6 +55,9 @@ def ddp(rank: int, world: int, port: int, out: str, wrong: bool, mode: str, only
             if step % 2 == 1 or (wrong and only_rank in (None, rank)):
                 opt.zero_grad()  # GL002 line when wrong: it also clears the first micro-batch's gradients
         _write(out, rank, guard.reports())
+        # Both ranks leave together: a rank that destroys its group while the other still talks
+        # to it can end in gloo's std::terminate (SIGABRT), seen under load in CI.
+        dist.barrier()
     finally:
         guard.uninstall()
         dist.destroy_process_group()
@@ -80,6 +83,9 @@ def fsdp2(rank: int, world: int, port: int, out: str, wrong: bool, mode: str, on
             if not wrong:
                 opt.step()
         _write(out, rank, guard.reports())
+        # Both ranks leave together: a rank that destroys its group while the other still talks
+        # to it can end in gloo's std::terminate (SIGABRT), seen under load in CI.
+        dist.barrier()
     finally:
         guard.uninstall()
         dist.destroy_process_group()
