@@ -272,6 +272,11 @@ _STEP_HOOK_CALL = re.compile(
 )
 
 
+# `x.backward(` and `x.step(`: a function holding both on its lines may be a step of its own
+# (model/loops.py's OWN_STEP), modelled whoever calls it.  (They start with their names: see above.)
+_BACKWARD_CALL = re.compile(r"backward\s*\(")
+_STEP_CALL = re.compile(r"step\s*\(")
+
 # The names a clip is called by (_clips_and_steps's test), longest first: an alternation of words.
 _CLIP_NAMES = re.compile("|".join(map(re.escape, sorted(CLIP_FUNCTIONS, key=lambda name: (-len(name), name)))))
 
@@ -301,6 +306,37 @@ def _clips_and_steps(node: ast.stmt) -> bool:
             if clips and steps:
                 return True
     return False
+
+
+def _own_steps(walk: "_Walk", source: str, marked: list[int], held: set) -> list:
+    """Candidates for the functions that call a method `backward` and a method `step` on their
+    own lines (bindings.py's outline: OWN_STEP), read by lines: a function is asked two
+    bisections, never walked."""
+    backward_lines = sorted(_method_lines(_BACKWARD_CALL, source))
+    if not backward_lines:
+        return []
+    step_lines = sorted(_method_lines(_STEP_CALL, source))
+    return [
+        (unit.start, unit.end, unit.top, node)
+        for _, unit, node, _ in walk.functions
+        if id(node) not in held and _contains(marked, unit.start, unit.end)
+        and _contains(backward_lines, unit.start, unit.end) and _contains(step_lines, unit.start, unit.end)
+    ]
+
+
+def _method_lines(pattern: re.Pattern, text: str) -> set[int]:
+    """Lines where a match of `pattern` is a method's name (`.name`, spaces allowed between)."""
+    found: set[int] = set()
+    line, last = 1, 0
+    for match in _at_words(pattern, text):
+        before = match.start() - 1
+        while before >= 0 and text[before] in " \t":
+            before -= 1
+        if before >= 0 and text[before] == ".":
+            line += text.count("\n", last, match.start())
+            last = match.start()
+            found.add(line)
+    return found
 
 
 def _start(node: ast.stmt) -> int:
@@ -392,6 +428,7 @@ def screen(
             if id(node) not in held and (name in run or _handler(node))
         ]
     candidates += handlers
+    candidates += _own_steps(walk, source, marked, {id(node) for _, _, _, node in handlers})
     if handlers:
         # The statements that register a handler or build an engine a framework documents: the
         # model reads the engine they name and the arguments they hand over (model/engines.py).

@@ -79,6 +79,12 @@ from gradlint.core.api_names import (  # noqa: F401 (re-exported: rules and mode
 
 Z, B, U, C, S, L = "Z", "B", "U", "C", "S", "L"
 
+# The kind of a loop model that is a function's body holding a backward and a step of its own
+# (`def update(self): ... loss.backward(); self.opt.step()`), modelled as one iteration when no
+# loop of its file runs it: whoever calls it, each call is a training step.  What happens before
+# the call is unknown, so the rules that need it (a clear the caller may make) pass it by.
+OWN_STEP = "own step"
+
 
 def other_framework(packages: set) -> bool:
     """Do these imported top-level packages make the file another framework's code?"""

@@ -1831,7 +1831,18 @@ class LoopFinder:
             return self.lightning(entry[1])
         if entry[0] == "function":
             return self.function(entry[1], entry[2])
+        if entry[0] == api.OWN_STEP:
+            return self.own_step(entry[1], entry[2])
         return self.loop(entry[1], entry[2])
+
+    def own_step(self, node: cst.FunctionDef, class_name: Optional[str]) -> Optional[LoopModel]:
+        """A function whose body backpropagates and steps an optimizer (an agent's `update`, a
+        trainer's `train_step`), as one iteration (kind OWN_STEP).  file_model drops it when a
+        loop of the file runs it: that loop reads it with what its caller does around it."""
+        model = self.builder.step_function_model(node, class_name, kind=api.OWN_STEP)
+        if model is None or not model.has(api.B) or not any(e.kind == api.S and not e.closure for e in model.events):
+            return None
+        return model
 
     def function(self, node: cst.FunctionDef, class_name: Optional[str]) -> Optional[LoopModel]:
         """A function's body as one call (kind "function"), when it steps through a GradScaler."""
@@ -1951,6 +1962,27 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
             loop.foreign = loop.foreign | (nested & frozenset().union(*inner))
 
 
+def _without_steps_run_by_loops(loops: list[LoopModel]) -> list[LoopModel]:
+    """The models less each function modelled on its own (OWN_STEP) that another model runs:
+    a loop of the file that calls it (or holds its events: its own loop over batches), or a
+    larger function of its own that calls it.  Their model reads it with its caller's context."""
+    own = [model for model in loops if model.kind == api.OWN_STEP]
+    if not own:
+        return loops
+    ran = frozenset(e.key for model in loops if model.kind != api.OWN_STEP for e in model.events)
+    kept = [model for model in own if not any(e.key in ran for e in model.events if e.kind in (api.B, api.S))]
+    # a function of its own that a larger one calls (or holds): the larger model holds its events
+    largest: dict = {}  # event key -> the most events of a kept model holding it
+    for model in kept:
+        for event in model.events:
+            largest[event.key] = max(largest.get(event.key, 0), len(model.events))
+    chosen = {
+        id(model) for model in kept
+        if not any(largest[e.key] > len(model.events) for e in model.events if e.kind in (api.B, api.S))
+    }
+    return [model for model in loops if model.kind != api.OWN_STEP or id(model) in chosen]
+
+
 def _aliased_by_the_call(inner: LoopModel, outer: LoopModel) -> bool:
     """Does the outer loop run the inner one (a helper's loop it calls) with one object where
     the inner loop's own model has two (`train_epoch(g, d, loader, g_opt, g_opt)` for
@@ -2012,6 +2044,6 @@ def file_model(
         for model in loops:
             model.foreign = model.foreign | (foreign_loop_events & {e.key for e in model.events})
     functions = [model for model in loops if model.kind == "function"]
-    loops = [model for model in loops if model.kind != "function"]
+    loops = _without_steps_run_by_loops([model for model in loops if model.kind != "function"])
     _mark_foreign(loops)
     return FileModel(path, bindings, loops, lightning_clips, source, functions, context)

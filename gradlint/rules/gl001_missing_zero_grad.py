@@ -2,7 +2,7 @@
 
 from gradlint.core.findings import UNSAFE
 from gradlint.fix import insert
-from gradlint.core.events import B, S, Z
+from gradlint.core.events import OWN_STEP, B, S, Z
 from gradlint.model.flow import walks
 from gradlint.rules.base import (
     RawFinding, at, class_of_the_clears, clears_local, configuration_cleared, may_clear, sometimes_cleared,
@@ -15,8 +15,8 @@ CLEAN, FRESH, CONSUMED, STALE = "clean", "fresh", "consumed", "stale"
 
 def check(file):
     for loop in file.loops:
-        if not (loop.has(B) and loop.has(S)):
-            continue
+        if not (loop.has(B) and loop.has(S)) or loop.kind == OWN_STEP:
+            continue  # (a function's own step: its caller may clear before each call)
         yield from _never_or_sometimes_cleared(file, loop)
         yield from _restepped(file, loop)
 

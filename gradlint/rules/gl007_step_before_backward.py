@@ -2,7 +2,7 @@
 
 from gradlint.fix import move
 from gradlint.model.event import Event
-from gradlint.core.events import B, C, S, U, Z
+from gradlint.core.events import OWN_STEP, B, C, S, U, Z
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
 from gradlint.rules.base import RawFinding, at
@@ -17,7 +17,7 @@ def check(file):
         for walk in walks(loop):
             index = _WalkIndex(file, walk, only_one)
             for i in walk.first_iteration():
-                found = step_before_backward(file, walk, i, only_one, index)
+                found = _before_its_backward(loop, step_before_backward(file, walk, i, only_one, index))
                 if found is None:
                     continue
                 cleared, later = found
@@ -50,8 +50,20 @@ def steps_before_backward(file, loop) -> frozenset:
     found = set()
     for walk in walks(loop):
         index = _WalkIndex(file, walk, only_one)
-        found.update(walk.events[i].key for i in walk.first_iteration() if step_before_backward(file, walk, i, only_one, index))
+        found.update(
+            walk.events[i].key for i in walk.first_iteration()
+            if _before_its_backward(loop, step_before_backward(file, walk, i, only_one, index))
+        )
     return frozenset(found)
+
+
+def _before_its_backward(loop, found):
+    """`found` of step_before_backward, when it is this rule's finding in `loop`.  A function's
+    own step (OWN_STEP) may follow a backward its caller ran: only a step after a clear of its
+    own body, with no backward between, surely finds no gradient."""
+    if found is None or (loop.kind == OWN_STEP and found[0] < 0):
+        return None
+    return found
 
 
 def step_before_backward(file, walk, i, only_one, index=None):
