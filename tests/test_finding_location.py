@@ -106,10 +106,21 @@ def test_add_noqa_of_the_caller_alone_never_marks_its_own_line(tmp_path):
 def test_fix_edits_no_other_line_for_it(tmp_path):
     """The check of train.py plans no edit for a call of trainer.py: --fix leaves both files."""
     write(tmp_path, FILES)
-    proc = _cli(tmp_path, "--fix", ".")
+    proc = _cli(tmp_path, "--fix", "train.py")
     assert proc.returncode == 1 and f"trainer.py:{CLIP_LINE}:9: GL004" in proc.stdout
     assert (tmp_path / "train.py").read_text() == FILES["train.py"]
     assert (tmp_path / "trainer.py").read_text() == TRAINER
+
+
+def test_fix_of_the_file_that_holds_the_call_moves_it(tmp_path):
+    """trainer.py's `train_step` backpropagates and steps in its own body: its own check reads
+    it (whoever calls it) and plans the move there; the caller's file is left alone."""
+    write(tmp_path, FILES)
+    proc = _cli(tmp_path, "--fix", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fixed = (tmp_path / "trainer.py").read_text().split("\n")
+    assert fixed[CLIP_LINE - 2].strip().startswith("nn.utils.clip_grad_norm_(") and fixed[CLIP_LINE - 1].strip() == "self.optimizer.step()"
+    assert (tmp_path / "train.py").read_text() == FILES["train.py"]
 
 
 def test_json_names_the_call_as_related(tmp_path):

@@ -78,7 +78,9 @@ def test_a_trainer_method_of_another_module_is_modelled_on_the_call(tmp_path):
     result = run(tmp_path)
     assert found(result) == [("trainer.py", 16, "GL004")]
     (finding,) = result.findings()
-    assert finding.fix is None  # the check of train.py plans no edit of another file
+    # the check of train.py plans no edit of another file; trainer.py's own check reads
+    # train_step alone (it backpropagates and steps in its own body) and plans the move there
+    assert finding.fix is not None and sorted(e.span.line for e in finding.fix.edits) == [15, 16]
     step, call = finding.related
     assert (step.path, step.span.line) == (None, 15)  # the step it comes after, in its own file
     assert (call.path, call.span.line) == ("train.py", 7)  # the loop's call that runs it

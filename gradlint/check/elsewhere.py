@@ -111,7 +111,9 @@ def _with(result: FileResult, finding: Finding, silenced: bool) -> FileResult:
     for group in (findings, suppressed):
         for n, other in enumerate(group):
             if (other.code, other.span) == (finding.code, finding.span) and not is_elsewhere(other, finding.path):
-                group[n] = merged(other, finding)
+                # the file's own check read the call alone (a function with a step of its own):
+                # its fix stays, the words of the loop that runs it tell more
+                group[n] = replace(merged(other, finding), message=finding.message)
                 return replace(result, findings=findings, suppressed=suppressed)
     (suppressed if silenced else findings).append(finding)
     key = Finding.sort_key
