@@ -23,11 +23,10 @@ class Agent:
         self.net = torch.nn.Linear(4, 2)
         self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)
 
-    def train_step(self):
+    def train_step(self):  # never clears: GL001 when a loop runs it (its caller may clear)
         loss = self.net(torch.randn(8, 4)).sum()
-        self.optimizer.step()
         loss.backward()
-        self.optimizer.zero_grad()
+        self.optimizer.step()
 
 
 def load_agent():
@@ -76,7 +75,7 @@ agent = Agent()
 for _ in range(3):
     agent.train_step()
 ''')
-    assert codes(run_of(path)) == ["GL007"]
+    assert codes(run_of(path)) == ["GL001"]
 
 
 @pytest.mark.parametrize("loop", [
@@ -85,7 +84,7 @@ for _ in range(3):
 ])
 def test_a_def_that_binds_no_agent_sees_the_modules(tmp_path, loop):
     path = write(tmp_path, AGENT + "\n\nagent = Agent()\n\n\n" + loop + "\n\ntrain()\n")
-    assert codes(run_of(path)) == ["GL007"]
+    assert codes(run_of(path)) == ["GL001"]
 
 
 def test_a_closure_sees_the_enclosing_defs_agent_not_the_modules(tmp_path):
@@ -104,7 +103,7 @@ def train():
 
 agent = train()
 ''')
-    assert codes(run_of(path)) == ["GL007"]
+    assert codes(run_of(path)) == ["GL001"]
 
 
 def test_a_global_declaration_binds_the_modules_agent(tmp_path):
@@ -119,7 +118,7 @@ setup()
 for _ in range(3):
     agent.train_step()
 ''')
-    assert codes(run_of(path)) == ["GL007"]
+    assert codes(run_of(path)) == ["GL001"]
 
 
 def test_a_parameter_is_a_local_too(tmp_path):
@@ -156,7 +155,7 @@ if __name__ == "__main__":
     agent = Agent()
     train(None, agent)
 ''')
-    assert codes(run_of(path)) == ["GL007"]
+    assert codes(run_of(path)) == ["GL001"]
 
 
 def test_a_parameter_handed_two_classes_is_not_guessed(tmp_path):
@@ -176,5 +175,6 @@ train(Other())
 train(Agent())
 ''')
     run = run_of(path)
-    assert codes(run) == []
-    assert {v.reason for v in verdicts(run.results) if v.verdict == "not followed"} == {"caller not followed"}
+    assert codes(run) == []  # a guess of Agent would give its missing clear (GL001)
+    # Agent.train_step backpropagates and steps in its own body: read on its own, it is followed
+    assert unfollowed(run) == []

@@ -115,6 +115,16 @@ def _configured(call, raw, qualified, ctx) -> Optional[Event]:
     return None
 
 
+def _optimizer_argument(call: cst.Call, ctx) -> Optional[str]:
+    """The positional argument that is an optimizer (`optimizer_step(epoch, i, optimizer)`),
+    else the first one's name."""
+    for arg in _positional(call):
+        name = ctx.name(arg)
+        if name is not None and ctx.bindings.is_optimizer(name):
+            return name
+    return _first_name(call, ctx)
+
+
 def _first_name(call: cst.Call, ctx) -> Optional[str]:
     args = _positional(call)
     return ctx.name(args[0]) if args else None
@@ -170,7 +180,12 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
     if method in STEP_FUNCTIONS:
         # on an engine that took the loss itself (`strategy.backward(loss, ...)`), it clears too
         engine = receiver is not None and bindings.is_engine(receiver)
-        return ctx.event(S, call, optimizer=_first_name(call, ctx) or receiver, clears=engine)
+        # A function of an imported module (`xm.optimizer_step(opt)`) steps the optimizer it is
+        # handed.  A method of an object the file does not show the class of (a LightningModule's
+        # `optimizer_step(epoch, batch_idx, optimizer)` hook called by hand) runs a body nobody
+        # read here, which may clear as well: only what depends on that body is left unjudged.
+        hook = receiver is not None and not engine and not bindings.imports.is_imported(receiver)
+        return ctx.event(S, call, optimizer=_optimizer_argument(call, ctx) or receiver, clears=engine or hook)
 
     if method == STEP and receiver is not None:
         return _step_event(call, receiver, ctx)

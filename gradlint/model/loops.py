@@ -548,6 +548,9 @@ class Builder:
             test, then, orelse = test.expression, orelse, then
         if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
             then = _mark(then, skips_first=True)
+        # `if epoch == 0: ... else: sched.step()` (an `elif` chain too): true on the first iteration
+        if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.Or, False)):
+            orelse = _mark(orelse, skips_first=True)
         # `if accum == 1 and i == 0: zero_grad()`: a clear that runs on the first iteration only
         # runs before any backward of the loop, so it neither discards a window nor clears for
         # a later iteration: the loop reads as if it ran before it
@@ -1458,13 +1461,20 @@ def _parts(test: cst.BaseExpression, operator: type, side: bool) -> list[tuple[c
 # `x > 0`, `x >= 1`, `x != 0` on a counter the loop advances: false while it is still 0,
 # that is on the loop's first iteration (`it > 1` after `it += 1` too).
 _FIRST_FALSE = {cst.GreaterThan: 0, cst.GreaterThanEqual: 1, cst.NotEqual: 0}
-_MIRRORED = {cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual, cst.NotEqual: cst.NotEqual}
+# `x == 0`, `x <= 0`, `x < 1`: true while it is still 0
+_FIRST_TRUE = {cst.LessThan: 1, cst.LessThanEqual: 0, cst.Equal: 0}
+_MIRRORED = {
+    cst.LessThan: cst.GreaterThan, cst.LessThanEqual: cst.GreaterThanEqual, cst.NotEqual: cst.NotEqual,
+    cst.GreaterThan: cst.LessThan, cst.GreaterThanEqual: cst.LessThanEqual, cst.Equal: cst.Equal,
+}
 
 
 def _false_at_first(atom: cst.BaseExpression, side: bool, assigned: frozenset) -> bool:
     """Is `atom` surely not `side` on the first iteration: a counter of the loop compared
-    with a bound it has not passed yet when it starts from zero?"""
-    if not side or not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
+    with a bound it has not passed yet when it starts from zero?  (`side` False: is it surely
+    true there, as `epoch == 0` and `epoch <= 0` are: the `else:` of such a test skips the
+    first iteration.)"""
+    if not isinstance(atom, cst.Comparison) or len(atom.comparisons) != 1:
         return False
     target = atom.comparisons[0]
     left, op, right = atom.left, type(target.operator), target.comparator
@@ -1473,13 +1483,14 @@ def _false_at_first(atom: cst.BaseExpression, side: bool, assigned: frozenset) -
     counter = dotted(left)
     if counter is None or not (counter in assigned or root(counter) in assigned):
         return False  # a setting (`if warmup_epochs > 0:`) is the same on every iteration
-    if op not in _FIRST_FALSE or not isinstance(right, cst.Integer):
+    bounds = _FIRST_FALSE if side else _FIRST_TRUE
+    if op not in bounds or not isinstance(right, cst.Integer):
         return False
     try:
         bound = int(right.evaluated_value)
     except (TypeError, ValueError):
         return False
-    return bound >= _FIRST_FALSE[op] if op is not cst.NotEqual else bound == 0
+    return bound >= bounds[op] if op not in (cst.NotEqual, cst.Equal) else bound == 0
 
 
 # `x == 0`, `x < 1`, `x <= 0` on a counter the loop advances from zero: true on the first

@@ -2,7 +2,7 @@
 
 from gradlint.fix import move
 from gradlint.core.event_labels import ZERO_GRAD_CALLS
-from gradlint.core.events import B, S, Z
+from gradlint.core.events import OWN_STEP, B, S, Z
 from gradlint.model.names import is_under
 from gradlint.model.flow import walks
 from gradlint.model.params import stepped_optimizers, touches
@@ -77,7 +77,7 @@ def _lost_here(walk, start, fresh, z_index, step_index):
     return None
 
 
-def _freezes_a_part(file, z, optimizer) -> bool:
+def _freezes_a_part(file, loop, z, optimizer) -> bool:
     """`for p in self.last_layer.parameters(): p.grad = None` while the optimizer steps the whole
     head: a chosen part skips this step (DINO's frozen last layer), the rest keeps its gradients
     (rules.md: a deliberate partial clear is no GL002)."""
@@ -85,6 +85,10 @@ def _freezes_a_part(file, z, optimizer) -> bool:
         return False
     held = {file.bindings.canonical(t) for t in file.bindings.optimizer_params(optimizer) or ()}
     module = file.bindings.canonical(z.module)
+    if not held and loop.kind == OWN_STEP:
+        # a function read on its own, whose optimizer its callers hand it (what it holds is
+        # unknown): a part of something (`head.last_layer`) may be a part of what it steps
+        return "." in module
     # inside a module the optimizer steps, and holding none of them whole (`optimizer` may be
     # read as stepping several modules: the file's other bindings of that name count too)
     return any(is_under(module, t) and module != t for t in held) and not any(is_under(t, module) for t in held)
@@ -103,7 +107,7 @@ def _judge(file, loop, walk, z_index, only_one):
         if later.kind == B:
             backward_between = True
         elif later.kind == S:
-            if _freezes_a_part(file, z, later.optimizer):
+            if _freezes_a_part(file, loop, z, later.optimizer):
                 return None
             if not touches(file, z, later.optimizer, only_one):
                 if later.accumulation_guarded:

@@ -17,7 +17,7 @@ def check(file):
         for walk in walks(loop):
             index = _WalkIndex(file, walk, only_one)
             for i in walk.first_iteration():
-                found = _before_its_backward(loop, step_before_backward(file, walk, i, only_one, index))
+                found = _before_its_backward(loop, walk, i, index, step_before_backward(file, walk, i, only_one, index))
                 if found is None:
                     continue
                 cleared, later = found
@@ -52,18 +52,21 @@ def steps_before_backward(file, loop) -> frozenset:
         index = _WalkIndex(file, walk, only_one)
         found.update(
             walk.events[i].key for i in walk.first_iteration()
-            if _before_its_backward(loop, step_before_backward(file, walk, i, only_one, index))
+            if _before_its_backward(loop, walk, i, index, step_before_backward(file, walk, i, only_one, index))
         )
     return frozenset(found)
 
 
-def _before_its_backward(loop, found):
+def _before_its_backward(loop, walk, i, index, found):
     """`found` of step_before_backward, when it is this rule's finding in `loop`.  A function's
-    own step (OWN_STEP) may follow a backward its caller ran: only a step after a clear of its
-    own body, with no backward between, surely finds no gradient."""
-    if found is None or (loop.kind == OWN_STEP and found[0] < 0):
-        return None
-    return found
+    own step (OWN_STEP) may follow a backward its caller ran: it surely finds no gradient of
+    its own only after a clear of its body with no backward between, or when the body clears
+    what its backward wrote before any step of that optimizer (`step; backward; zero_grad`:
+    every call throws its own gradients away, whatever the caller does)."""
+    if found is None or loop.kind != OWN_STEP or found[0] >= 0:
+        return found
+    later = index.first_backward[i + 1]
+    return found if index.cleared_before_step(later + 1, walk.events[i].optimizer) else None
 
 
 def step_before_backward(file, walk, i, only_one, index=None):
@@ -102,6 +105,7 @@ class _WalkIndex:
             elif k + 1 < len(events) and iteration[k + 1] == iteration[k]:
                 self.first_backward[k] = self.first_backward[k + 1]
         self._clears: dict = {}
+        self._cleared_first: dict = {}
 
     def next_backward(self, i: int):
         """later_in_iteration(walk, i, B)."""
@@ -110,6 +114,26 @@ class _WalkIndex:
             return None
         found = self.first_backward[i + 1]
         return None if found is None else events[found]
+
+    def cleared_before_step(self, k: int, optimizer) -> bool:
+        """Does a clear that surely resets `optimizer` come, from `k` on within k's iteration,
+        before any step of it?  (Computed once per optimizer, from the end of the walk.)"""
+        events, iteration = self.walk.events, self.walk.iteration
+        if k >= len(events) or iteration[k] != iteration[k - 1]:
+            return False
+        known = self._cleared_first.get(optimizer)
+        if known is None:
+            known = [False] * len(events)
+            for n in range(len(events) - 1, -1, -1):
+                event = events[n]
+                if event.kind == Z and touches(self.file, event, optimizer, self.only_one):
+                    known[n] = True
+                elif event.kind == S and event.optimizer == optimizer:
+                    known[n] = False
+                elif n + 1 < len(events) and iteration[n + 1] == iteration[n]:
+                    known[n] = known[n + 1]
+            self._cleared_first[optimizer] = known
+        return known[k]
 
     def last_clear(self, i: int, optimizer) -> int:
         """Index of the last clear before `i` that surely resets `optimizer`'s gradients, or -1."""
