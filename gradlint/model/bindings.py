@@ -127,7 +127,8 @@ class Bindings(Numbering):
         self._elements: dict[str, set[str]] = {}  # `o` of `for o in X:` -> the Xs it iterates
         self._function_depth = 0
         # per open def: [node, class, calls a clip, calls `x.step(arg)`, calls `x.backward()`,
-        # calls `x.step()`] (scaler_steps.py; a step of its own: OWN_STEP)
+        # calls `x.step()`, loops open around it, calls either outside its own loops]
+        # (scaler_steps.py; a step of its own: OWN_STEP)
         self._open_functions: list[list] = []
         self._parent: dict[str, str] = {}  # alias union-find
         # id of a value bound to a bare name inside a def -> (that def, the name): a local of
@@ -211,19 +212,20 @@ class Bindings(Numbering):
         self._function_depth += 1
         self._def_parent[id(node)] = self._scopes[-1] if self._scopes else None
         self._scopes.append(node)
-        self._open_functions.append([node, self._enclosing_class(), False, False, False, False])
+        self._open_functions.append([node, self._enclosing_class(), False, False, False, False, len(self._open_loops), False])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._function_depth -= 1
         self._scopes.pop()
-        node, class_name, clips, steps, backward, any_step = self._open_functions.pop()
+        node, class_name, clips, steps, backward, any_step, _, direct = self._open_functions.pop()
         if clips and steps:
             # a clip and a `scaler.step(opt)`-like call: modelled on its own for GL006 (the
             # scaled backward may run in a caller the file does not show)
             self.outline.append(("function", node, class_name))
-        if backward and any_step:
-            # a backward and a step in its own body: a training step whoever calls it, modelled
-            # on its own when no loop of the file runs it (loops.py, OWN_STEP)
+        if backward and any_step and direct:
+            # a backward and a step in its own body, not all inside its own loops (which are
+            # modelled as loops): a training step whoever calls it, modelled on its own when no
+            # loop of the file runs it (loops.py, OWN_STEP)
             self.outline.append((api.OWN_STEP, node, class_name))
 
     def _enclosing_class(self) -> Optional[str]:
@@ -348,9 +350,12 @@ class Bindings(Numbering):
                 top[2] = True
             elif called == api_names.STEP:
                 top[3] = top[3] or bool(node.args)
-                top[5] = top[5] or isinstance(func, cst.Attribute)
+                if isinstance(func, cst.Attribute):
+                    top[5] = True
+                    top[7] = top[7] or len(self._open_loops) == top[6]
             elif called == api_names.BACKWARD and isinstance(func, cst.Attribute):
                 top[4] = True
+                top[7] = top[7] or len(self._open_loops) == top[6]
         if self._open_loops:
             func = node.func
             name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
