@@ -400,7 +400,8 @@ class Analysis:
         if scaled:
             self.any_scaled = True
         grads, owners, fresh = self.grads, self.owners, self.fresh
-        # (per parameter of every backward: the grad lookup and the owner's flag inline)
+        marked = _NO_OWNER  # the owner just marked fresh: the next parameter's is usually the same
+        # (per parameter of every backward: the grad lookup, `_added` and the owner's flag inline)
         for pid in event.params:
             g = grads.get(pid)
             if g is None:
@@ -412,16 +413,21 @@ class Analysis:
                     self.any_piled = True
                 if g.clips:
                     self.any_clipped_early = True
-                g.sources = _added(g.sources, i)
+                if g.sources:
+                    g.sources.append(i)
+                else:
+                    g.sources = [i]
             if scaled:
                 g.scaled = i
             g.last_b = i
             owner = owners.get(pid, _NO_OWNER)  # (owners_of, without a tuple per parameter)
-            if isinstance(owner, _Several):
-                for oid in owner:
-                    fresh[oid] = True
-            elif owner is not _NO_OWNER:
-                fresh[owner] = True
+            if owner is not marked:
+                marked = owner
+                if isinstance(owner, _Several):
+                    for oid in owner:
+                        fresh[oid] = True
+                elif owner is not _NO_OWNER:
+                    fresh[owner] = True
 
     def step_number(self, index) -> int:
         oid = self.events[index].raw.get("oid")
