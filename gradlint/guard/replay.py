@@ -44,6 +44,8 @@ class GuardEvent(Event):
         self.params = raw.get("params", ())
         self.sites = raw["sites"]
         self.site = self.sites[0] if self.sites else (None, 0)
+        if "own" not in raw:  # (no after-state of its own: `state` is the live state, asked per parameter)
+            self.state = live.get
 
     def state(self, pid: int):
         own = self.raw.get("own")

@@ -249,8 +249,7 @@ class Watcher:
         self.touched.clear()
         if not pids:
             return
-        for pid in pids:
-            self.live[pid] = PRESENT
+        self.live.update(dict.fromkeys(pids, PRESENT))
         _, found = self._event("B", sites, api=api, params=pids, scaled=scaled)
         self._deliver(found)
 
@@ -261,7 +260,11 @@ class Watcher:
         return self.shared([pid for pid in dict.fromkeys(map(params.get, map(id, self.touched))) if pid is not None])
 
     def cleared(self, sites: list, pids: list, set_to_none: bool, api: str, oid=None) -> None:
-        own = {pid: None if set_to_none or self.live.get(pid) is None else ZEROED for pid in pids}
+        if set_to_none:
+            own = dict.fromkeys(pids)
+        else:
+            live = self.live
+            own = {pid: None if live.get(pid) is None else ZEROED for pid in pids}
         event, found = self._event("Z", sites, api=api, params=pids, own=own, oid=oid)
         self.live.update(own)
         del event.raw["own"]  # the live state says the same from now on; the window keeps no copy

@@ -233,6 +233,8 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A clear threw away fresh gradients that this step of their optimizer should have used."""
+    if not replay.any_discarded:  # no clear of the run threw fresh gradients away
+        return
     number, name = replay.stepping
     for pid in event.params:
         g = replay.grad(pid)

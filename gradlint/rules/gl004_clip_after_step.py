@@ -32,13 +32,21 @@ def check(file):
 def runtime(replay, i, event):
     """A clip on gradients whose last use was a step: it runs after the update.  (Cleared
     gradients after a step are a clip before the next backward: GL005's to judge.)"""
-    with_grad = [pid for pid in event.params if event.state(pid) is not None]
-    touched = [pid for pid in with_grad if replay.grad(pid).sources]
     limit = event.raw.get("limit")
     if isinstance(limit, (int, float)) and math.isinf(limit):
-        touched = []  # clip_grad_norm_(params, inf) measures the norm (for a log): it never clips
-    if touched and all(replay.grad(pid).consumed and replay.grad(pid).consumed[-1] > max(replay.grad(pid).sources) for pid in touched):
-        step_index = max(replay.grad(pid).consumed[-1] for pid in touched)
+        return  # clip_grad_norm_(params, inf) measures the norm (for a log): it never clips
+    # The clipped gradients that some backward wrote; the first one a step has not used since
+    # (indexes are in increasing order: its last backward came after its last step) settles it.
+    # (Asked per parameter of every clip: the test that fails in a correct loop comes first.)
+    touched = []
+    for pid in event.params:
+        g = replay.grad(pid)
+        if g.sources and event.state(pid) is not None:
+            if not (g.consumed and g.consumed[-1] > g.sources[-1]):
+                return
+            touched.append(g.consumed[-1])
+    if touched:
+        step_index = max(touched)
         step = replay.events[step_index]
         norm, limit, after = event.raw.get("norm"), event.raw.get("limit"), event.raw.get("norm_after")
         if isinstance(norm, (int, float)) and isinstance(limit, (int, float)) and norm > limit and after is not None:

@@ -64,6 +64,8 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A clip followed by another backward into the same gradients before this step uses them."""
+    if not replay.any_clipped_early:  # no backward of the run came after a clip of its gradients
+        return
     for pid in event.params:
         g = replay.grad(pid)
         # (asked per parameter of every step: the common cases first.  Indexes are kept in the

@@ -170,6 +170,8 @@ def fixes(raw, file):
 
 def runtime(replay, i, event):
     """A clip on gradients written through an enabled GradScaler with no unscale_ since."""
+    if not replay.any_scaled:  # no backward of the run went through an enabled scaler
+        return
     scaled = [pid for pid in event.params if replay.grad(pid).scaled is not None and event.state(pid) is not None]
     if scaled:
         writer = replay.events[replay.grad(scaled[0]).scaled]

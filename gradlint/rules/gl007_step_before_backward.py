@@ -215,8 +215,12 @@ def runtime(replay, i, event):
     parameters (requires_grad False) take no part: stepping them is a no-op."""
     number, name = replay.stepping
     pids = event.params
-    frozen = set(event.raw.get("frozen") or ())
-    live = [pid for pid in pids if pid not in frozen]
+    frozen = event.raw.get("frozen")
+    if frozen:
+        frozen = set(frozen)
+        live = [pid for pid in pids if pid not in frozen]
+    else:
+        live = pids
     fresh = any(replay.grad(pid).last_b > replay.grad(pid).last_s for pid in live)
     # A prevented step never ran its closure, so it cannot show a step before backward; a manual
     # update is only seen after the fact.

@@ -266,6 +266,17 @@ class Analysis:
         self._stale_at: Optional[tuple] = None  # (step index, stale_use's answer) for the last step asked
         self._ever_cleared: Optional[set] = None  # the parameters some clear of the run covered
         self.criteria: Optional[dict] = None  # criteria_by_kind(), read on the first event
+        self._handlers: dict = {}  # kind -> (_on_<kind>, its criteria, _after_<kind>): looked up once per kind
+        self._owned: dict = {}  # oid -> the params list of a step that made it an owner of each (see `feed`)
+        # What the run has shown at least once, so that a criterion whose bug needs it can tell in
+        # one test, not one per parameter, that this step cannot show it (a correct loop never
+        # sets them): a backward through an enabled scaler, a clear that threw fresh gradients
+        # away, a backward onto gradients a step had used, a backward onto gradients a clip had
+        # bounded.  Only ever set: each stays true once a gradient was in that state.
+        self.any_scaled = False
+        self.any_discarded = False
+        self.any_piled = False
+        self.any_clipped_early = False
 
     # --- helpers ---------------------------------------------------------------
 
@@ -339,22 +350,33 @@ class Analysis:
         """One event of the run, in order: update the provenance, then ask the criteria that
         watch its kind.  The replay of a whole log calls it for each event; gradlint.guard calls
         it as each event happens in the user's own run."""
-        if self.criteria is None:
-            self.criteria = criteria_by_kind()
+        handlers = self._handlers.get(event.kind)
+        if handlers is None:
+            if self.criteria is None:
+                self.criteria = criteria_by_kind()
+            handlers = self._handlers[event.kind] = (
+                getattr(self, f"_on_{event.kind}", None),
+                tuple(criterion.detect for criterion in self.criteria.get(event.kind, ())),
+                getattr(self, f"_after_{event.kind}", None),
+            )
+        before, criteria, after = handlers
         oid = event.raw.get("oid")
         if oid is not None and event.kind in ("S", "O"):  # whoever steps a parameter owns it too
-            owners = self.owners
-            for pid in event.params:
-                if owners.get(pid, _NO_OWNER) != oid:  # (per parameter of every step: the usual case first)
-                    self.own(pid, oid)
+            params = event.params
+            if self._owned.get(oid) is not params:  # (the same list as a step before: all owned already)
+                owners = self.owners
+                for pid in params:
+                    if owners.get(pid, _NO_OWNER) != oid:  # (per parameter: the usual case first)
+                        self.own(pid, oid)
+                # an owner is never taken back, so this very list (never changed: the guard's
+                # events share one per optimizer) needs no second pass
+                self._owned[oid] = params
         if not event.raw.get("in_step"):
             self.step_counted = False
-        before = getattr(self, f"_on_{event.kind}", None)
         if before is not None:
             before(index, event)
-        for criterion in self.criteria.get(event.kind, ()):
-            criterion.detect(self, index, event)
-        after = getattr(self, f"_after_{event.kind}", None)
+        for detect in criteria:
+            detect(self, index, event)
         if after is not None:
             after(index, event)
 
@@ -374,21 +396,38 @@ class Analysis:
             self.runs[site] = self.runs.get(site, 0) + 1
         self.step_counted = bool(event.raw.get("in_step"))
         self.iteration[i] = self.runs[site]
+        overwrites, scaled = event.raw.get("overwrites"), event.raw.get("scaled")
+        if scaled:
+            self.any_scaled = True
+        grads, owners, fresh = self.grads, self.owners, self.fresh
+        marked = _NO_OWNER  # the owner just marked fresh: the next parameter's is usually the same
+        # (per parameter of every backward: the grad lookup, `_added` and the owner's flag inline)
         for pid in event.params:
-            g = self.grad(pid)
-            if event.raw.get("overwrites"):
+            g = grads.get(pid)
+            if g is None:
+                g = grads[pid] = _Grad()
+            if overwrites:
                 g.sources, g.consumed, g.clips = [i], _NONE, _NONE
             else:
-                g.sources = _added(g.sources, i)
-            if event.raw.get("scaled"):
+                if g.consumed:
+                    self.any_piled = True
+                if g.clips:
+                    self.any_clipped_early = True
+                if g.sources:
+                    g.sources.append(i)
+                else:
+                    g.sources = [i]
+            if scaled:
                 g.scaled = i
             g.last_b = i
-            owner = self.owners.get(pid, _NO_OWNER)  # (owners_of, without a tuple per parameter)
-            if isinstance(owner, _Several):
-                for oid in owner:
-                    self.fresh[oid] = True
-            elif owner is not _NO_OWNER:
-                self.fresh[owner] = True
+            owner = owners.get(pid, _NO_OWNER)  # (owners_of, without a tuple per parameter)
+            if owner is not marked:
+                marked = owner
+                if isinstance(owner, _Several):
+                    for oid in owner:
+                        fresh[oid] = True
+                elif owner is not _NO_OWNER:
+                    fresh[owner] = True
 
     def step_number(self, index) -> int:
         oid = self.events[index].raw.get("oid")
@@ -399,22 +438,33 @@ class Analysis:
         site = tuple(event.sites[:1])
         last_run = self.clear_runs.get(site, -1)
         threw_away = cleared_used = False
+        in_step = event.raw.get("in_step")
+        before_of = previous.state if previous is not None else None
+        after_of = event.state
+        grads = self.grads
         for pid in event.params:
-            before = previous.state(pid) if previous is not None else None
-            after = event.state(pid)
+            before = before_of(pid) if before_of is not None else None
+            after = after_of(pid)
             if after is not None and not after.get("zero"):
                 continue  # the call did not clear this one (a clear that failed, or a manual write)
-            g = self.grad(pid)
-            unused = [j for j in g.sources if not g.consumed or j > g.consumed[-1]]
-            cleared_used = cleared_used or (before is not None and bool(g.consumed))
+            g = grads.get(pid)
+            if g is None:
+                g = grads[pid] = _Grad()
+            sources, consumed = g.sources, g.consumed
+            if consumed:
+                cleared_used = cleared_used or before is not None
+                # (indexes are in increasing order: none is unused when the last source was used)
+                unused = [j for j in sources if j > consumed[-1]] if sources and sources[-1] > consumed[-1] else _NONE
+            else:
+                unused = sources
             # A closure clearing between its own evaluations (LBFGS) throws nothing away.
-            if before is not None and unused and not event.raw.get("in_step"):
+            if before is not None and unused and not in_step:
                 # A clear that runs less often than the step (once per epoch, before the inner
                 # loop that accumulates) only drops what was left after the last step.
-                g.discarded = (i, unused, g.last_s > last_run >= 0)
+                g.discarded = (i, list(unused), g.last_s > last_run >= 0)
                 g.unusable = not _finite(before)
-                threw_away = True
-            elif g.consumed:
+                threw_away = self.any_discarded = True
+            elif consumed:
                 g.discarded = None
             g.sources, g.consumed, g.clips, g.scaled = _NONE, _NONE, _NONE, None
         if not event.raw.get("inferred"):
@@ -430,8 +480,11 @@ class Analysis:
 
 
     def _on_C(self, i, event):
+        grads = self.grads
         for pid in event.params:
-            g = self.grad(pid)
+            g = grads.get(pid)
+            if g is None:
+                g = grads[pid] = _Grad()
             g.clips = _added(g.clips, i)
 
     def _on_S(self, i, event):
@@ -445,13 +498,17 @@ class Analysis:
     def _after_S(self, i, event):
         """The step used its parameters' gradients: what a backward writes next piles onto them."""
         self.fresh[event.raw.get("oid")] = False
+        by_scaler = event.raw.get("via") == "scaler"
+        state, grads = event.state, self.grads
         for pid in event.params:
-            g = self.grad(pid)
-            if event.state(pid) is not None and g.sources:
+            g = grads.get(pid)
+            if g is None:
+                g = grads[pid] = _Grad()
+            if g.sources and state(pid) is not None:
                 g.consumed = _added(g.consumed, i)
             g.last_s = i
             g.clips = _NONE
-            if event.raw.get("via") == "scaler":
+            if by_scaler:
                 g.scaled = None
 
     def stale_use(self, i, event):
@@ -465,12 +522,14 @@ class Analysis:
         while it clears others: GL003 (the clear is misplaced or aimed at the wrong target);
         no clear of them in between, though they are cleared elsewhere (a second update of the
         optimizer after another network's clear): GL001."""
+        if not self.any_piled:  # no backward ever added to used gradients: no step can use them again
+            return None
         if self._stale_at and self._stale_at[0] == i:
             return self._stale_at[1]
         found = None
         for pid in event.params:
             g = self.grad(pid)
-            if event.state(pid) is not None and g.consumed and g.sources and max(g.sources) > g.consumed[-1]:
+            if g.consumed and g.sources and max(g.sources) > g.consumed[-1] and event.state(pid) is not None:
                 consumer = g.consumed[-1]
                 writer_index = next(j for j in g.sources if j > consumer)  # the first backward into used gradients
                 clears = [
