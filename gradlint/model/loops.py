@@ -1202,7 +1202,12 @@ class Builder:
         training_step, ignite's update function): a loop body."""
         assigned = AssignedNames()
         walk(node, assigned)
-        ctx = Context(self, class_name, frozenset(assigned.names))
+        names = frozenset(assigned.names)
+        if kind == api.OWN_STEP:
+            # called once per iteration: a parameter may be the caller's counter
+            # (`def optimize(self, iteration): if iteration == 0: opt.zero_grad()`)
+            names |= {p.name.value for p in node.params.params}
+        ctx = Context(self, class_name, names)
         self.conditions, self.single_steps, self.scaled = {}, {}, {}
         # Its `return` ends one iteration, not the loop: the body runs as an inlined helper.
         body = [Helper(self.suite(node.body, ctx))]
