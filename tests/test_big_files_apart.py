@@ -250,3 +250,14 @@ def test_a_big_buffer_that_parses_gets_the_findings_of_the_command_line():
     text = big_training_file()
     check = check_document_apart(text, "big.py", "file:///big.py", Settings.default(), lambda *args: None)
     assert [(d["code"], d["range"]["start"]["line"]) for d in check.diagnostics] == [("GL002", 9)]
+
+
+def test_the_native_parser_is_mapped_before_any_child_is_forked():
+    """libcst imports its native parser on its first parse.  A child forked for a big file
+    (the language server's first buffer, say) that had to map it under its memory bound got
+    an ImportError there: the buffer's check ended as an internal error, which the server logs
+    instead of showing, so the buffer showed nothing.  load_analysis, run before any fork,
+    maps it (a fresh interpreter: this test process has parsed already)."""
+    code = "import sys\nfrom gradlint.check.engine import load_analysis\nload_analysis()\nprint('libcst.native' in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr

@@ -955,6 +955,13 @@ def load_analysis() -> None:
     screen finds empty never needs libcst, and a run of such files should not pay for it."""
     import libcst  # noqa: F401
 
+    try:
+        # libcst's native parser, which its first parse would import: a child forked for a big
+        # file (run/pool.py `apart`) under its memory bound may fail to map it (an ImportError
+        # there, the file's check lost), so it is mapped here, once, before any fork
+        from libcst import native  # noqa: F401
+    except ImportError:
+        pass
     from gradlint.fix import plan  # noqa: F401
     from gradlint.model import loops  # noqa: F401
     from gradlint.rules.registry import all_rules
