@@ -147,6 +147,14 @@ OWN_PROTOCOL_METHODS = frozenset({BACKWARD, STEP}) | STEP_FUNCTIONS
 PROTOCOL_FREE_BASES = frozenset({"object", "abc.ABC", "torch.nn.Module", "torch.nn.modules.module.Module"})
 # `opt.register_step_post_hook(fn)` and torch's global `register_optimizer_step_post_hook(fn)`.
 STEP_HOOK_METHODS = frozenset({"register_step_post_hook"})
+# Methods of an optimizer that touch no gradient: torch.optim.Optimizer's own (its hooks are
+# `register_*`), a schedule-free optimizer's `train()` / `eval()` (they swap the weights), and
+# Horovod's `skip_synchronize()` context.  Any other method of an optimizer (Sophia's
+# `update_hessian()`, SAM's `first_step()`) belongs to a class the checker does not read.
+OPTIMIZER_QUIET_METHODS = frozenset({
+    "add_param_group", "state_dict", "load_state_dict", "train", "eval", "skip_synchronize",
+})
+OPTIMIZER_HOOK_PREFIX = "register_"
 GLOBAL_STEP_HOOK_FUNCTIONS = frozenset({"register_optimizer_step_post_hook"})
 
 # --- clip ------------------------------------------------------------------------

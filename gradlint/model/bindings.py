@@ -98,6 +98,9 @@ class Bindings(Numbering):
         self._class_assigns: dict[tuple[str, str], list[cst.BaseExpression]] = {}
         # names the file updates in place anywhere (`step += 1`): counters, never settings
         self.incremented: set[str] = set()
+        # receivers of a `step()` whose result the file keeps (`new_lr = scheduler.step()`):
+        # torch's LRScheduler.step() returns None, so theirs is a class of its own
+        self.step_results_kept: set[str] = set()
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
         self.all_functions: dict[str, list[cst.FunctionDef]] = {}  # at any depth (closures)
         # every top-level def of a name, in order, each with whether it is straight in the module's body
@@ -318,12 +321,21 @@ class Bindings(Numbering):
             self._note_item_write(target.target)
         if isinstance(node.value, cst.Call):
             self.value_scope[id(node.value)] = self._scopes[-1] if self._scopes else None
+            self._note_kept_step(node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.number(node, self._function_depth > 0)
         self._assigned(node.target)
         if node.value is not None:
             self._bind(node.target, node.value)
+            if isinstance(node.value, cst.Call):
+                self._note_kept_step(node.value)
+
+    def _note_kept_step(self, call: cst.Call) -> None:
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == api_names.STEP:
+            receiver = dotted(call.func.value)
+            if receiver is not None:
+                self.step_results_kept.add(receiver)
 
     def visit_Del(self, node: cst.Del) -> None:
         self._note_item_write(node.target)
@@ -1178,6 +1190,12 @@ class Bindings(Numbering):
         if kind is not None:
             return kind == OPTIMIZER
         return api.named_like_optimizer(name)
+
+    def returns_from_step(self, name: str) -> bool:
+        """Does the file keep what `name.step()` returns (`new_lr = scheduler.step()`)?  Then its
+        class is not torch's LRScheduler (whose step returns None) but one of its own, with its own
+        convention for when it steps (it may set the rate for the step about to run)."""
+        return name in self.step_results_kept or self.canonical(name) in {self.canonical(n) for n in self.step_results_kept}
 
     def used_like_scheduler(self, name: Optional[str]) -> bool:
         """A name nothing in the file resolves (a parameter: `def train(model, optimizer,

@@ -33,6 +33,8 @@ from gradlint.core.api_names import (
     MANUAL_UPDATE_METHODS,
     MAX_NORM_KEYWORD,
     NOT_BACKWARD,
+    OPTIMIZER_HOOK_PREFIX,
+    OPTIMIZER_QUIET_METHODS,
     PRIVATE_GRAD,
     SAME_VALUE_METHODS,
     SCALER_SCALE,
@@ -49,9 +51,9 @@ from gradlint.core.api_names import (
     TORCH_PREFIXES,
     ZERO_GRAD_METHODS,
 )
-from gradlint.model.bindings import params_argument
+from gradlint.model.bindings import OPTIMIZER, params_argument
 from gradlint.model.event import Event
-from gradlint.core.events import B, C, CLEAR_LIKE_NAMES, L, NOT_CLEARING_HELPERS, S, SELF_UNSCALING_RECEIVERS, U, Z
+from gradlint.core.events import B, C, CLEAR_LIKE_NAMES, L, NOT_CLEARING_HELPERS, S, SELF_UNSCALING_RECEIVERS, U, Z, named_like_optimizer
 from gradlint.model.names import dotted, keyword_argument
 from gradlint.model.walk import walk
 
@@ -189,7 +191,27 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
 
     if method == STEP and receiver is not None:
         return _step_event(call, receiver, ctx)
+    if receiver is not None and _own_method_of_an_optimizer(method, receiver, bindings):
+        # Sophia's `optimizer.update_hessian()`, SAM's `optimizer.first_step()`: a method of a class
+        # the checker does not read, run on the optimizer itself.  Like a call handed the optimizer
+        # (opaque_call), its body may read, step or clear that optimizer's gradients.
+        return ctx.event(Z, call, optimizer=receiver, unknown_target=True)
     return None
+
+
+def _own_method_of_an_optimizer(method: str, receiver: str, bindings) -> bool:
+    """A method beyond torch's Optimizer API, called on an optimizer: one the file builds, or a
+    name nothing resolves that is named like one (`self.optimizer` a configuration sets) and is not
+    a container of them (`optimizers.append(opt)`).  Methods whose name says they only set or
+    read something else (`set_lr`, `get_state`, `log_stats`) are no gradient use."""
+    if method in OPTIMIZER_QUIET_METHODS or method.startswith(OPTIMIZER_HOOK_PREFIX) or not method[:1].islower():
+        return False  # (a capitalised name is a class: `torch.optim.SGD(...)`)
+    if NOT_CLEARING_HELPERS.search(method) or bindings.imports.is_imported(receiver):
+        return False  # (an imported module: `optim.lr_scheduler`, `apex.optimizers`)
+    kind = bindings.kind(receiver)
+    if kind is not None:
+        return kind == OPTIMIZER
+    return named_like_optimizer(receiver) and not receiver.endswith("s")
 
 
 def _element(node: cst.BaseExpression, ctx) -> Optional[str]:
@@ -218,6 +240,7 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
             has_args=bool(call.args),
             plateau=bindings.is_plateau_scheduler(receiver),
             sync_only=ctx.accumulate is not None,
+            own_convention=bindings.returns_from_step(receiver),
         )
     if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
         target = _first_name(call, ctx)

@@ -28,6 +28,10 @@ class Event:
     # that does nothing but step schedulers (a resume's replay)
     has_args: bool = False
     plateau: bool = False  # L of a ReduceLROnPlateau-style scheduler
+    # L of a schedule of its own class, whose step returns the rate (`new_lr = scheduler.step()`;
+    # torch's returns None): it may set the rate for the step about to run, so stepping it
+    # first is its convention
+    own_convention: bool = False
     sync_only: bool = False  # S or Z inside `with accelerator.accumulate(...)`
     accumulation_guarded: bool = False  # runs only under an accumulation condition
     # on the other side of an accumulation step test (`if (i+1) % k == 0: S else: Z`):

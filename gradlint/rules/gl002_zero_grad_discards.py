@@ -94,6 +94,13 @@ def _freezes_a_part(file, loop, z, optimizer) -> bool:
     return any(is_under(module, t) and module != t for t in held) and not any(is_under(t, module) for t in held)
 
 
+def _used_by_its_optimizer(file, event, optimizer) -> bool:
+    """A method of the optimizer's own class that the checker does not read (Sophia's
+    `update_hessian()` on an iteration that skips the step): it may have been what that
+    iteration's backward was for, not the later step."""
+    return event.kind == Z and event.unknown_target and _same(file, event.optimizer, optimizer)
+
+
 def _same(file, a, b) -> bool:
     return a is not None and b is not None and file.bindings.same(a, b)
 
@@ -126,7 +133,7 @@ def _judge(file, loop, walk, z_index, only_one):
                 i
                 for i in fresh
                 if _deferred_for(file, walk.paths[walk.iteration[i]], later.optimizer)
-                and not any(events[m].kind == S for m in range(i + 1, z_index))
+                and not any(events[m].kind == S or _used_by_its_optimizer(file, events[m], later.optimizer) for m in range(i + 1, z_index))
             ]
             if accumulated and z.key in loop.own and events[accumulated[-1]].key not in loop.own and later.key not in loop.own:
                 # A clear at the top of each epoch, before the inner loop that accumulates and

@@ -14,9 +14,10 @@ def check(file):
         for walk in walks(loop):
             for i in walk.first_iteration():
                 sched = walk.events[i]
-                if sched.kind != L or sched.plateau or sched.has_args or sched.skips_first:
+                if sched.kind != L or sched.plateau or sched.has_args or sched.skips_first or sched.own_convention:
                     # `sched.step(epoch)` sets the position itself; under `if epoch > 0:` the
-                    # step at the top of an iteration is the previous iteration's last
+                    # step at the top of an iteration is the previous iteration's last; a
+                    # schedule of its own sets the rate of the step about to run
                     continue
                 if any(e.kind == S for e in walk.events[:i]):
                     continue
