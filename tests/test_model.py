@@ -413,3 +413,36 @@ def test_grad_assigned_from_the_same_gradient_overwrites_nothing():
     hand = [e for e in loop.events if e.kind == "B" and e.span.line > 3]
     assert [(e.span.line, e.overwrites) for e in hand] == [(5, False), (6, False), (9, True), (10, True)]
 
+
+
+def test_a_method_of_an_optimizer_beyond_torchs_api_is_a_use_of_unknown_reach():
+    m = model(
+        "import torch\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "for b in data:\n"
+        "    loss(b).backward()\n"
+        "    opt.update_hessian()\n"
+        "    opt.add_param_group({'params': []})\n"
+        "    opt.set_lr(0.1)\n"
+        "    optimizer.update_hessian()\n"  # named like one, but never stepped: a configuration
+        "    optim_cfg = torch.optim.AdamW(net.parameters())\n"  # a class of a module, not a method
+        "    opt.step()\n"
+    )
+    (loop,) = m.loops
+    assert kinds(loop) == "BZS"
+    clear = loop.events[1]
+    assert (clear.optimizer, clear.unknown_target, clear.text) == ("opt", True, "opt.update_hessian()")
+
+
+def test_a_schedule_whose_step_result_is_kept_follows_its_own_convention():
+    m = model(
+        "def train(net, opt, scheduler, warmup_scheduler, data):\n"
+        "    for b in data:\n"
+        "        new_lr = scheduler.step()\n"
+        "        warmup_scheduler.step()\n"
+        "        loss(b).backward()\n"
+        "        opt.step()\n"
+    )
+    (loop,) = m.loops
+    assert kinds(loop) == "LLBS"
+    assert [e.own_convention for e in loop.events[:2]] == [True, False]

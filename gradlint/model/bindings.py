@@ -1191,6 +1191,12 @@ class Bindings(Numbering):
             return kind == OPTIMIZER
         return api.named_like_optimizer(name)
 
+    def is_stepped(self, name: str) -> bool:
+        """Does the file step `name` by itself (`name.step()`) or hand it to a step
+        (`scaler.step(name)`)?"""
+        own = self.canonical(name)
+        return any(r == name or self.canonical(r) == own for r in self._step_receivers | self._stepped_arguments)
+
     def returns_from_step(self, name: str) -> bool:
         """Does the file keep what `name.step()` returns (`new_lr = scheduler.step()`)?  Then its
         class is not torch's LRScheduler (whose step returns None) but one of its own, with its own

@@ -201,9 +201,10 @@ def _method_event(call, method, receiver_node, qualified, ctx) -> Optional[Event
 
 def _own_method_of_an_optimizer(method: str, receiver: str, bindings) -> bool:
     """A method beyond torch's Optimizer API, called on an optimizer: one the file builds, or a
-    name nothing resolves that is named like one (`self.optimizer` a configuration sets) and is not
-    a container of them (`optimizers.append(opt)`).  Methods whose name says they only set or
-    read something else (`set_lr`, `get_state`, `log_stats`) are no gradient use."""
+    name nothing resolves that is named like one (`self.optimizer` a configuration sets), is
+    stepped by the file, and is not a container of them (`optimizers.append(opt)`).  Methods
+    whose name says they only set or read something else (`set_lr`, `get_state`, `log_stats`)
+    are no gradient use."""
     if method in OPTIMIZER_QUIET_METHODS or method.startswith(OPTIMIZER_HOOK_PREFIX) or not method[:1].islower():
         return False  # (a capitalised name is a class: `torch.optim.SGD(...)`)
     if NOT_CLEARING_HELPERS.search(method) or bindings.imports.is_imported(receiver):
@@ -211,7 +212,8 @@ def _own_method_of_an_optimizer(method: str, receiver: str, bindings) -> bool:
     kind = bindings.kind(receiver)
     if kind is not None:
         return kind == OPTIMIZER
-    return named_like_optimizer(receiver) and not receiver.endswith("s")
+    # (a configuration named like one, `opt.get("lr")`, is never stepped)
+    return named_like_optimizer(receiver) and not receiver.endswith("s") and bindings.is_stepped(receiver)
 
 
 def _element(node: cst.BaseExpression, ctx) -> Optional[str]:
