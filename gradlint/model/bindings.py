@@ -98,9 +98,6 @@ class Bindings(Numbering):
         self._class_assigns: dict[tuple[str, str], list[cst.BaseExpression]] = {}
         # names the file updates in place anywhere (`step += 1`): counters, never settings
         self.incremented: set[str] = set()
-        # receivers of a `step()` whose result the file keeps (`new_lr = scheduler.step()`):
-        # torch's LRScheduler.step() returns None, so theirs is a class of its own
-        self.step_results_kept: set[str] = set()
         self.functions: dict[str, cst.FunctionDef] = {}  # top-level defs
         self.all_functions: dict[str, list[cst.FunctionDef]] = {}  # at any depth (closures)
         # every top-level def of a name, in order, each with whether it is straight in the module's body
@@ -321,21 +318,13 @@ class Bindings(Numbering):
             self._note_item_write(target.target)
         if isinstance(node.value, cst.Call):
             self.value_scope[id(node.value)] = self._scopes[-1] if self._scopes else None
-            self._note_kept_step(node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.number(node, self._function_depth > 0)
         self._assigned(node.target)
         if node.value is not None:
             self._bind(node.target, node.value)
-            if isinstance(node.value, cst.Call):
-                self._note_kept_step(node.value)
 
-    def _note_kept_step(self, call: cst.Call) -> None:
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == api_names.STEP:
-            receiver = dotted(call.func.value)
-            if receiver is not None:
-                self.step_results_kept.add(receiver)
 
     def visit_Del(self, node: cst.Del) -> None:
         self._note_item_write(node.target)
@@ -1196,12 +1185,6 @@ class Bindings(Numbering):
         (`scaler.step(name)`)?"""
         own = self.canonical(name)
         return any(r == name or self.canonical(r) == own for r in self._step_receivers | self._stepped_arguments)
-
-    def returns_from_step(self, name: str) -> bool:
-        """Does the file keep what `name.step()` returns (`new_lr = scheduler.step()`)?  Then its
-        class is not torch's LRScheduler (whose step returns None) but one of its own, with its own
-        convention for when it steps (it may set the rate for the step about to run)."""
-        return name in self.step_results_kept or self.canonical(name) in {self.canonical(n) for n in self.step_results_kept}
 
     def used_like_scheduler(self, name: Optional[str]) -> bool:
         """A name nothing in the file resolves (a parameter: `def train(model, optimizer,

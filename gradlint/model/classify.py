@@ -242,7 +242,6 @@ def _step_event(call, receiver, ctx) -> Optional[Event]:
             has_args=bool(call.args),
             plateau=bindings.is_plateau_scheduler(receiver),
             sync_only=ctx.accumulate is not None,
-            own_convention=bindings.returns_from_step(receiver),
         )
     if kind is None and bindings.is_scaler(receiver) or kind == "scaler":
         target = _first_name(call, ctx)

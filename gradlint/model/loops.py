@@ -437,6 +437,10 @@ class Builder:
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             value = stmt.value
             out = self.expression(value, ctx) if value is not None else []
+            if _a_step(value):
+                # `new_lr = scheduler.step()`: torch's LRScheduler.step() returns None, so a
+                # schedule whose step returns what the code keeps is a class of its own
+                out = [replace(n, own_convention=True) if isinstance(n, Event) and n.kind == api.L else n for n in out]
             handoff = classify.gradient_handoff(stmt, ctx)
             if handoff:
                 return out + handoff + [self.rebind(stmt, ctx)]
@@ -1651,6 +1655,11 @@ def _own_backward_call(call: cst.Call) -> bool:
     `scaler.scale(loss).backward()` or `super().backward(loss)` (a receiver that is a call)."""
     func = call.func
     return isinstance(func, cst.Attribute) and func.attr.value == api_names.BACKWARD and dotted(func.value) is not None
+
+
+def _a_step(node: Optional[cst.BaseExpression]) -> bool:
+    """`x.step(...)`."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == api_names.STEP
 
 
 def _is_self_call(call: cst.Call) -> bool:
