@@ -45,6 +45,7 @@ from typing import Optional
 
 from gradlint.parse import python_ast
 from gradlint.core.api_names import (
+    AUTOMATIC_OPTIMIZATION,
     BACKWARD,
     CLIP_FUNCTIONS,
     DOCUMENTED_RUNNERS,
@@ -1034,6 +1035,10 @@ def _needed_tops(
     for _, unit, header_end in walk.classes:  # Lightning bases, base classes of a loop's class
         if _contains(marked, unit.start, unit.end):
             add_text(unit.start, header_end)
+    # Lightning's mode, wherever a class of the file sets it (a base's `__init__`, a property):
+    # the subclasses that run training steps take it from there
+    add([AUTOMATIC_OPTIMIZATION])
+    call(METHOD, AUTOMATIC_OPTIMIZATION, 1)
     while by_depth or queue:
         if by_depth:
             depth, kind, word = heapq.heappop(by_depth)

@@ -444,7 +444,7 @@ class Bindings(Numbering):
         """What needs every assignment and def seen so far, computed anew (a file built in
         pieces calls it after each piece), and the caches that new bindings outdate dropped."""
         for name in ("_kinds", "_params", "_resolved", "_accumulation_flags", "_returned", "_member_values", "_handed_on",
-                     "_alias_members"):
+                     "_alias_members", "_handed"):
             self.__dict__.pop(name, None)
         # handlers of an object built by an iteration runner (`trainer = Engine(step)`)
         handlers = [
@@ -993,8 +993,7 @@ class Bindings(Numbering):
         name = dotted(arg.value) if arg is not None else None
         if name is None or self.kind(name, depth + 1) != OPTIMIZER:
             return None
-        own = self.canonical(name)
-        if any(r == name or self.canonical(r) == own for r in self._step_receivers | self._stepped_arguments):
+        if self.may_be_stepped(name):
             return None
         return name
 
@@ -1011,15 +1010,15 @@ class Bindings(Numbering):
         names it (`WarmupLinearSchedule(optimizer, ...)` of pytorch_transformers).  A wrapper
         that steps for the optimizer it wraps (`LARC(optimizer)`, `PCGrad(optimizer)`) leaves
         that optimizer's own `step()` unwritten: it stays what it was.  Stepped by itself:
-        `optimizer.step()`, or handed to a step (`scaler.step(optimizer)`)."""
+        `optimizer.step()`, handed to a step (`scaler.step(optimizer)`), or handed to a
+        function that may step it (may_be_stepped)."""
         arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == api_names.SCHEDULER_OPTIMIZER), None)
         if arg is None:
             arg = next((a for a in call.args if a.keyword is None and not a.star), None)
         name = dotted(arg.value) if arg is not None else None
         if name is None or self.kind(name, depth + 1) != OPTIMIZER:
             return False
-        own = self.canonical(name)
-        return any(r == name or self.canonical(r) == own for r in self._step_receivers | self._stepped_arguments)
+        return self.may_be_stepped(name)
 
     def element_kind(self, container: str, depth: int = 0) -> Optional[str]:
         """What every element of `container` is, when every value bound to it is a list, tuple
@@ -1185,6 +1184,24 @@ class Bindings(Numbering):
         (`scaler.step(name)`)?"""
         own = self.canonical(name)
         return any(r == name or self.canonical(r) == own for r in self._step_receivers | self._stepped_arguments)
+
+    def may_be_stepped(self, name: str) -> bool:
+        """is_stepped, or handed to a function the file calls by its bare name whose name does
+        not say it only saves, logs or schedules (`train_one_epoch(model, loader, optimizer)`,
+        defined here or imported from another module): that body may step it."""
+        if self.is_stepped(name):
+            return True
+        handed = self.__dict__.get("_handed")
+        if handed is None:
+            handed = self.__dict__["_handed"] = {
+                self.canonical(arg)
+                for callee, calls in self._bare_calls.items()
+                if callee[:1].islower() and not api.NOT_CLEARING_HELPERS.search(callee)
+                for call in calls
+                for arg in (dotted(a.value) for a in call.args)
+                if arg is not None
+            }
+        return self.canonical(name) in handed
 
     def used_like_scheduler(self, name: Optional[str]) -> bool:
         """A name nothing in the file resolves (a parameter: `def train(model, optimizer,

@@ -29,6 +29,8 @@ from gradlint.model.walk import walk
 from gradlint.options.settings import Wrappers
 
 MAX_HELPER_DEPTH = 3
+# a class of the file on top of a class of the file ... on top of a framework's, this many levels
+_BASE_DEPTH = 3
 # `scope` of an inlined definition that is the checked file's own, reached from another
 # module's function (Builder.handed_back)
 HOME = "home"
@@ -1913,25 +1915,41 @@ class LoopFinder:
             return None
         return self.builder.step_function_model(found[0], found[1], kind="iteration")
 
-    def framework_override(self, info) -> Optional[LoopModel]:
+    def _file_ancestors(self, info) -> list:
+        """The classes of the file that `info` derives from, nearest first, up to _BASE_DEPTH
+        levels: a framework's class reached through a base of the file (`class GAN(BaseModel)`
+        on `class BaseModel(pl.LightningModule)`) is still the framework's."""
+        classes = self.builder.bindings.classes
+        found, seen, level = [], {info.name}, [info]
+        for _ in range(_BASE_DEPTH):
+            parents = []
+            for cls in level:
+                for base in cls.bases:
+                    parent = classes.get(base.rsplit(".", 1)[-1])
+                    if parent is not None and parent.name not in seen:
+                        seen.add(parent.name)
+                        parents.append(parent)
+            found += parents
+            level = parents
+        return found
+
+    def framework_override(self, info, ancestors: list) -> Optional[LoopModel]:
         """The first per-batch method of a framework trainer that this class overrides."""
-        bases = list(info.bases)
-        for base in info.bases:  # a base class of the file on top of the framework's trainer
-            parent = self.builder.bindings.classes.get(base.rsplit(".", 1)[-1])
-            if parent is not None and parent is not info:
-                bases += parent.bases
+        bases = list(info.bases) + [base for parent in ancestors for base in parent.bases]
         for name, documented in api.framework_trainer(bases).items():
             if name in info.methods:
                 return self.builder.override_model(info.methods[name], info.name, documented)
         return None
 
     def lightning(self, info) -> Optional[LoopModel]:
-        if not api.lightning_module(info.bases):
-            return self.framework_override(info)
+        ancestors = self._file_ancestors(info)
+        if not api.lightning_module(list(info.bases) + [base for parent in ancestors for base in parent.bases]):
+            return self.framework_override(info, ancestors)
         if api.TRAINING_STEP not in info.methods:
             return None
         method = info.methods[api.TRAINING_STEP]
-        if info.manual_optimization:
+        # (the mode may be set in the base's __init__, which the subclass's super().__init__() runs)
+        if info.manual_optimization or any(parent.manual_optimization for parent in ancestors):
             return self.builder.step_function_model(method, info.name)
         ctx = Context(self.builder, info.name, frozenset())
         body = self.builder.suite(method.body, ctx)
