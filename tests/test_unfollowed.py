@@ -25,7 +25,7 @@ EXPECTED = {
                                          18: coverage.DYNAMIC_NAME, 33: coverage.LOOP_NOT_MODELLED},
     "right_agent_of_two_classes.py": {line: coverage.SEVERAL_CLASSES for line in (18, 19, 22, 31, 32, 35)},
     "right_update_picked_from_a_table.py": {line: coverage.DYNAMIC_NAME for line in (12, 13, 17)},
-    "right_manual_mode_set_in_a_base_class.py": {line: coverage.FRAMEWORK_METHOD for line in (34, 35, 36)},
+    "right_manual_mode_set_by_an_argument.py": {line: coverage.FRAMEWORK_METHOD for line in (34, 35, 36)},
     "right_trainer_handed_in_by_the_caller.py": {line: coverage.CALLER_NOT_FOLLOWED for line in (16, 17, 20)},
 }
 
