@@ -446,3 +446,22 @@ def test_a_schedule_whose_step_result_is_kept_follows_its_own_convention():
     (loop,) = m.loops
     assert kinds(loop) == "LLBS"
     assert [e.own_convention for e in loop.events[:2]] == [True, False]
+
+
+def test_a_class_built_from_an_optimizer_handed_to_a_function_is_a_scheduler_not_a_wrapper():
+    source = (
+        "import torch\n"
+        "from lib import Warmup\n"
+        "from epochs import train_one_epoch\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "warm = Warmup(opt)\n"
+        "for epoch in range(3):\n"
+        "    loss(epoch).backward()\n"
+        "    warm.step()\n"
+        "    {hand}(opt)\n"
+    )
+    # handed to a function that may step it (a call of unknown reach, which may clear it too):
+    # the class built from it schedules
+    assert kinds(model(source.format(hand="train_one_epoch")).loops[0]) == "BLZ"
+    # only printed: the class steps in its place (apex's LARC(optimizer) is stepped so)
+    assert kinds(model(source.format(hand="print")).loops[0]) == "BS"

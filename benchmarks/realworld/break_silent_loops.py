@@ -9,7 +9,9 @@ A mutant gradlint stays silent on is a candidate miss: read it (some are
 right to stay silent, e.g. an engine that clears for you).  Prints one line
 per silent mutant and a summary per operator.
 
-    python benchmarks/realworld/break_silent_loops.py [PATH ...]   (default /work/study/src)
+    python benchmarks/realworld/break_silent_loops.py [--own-steps] [PATH ...]   (default /work/study/src)
+
+--own-steps: mutate only the functions read on their own as one training step (OWN_STEP).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from dump_loops import file_model, index_project, project_for, read_source, source_files  # noqa: E402
+
+from gradlint.core.events import OWN_STEP  # noqa: E402
+
+OWN_STEPS_FLAG = "--own-steps"
 
 OPERATORS = {
     # name: what the mutant does, the codes that must fire
@@ -63,18 +69,22 @@ def edit(source: str, remove: set[int], insert: dict[int, list[str]]) -> str:
 
 
 def mutations(source: str, loop):
-    """(operator, mutated source) for each operator that applies to this loop."""
+    """(operator, mutated source) for each operator that applies to this loop.  A function read
+    on its own as one training step (OWN_STEP) gets no "no-clear" mutant: its caller may clear
+    before each call, so a missing clear there is no bug the function alone can show."""
     lines = source.splitlines()
     kinds = {e.kind for e in loop.events}
     if not {"B", "S"} <= kinds:
         return
+    own_step = getattr(loop, "kind", None) == OWN_STEP
     steps = [e for e in _single_line(loop.events, "S") if _alone(lines, e, loop)]
     if not steps:
         return
     first_step, last_step = min(steps, key=lambda e: e.span), max(steps, key=lambda e: e.span)
     clears = _single_line(loop.events, "Z")
     if clears and all(_alone(lines, e, loop) for e in clears):
-        yield "no-clear", edit(source, {e.span.line for e in clears}, {})
+        if not own_step:
+            yield "no-clear", edit(source, {e.span.line for e in clears}, {})
         # the clear of the optimizer the last step uses: another optimizer's clear there is no bug
         own = [e for e in clears if e.optimizer and e.optimizer == last_step.optimizer]
         if own:
@@ -118,7 +128,7 @@ def findings(source: str, path: str) -> set[str]:
     return {f.code for f in check_source(source, path, project=project_for(path)).findings}
 
 
-def mutants(path: str):
+def mutants(path: str, only_own_steps: bool = False):
     source = read_source(path)
     if source is None or path.endswith(".ipynb"):
         return
@@ -126,6 +136,8 @@ def mutants(path: str):
     if model is None or not model.loops or findings(source, path):
         return
     for loop in model.loops:
+        if only_own_steps and getattr(loop, "kind", None) != OWN_STEP:
+            continue
         for name, mutated in mutations(source, loop):
             yield name, loop.span.line, findings(mutated, path) & OPERATORS[name][1]
 
@@ -144,12 +156,14 @@ def repositories(paths: list[str]) -> list[list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    paths = (argv if argv is not None else sys.argv[1:]) or ["/work/study/src"]
+    args = list(argv if argv is not None else sys.argv[1:])
+    only_own_steps = OWN_STEPS_FLAG in args  # the functions read on their own, alone
+    paths = [a for a in args if a != OWN_STEPS_FLAG] or ["/work/study/src"]
     caught: Counter = Counter()
     total: Counter = Counter()
     for repository in repositories(paths):
         index_project(repository)
-        _run(repository, caught, total)
+        _run(repository, caught, total, only_own_steps)
     for name in OPERATORS:
         if total[name]:
             print(f"{name}: {caught[name]}/{total[name]} mutants caught ({100 * caught[name] / total[name]:.0f}%)")
@@ -159,10 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run(paths: list[str], caught: Counter, total: Counter) -> None:
+def _run(paths: list[str], caught: Counter, total: Counter, only_own_steps: bool = False) -> None:
     for path in source_files(paths):
         try:
-            results = list(mutants(path))
+            results = list(mutants(path, only_own_steps))
         except Exception as exc:  # a file gradlint cannot model: not a mutant
             print(f"{path}: skipped ({type(exc).__name__})", file=sys.stderr)
             continue

@@ -1197,6 +1197,7 @@ class Bindings(Numbering):
                 self.canonical(arg)
                 for callee, calls in self._bare_calls.items()
                 if callee[:1].islower() and not api.NOT_CLEARING_HELPERS.search(callee)
+                and callee not in api_names.INSPECTING_BUILTINS  # `print(optimizer)`
                 for call in calls
                 for arg in (dotted(a.value) for a in call.args)
                 if arg is not None
