@@ -54,6 +54,8 @@ class Statements:
         # (sorted), and the names each binds
         self._binds: dict[int, tuple[list[int], list[frozenset]]] = {}
         self._at: dict[tuple[int, int], Optional[Statement]] = {}
+        # gradlint.fix.move's answers by what they depend on (its moved and anchor spans, ...)
+        self.moves: dict[tuple, object] = {}
 
     def _tops_on(self, first: int, last: int) -> range:
         """Indices of the top-level statements with a line in first..last (decorators included)."""
