@@ -295,3 +295,41 @@ def test_the_loops_of_one_function_cost_work_linear_in_their_number(monkeypatch)
         assert [f.code for f in result.findings] == ["GL002"] * loops
         work.append(owner["count"])
     assert work[1] <= 2.2 * work[0], work
+
+
+def test_a_finding_met_on_several_walks_plans_its_fix_once(monkeypatch):
+    """Each loop is walked over two iterations and over its exit, so GL002 meets each misplaced
+    clear twice.  Before: both raw findings planned their fix (the second was dropped when the two
+    merged), and each plan looked up the clear's and the step's statements again."""
+    from gradlint.fix import plan as plans
+    from gradlint.fix.statements import Statements
+
+    planned = _counted(monkeypatch, plans, "plan")
+    looked_up = _counted(monkeypatch, Statements, "at")
+    loops = 50
+    result = check_source(_loops_in_one_function(loops), "loops.py", Settings.default())
+    assert [f.code for f in result.findings] == ["GL002"] * loops
+    assert all(f.fix is not None for f in result.findings)
+    assert planned["count"] == loops  # one plan per finding (was two)
+    assert looked_up["count"] == 2 * loops  # the clear's statement and the step's, once (was four)
+
+
+def test_a_name_bound_in_every_loop_is_not_copied_for_each_loop(monkeypatch):
+    """`loss.backward()` in each of N loops asks which `loss = ...` values its scope sees: all N.
+    Before: each question copied them (4,000 loops: 16 million copies); the scope's values are
+    now handed back as they are, one sequence for every call of that scope."""
+    from gradlint.model import bindings
+
+    seen = []
+    real = bindings.Bindings.values_seen_at
+
+    def recorded(self, name, call, depth=0):
+        answer = real(self, name, call, depth)
+        if name == "loss":
+            seen.append(answer)
+        return answer
+
+    monkeypatch.setattr(bindings.Bindings, "values_seen_at", recorded)
+    check_source(_loops_in_one_function(30), "loops.py", Settings.default())
+    assert len(seen) >= 30 and all(len(values) == 30 for values in seen)
+    assert len({id(values) for values in seen}) == 1

@@ -320,7 +320,11 @@ def _analyse_parsed(context: "FileContext", settings: Settings, project=None) ->
         for raw in rule.check(model):
             if raw.loop is not None and raw.event.key in raw.loop.foreign:
                 continue  # an inner loop reports its own events
-            finding = _finding(raw, path, model, plan)
+            # another walk's finding on the same call (each loop is walked over two iterations
+            # and their exits): only its related locations are kept (merged), not its fix, so
+            # no fix is planned for it (`_finding` keys a finding on its event's file and span)
+            key = (raw.event.path if raw.event.path is not None else path, raw.code, raw.event.span)
+            finding = _finding(raw, path, model, plan if key not in found else None)
             if finding is None:
                 continue
             key = (finding.path, finding.code, finding.span)
@@ -366,7 +370,8 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
     it: where the fix goes and where a `# noqa` belongs.  An event of a function of another
     module makes a finding in that module (`path` is then its file), with the call in this file
     that leads there as a related location; such a finding has no fix (this check's edits are
-    of this file only)."""
+    of this file only).  `plan`: None when no fix is wanted (the finding is merged into an
+    earlier one on the same call, whose fix stands)."""
     from gradlint.core.display import shown
     from gradlint.rules.base import worded
 
@@ -379,7 +384,8 @@ def _finding(raw, path: str, model, plan) -> Finding | None:
         related = tuple(Related(e.span, why) for e, why in raw.related)
         if event.anchor is not None and event.anchor[0] != event.span:  # in a helper: the loop's call of it
             related += (Related(event.anchor[0], f"the call of {event.anchor[1]} that runs it"),)
-        return Finding(path=path, code=raw.code, message=message, span=event.span, related=related, fix=plan(raw, model))
+        fix = plan(raw, model) if plan is not None else None
+        return Finding(path=path, code=raw.code, message=message, span=event.span, related=related, fix=fix)
     # the calls in this file that lead into the other module, for an editor to show too
     anchors = [e.anchor for e, _ in raw.related if e.path is not None and e.anchor is not None]
     if event.path is not None:

@@ -103,6 +103,14 @@ def move(
     found = statements_of(context)
     if found is None:
         return None
+    # a rule plans the same move once per walk through the loop (two or more per finding)
+    key = (moved.span, anchor.span, moved.via, after, description, applicability)
+    if key not in found.moves:
+        found.moves[key] = _move(found, moved, anchor, after, description, applicability)
+    return found.moves[key]
+
+
+def _move(found: Statements, moved: Event, anchor: Event, after: bool, description: str, applicability: str):
     home, there = _statement(found, moved), _statement(found, anchor)
     if home is None or there is None or home.node is there.node:
         return None

@@ -54,6 +54,8 @@ class Statements:
         # (sorted), and the names each binds
         self._binds: dict[int, tuple[list[int], list[frozenset]]] = {}
         self._at: dict[tuple[int, int], Optional[Statement]] = {}
+        # gradlint.fix.move's answers by what they depend on (its moved and anchor spans, ...)
+        self.moves: dict[tuple, object] = {}
 
     def _tops_on(self, first: int, last: int) -> range:
         """Indices of the top-level statements with a line in first..last (decorators included)."""
@@ -227,9 +229,19 @@ def _kind(node: ast.AST, field: str) -> str:
 
 
 def _compound(stmt: ast.stmt) -> bool:
-    return any(
-        isinstance(value, list) and value and isinstance(value[0], ast.stmt) for _, value in ast.iter_fields(stmt)
-    ) or isinstance(stmt, ast.Try)
+    """Does the statement hold statements (a def, a loop, an if, ...)?  A matter of its type: in
+    a parsed tree, every statement that has a block has a non-empty body.  Asked of every
+    statement on a line a fix looks at (the def and loops around it too): known per type."""
+    kind = type(stmt)
+    found = _COMPOUND.get(kind)
+    if found is None:
+        found = _COMPOUND[kind] = any(
+            isinstance(value, list) and value and isinstance(value[0], ast.stmt) for _, value in ast.iter_fields(stmt)
+        ) or isinstance(stmt, ast.Try)
+    return found
+
+
+_COMPOUND: dict[type, bool] = {}
 
 
 def _start(stmt: ast.stmt) -> int:

@@ -14,7 +14,7 @@ ambiguous the answers are None ("unknown"), and rules treat unknown as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
@@ -604,13 +604,15 @@ class Bindings(Numbering):
         if "." not in name:
             self._value_def[id(value)] = self._scopes[-1] if self._scopes else None
 
-    def values_seen_at(self, name: str, call: Optional[cst.Call], depth: int = 0) -> list[cst.BaseExpression]:
+    def values_seen_at(self, name: str, call: Optional[cst.Call], depth: int = 0) -> Sequence[cst.BaseExpression]:
         """The values of bare `name` that the scope of `call` (a `name.m(...)` or a `f(name)` of
         this file) sees: Python's rule, a name a def binds anywhere in its body (an assignment,
         a loop target, a parameter, ...) is local to that def unless it declares it global or
         nonlocal; else the enclosing def's, up to the module's.  A parameter holds what the
         calls of its def hand it (_handed_in).  Without a known call (a node built by the model,
-        a dotted name): every value of the file, as elsewhere in this pass."""
+        a dotted name): every value of the file, as elsewhere in this pass.  Read, never changed:
+        the sequence may be the bindings' own (a copy per call of a name bound in each of 4,000
+        loops of one function, asked once per loop, cost the square of the loops)."""
         values = self.assigns.get(name, [])
         if "." in name or call is None or id(call) not in self._call_def:
             return values
@@ -623,9 +625,9 @@ class Bindings(Numbering):
                 break
             else:
                 scope = self._def_parent.get(id(scope))
-        seen = list(self._values_by_scope(name, values).get(id(scope) if scope is not None else None, ()))
+        seen = self._values_by_scope(name, values).get(id(scope) if scope is not None else None, ())
         if scope is not None and name in _parameter_names(scope):
-            seen += self._handed_in(scope, name, depth)
+            return [*seen, *self._handed_in(scope, name, depth)]
         return seen
 
     def parameter_def(self, name: str, call: Optional[cst.Call]) -> Optional[str]:
@@ -847,7 +849,8 @@ class Bindings(Numbering):
         return tuple(sorted(placed, key=lambda p: p[1]))
 
     def same(self, a: str, b: str) -> bool:
-        return self.canonical(a) == self.canonical(b)
+        # (one name is its own alias: the rules ask it of each event's optimizer, most alike)
+        return a == b or self.canonical(a) == self.canonical(b)
 
     # --- what a name is --------------------------------------------------------
 

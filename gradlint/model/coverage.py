@@ -179,12 +179,25 @@ def placed_calls(tree: ast.Module, path: str, lines: list[str], marked=None) -> 
     top = _Place(in_test=_test_path(path))
     statements = tree.body if marked is None else _holding(tree.body, marked)
     stack = [(statement, top) for statement in statements]
+    statement, node_type = ast.stmt, ast.AST
     while stack:
         node, place = stack.pop()
         if isinstance(node, ast.Call) and is_gradient_call(node) and not _own_method_call(node, place):
             col = _char_col(lines, node.lineno, node.col_offset)
             end = ("end", node.end_lineno, _char_col(lines, node.end_lineno, node.end_col_offset))
             out.append((node.lineno, col, end, place))
+        if not isinstance(node, statement):
+            # an expression (or an argument, a handler, ...) runs where its statement runs: its
+            # children, in iter_child_nodes' order, without its places' type tests or the `ctx`
+            # markers (no call below them); most of the nodes walked are these
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    stack.extend([(item, place) for item in value if isinstance(item, node_type) and (
+                        marked is None or not isinstance(item, statement) or _holds(item, marked))])
+                elif isinstance(value, node_type) and name != "ctx":
+                    stack.append((value, place))
+            continue
         for child, inner in _children(node, place):
             # a statement without a marked line holds no gradient call: not walked (most of a file)
             if marked is None or not isinstance(child, ast.stmt) or _holds(child, marked):

@@ -398,6 +398,15 @@ class Builder:
         return self.block(suite.body, ctx)  # SimpleStatementSuite: small statements
 
     def statement(self, stmt: cst.CSTNode, ctx: Context) -> list[Node]:
+        # The commonest kinds first, by their exact type: an isinstance of a libcst class goes
+        # through ABCMeta (a Python call), and an expression statement was the chain's 17th.
+        kind = type(stmt)
+        if kind is cst.Expr:
+            return self.expression(stmt.value, ctx)
+        if kind is cst.SimpleStatementLine:
+            return self.block(stmt.body, ctx)
+        if kind is cst.Assign:
+            return self.assignment(stmt, ctx)
         if isinstance(stmt, cst.SimpleStatementLine):
             return self.block(stmt.body, ctx)
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
@@ -437,21 +446,25 @@ class Builder:
         if isinstance(stmt, cst.Raise):
             return [Jump("raise")]  # flow.RAISE: leaves every loop; an error path beside others is dropped
         if isinstance(stmt, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-            value = stmt.value
-            out = self.expression(value, ctx) if value is not None else []
-            if _a_step(value):
-                # `new_lr = scheduler.step()`: torch's LRScheduler.step() returns None, so a
-                # schedule whose step returns what the code keeps is a class of its own
-                out = [replace(n, own_convention=True) if isinstance(n, Event) and n.kind == api.L else n for n in out]
-            handoff = classify.gradient_handoff(stmt, ctx)
-            if handoff:
-                return out + handoff + [self.rebind(stmt, ctx)]
-            grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
-            self.note_scaled(stmt, ctx)
-            return out + ([grad] if grad is not None else []) + [self.rebind(stmt, ctx)]
+            return self.assignment(stmt, ctx)
         if isinstance(stmt, cst.Expr):
             return self.expression(stmt.value, ctx)
         return []
+
+    def assignment(self, stmt, ctx: Context) -> list[Node]:
+        """An Assign, AugAssign or AnnAssign: its value's events, then what it binds."""
+        value = stmt.value
+        out = self.expression(value, ctx) if value is not None else []
+        if _a_step(value):
+            # `new_lr = scheduler.step()`: torch's LRScheduler.step() returns None, so a
+            # schedule whose step returns what the code keeps is a class of its own
+            out = [replace(n, own_convention=True) if isinstance(n, Event) and n.kind == api.L else n for n in out]
+        handoff = classify.gradient_handoff(stmt, ctx)
+        if handoff:
+            return out + handoff + [self.rebind(stmt, ctx)]
+        grad = classify.classify_grad_assign(stmt, ctx) or classify.fresh_optimizer(stmt, ctx)
+        self.note_scaled(stmt, ctx)
+        return out + ([grad] if grad is not None else []) + [self.rebind(stmt, ctx)]
 
     def if_statement(self, stmt: cst.If, ctx: Context) -> list[Node]:
         pre = self.expression(stmt.test, ctx)

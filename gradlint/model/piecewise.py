@@ -217,7 +217,7 @@ class _Piece:
     first: int
     last: int
     counts_before: dict
-    log: Log
+    log: Optional[Log]  # None: settled (run), its answers not recorded
     slots: range  # its entries in the file's outline
     # its tree, kept only when a memo keeps it anyway (the second pass models the same nodes)
     module: Optional[cst.Module] = None
@@ -280,14 +280,22 @@ class _Build:
         self.config: Optional[cst.Module] = None  # code generation once no piece is left
 
     def run(self, spans: list[tuple[int, int]], source: str, context=None) -> FileModel:
-        for first, last in spans:
-            self.first_pass(first, last if last > 0 else len(self.line_starts))
+        for index, (first, last) in enumerate(spans):
+            # The last piece's models are built on the complete bindings: nothing comes after
+            # it to change an answer (its end_piece forgets only node names no question reads),
+            # so its questions need no record and no second asking (a function of 4,000 loops
+            # asked 80,000).  Not when the project teaches the bindings after the last piece
+            # (learn_instances), nor when a memo keeps the answers for the next build.
+            settled = index == len(spans) - 1 and self.project is None and self.models is None
+            self.first_pass(first, last if last > 0 else len(self.line_starts), settled)
         self.builder.use_piece(self.config, self.bindings)
         if self.project is not None:  # what another module's classes build (foreign.py): pieces that asked otherwise are modelled again
             self.project.learn_instances(self.bindings)
         memo: dict = {}
         for piece in self.pieces:
             log = piece.log
+            if log is None:
+                continue  # settled: modelled on the complete bindings
             if log.stale or any(_ask_again(self.bindings, key, memo) != answer for key, answer in log.answers.items()):
                 self.second_pass(piece)
         loops: list[LoopModel] = []
@@ -332,7 +340,8 @@ class _Build:
             footer=last.footer, has_trailing_newline=last.has_trailing_newline,
         )
 
-    def first_pass(self, first: int, last: int) -> None:
+    def first_pass(self, first: int, last: int, settled: bool = False) -> None:
+        """`settled`: the piece is modelled on the complete bindings (run), its answers not recorded."""
         bindings = self.bindings
         before = dict(bindings.counts)
         module = self.parse_piece(first, last)
@@ -347,7 +356,7 @@ class _Build:
         log = self._reused(module, first, outline)
         if log is None:
             log = Log()
-            self.builder.use_piece(module, Recorder(bindings, log))
+            self.builder.use_piece(module, bindings if settled else Recorder(bindings, log))
             models = []
             earlier, self.builder.foreign_loop_events = self.builder.foreign_loop_events, set()
             for entry in outline:
@@ -357,6 +366,8 @@ class _Build:
             self.builder.foreign_loop_events = earlier | log.foreign_loop_events
             if self.models is not None:
                 self.models.put(module, (first, self.model_key), (log, models))
+            if settled:
+                log = None
         kept = module if self.models is not None else None
         self.pieces.append(_Piece(first, last, before, log, range(start, len(self.slots)), kept))
         bindings.end_piece()
