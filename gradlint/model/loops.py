@@ -17,7 +17,7 @@ import libcst as cst
 from gradlint.core import api_names
 from gradlint.parse.file_context import FileContext
 from gradlint.core.findings import Span
-from gradlint.model import arguments, classify, conditions
+from gradlint.model import arguments, classify, conditions, last_iteration
 from gradlint.core import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
@@ -66,7 +66,7 @@ class Nested:
 
 @dataclass
 class Jump:
-    kind: str  # "continue", "break", "return", "raise"
+    kind: str  # "continue", "break", "return", "raise", "last" (last_iteration.LAST)
 
 
 @dataclass
@@ -191,6 +191,9 @@ class Context:
         self.foreign = None
         # in a loop nested in the analysed one: its counters start again every outer iteration
         self.inner_loop = False
+        # (counter, bound, sized) of the loop being built (last_iteration.loop_end): a test of
+        # its last iteration ends the loop after that iteration
+        self.loop_end: Optional[tuple] = None
 
     def child(self, **changes) -> "Context":
         new = Context.__new__(Context)
@@ -546,6 +549,13 @@ class Builder:
         # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, then, orelse = test.expression, orelse, then
+        # `if i == len(batches) - 1: opt.step()`: the loop ends after the iteration that runs it
+        last = self.last_side(test, ctx)
+        if last is not None:
+            if last:
+                then = then + [Jump(last_iteration.LAST)]
+            else:
+                orelse = orelse + [Jump(last_iteration.LAST)]
         if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
             then = _mark(then, skips_first=True)
         # `if epoch == 0: ... else: sched.step()` (an `elif` chain too): true on the first iteration
@@ -706,6 +716,23 @@ class Builder:
             present = True
         return None if present is None else present != swapped
 
+    def last_side(self, test: cst.BaseExpression, ctx: Context) -> Optional[bool]:
+        """last_iteration.last_side of `test` in the loop being built, when its counter is only
+        ever the loop's target (no `i += 1`); a bare name the file assigns once reads as its
+        value (`is_accumulating = i < len(xs) - 1` ... `if not is_accumulating:`)."""
+        end = ctx.loop_end
+        if end is None or end[0] in self.bindings.assigns or conditions.incremented(end[0], self.bindings.incremented):
+            return None
+        bare = conditions.bare(test)
+        while isinstance(bare, cst.UnaryOperation) and isinstance(bare.operator, cst.Not):
+            bare = conditions.bare(bare.expression)
+        values = {}
+        if isinstance(bare, cst.Name):
+            assigned = self.bindings.assigns.get(bare.value, ())
+            if len(assigned) == 1:
+                values[bare.value] = assigned[0]
+        return last_iteration.last_side(test, end, values)
+
     def only_first(self, atom: cst.BaseExpression, side: bool, ctx: Context) -> bool:
         return _only_first(atom, side, ctx.assigned, self.bindings)
 
@@ -734,7 +761,8 @@ class Builder:
         return pre + out
 
     def nested_loop(self, stmt: cst.For | cst.While, ctx: Context) -> list[Node]:
-        ctx = ctx.child(inner_loop=True)
+        end = last_iteration.loop_end(stmt) if isinstance(stmt, cst.For) else None
+        ctx = ctx.child(inner_loop=True, loop_end=end)
         inner = ctx
         pre: list[Node] = []
         if isinstance(stmt, cst.For):
@@ -1146,6 +1174,7 @@ class Builder:
             class_name=class_name,
             via=ctx.via + (label,),
             helpers=ctx.helpers + (id(definition),),
+            loop_end=None,  # the helper's own names: its tests are not of the loop's counter
             substitution=dict(substitution or {}) if fresh else dict(ctx.substitution),
             constants={},
             argument_tests={},
@@ -1186,6 +1215,7 @@ class Builder:
         ctx = Context(self, class_name, assigned)
         self.conditions, self.single_steps, self.scaled = {}, {}, {}
         if isinstance(node, cst.For):
+            ctx.loop_end = last_iteration.loop_end(node)
             owner = self.iteration_owner(node.iter, ctx)
             if owner is not None:
                 for var in _target_names(node.target, owner[0]):
@@ -1953,6 +1983,23 @@ def _scaled_after(test: cst.BaseExpression, then: dict, orelse: dict) -> dict:
     return out
 
 
+def _steps_before_the_end(nodes: list) -> bool:
+    """Does some step of these nodes run on an iteration that another one may follow (one not
+    on a side that ends the loop, `Jump(LAST)`)?"""
+    if any(isinstance(node, Jump) and node.kind == last_iteration.LAST for node in nodes):
+        return False
+    for node in nodes:
+        if isinstance(node, Event) and node.kind == api.S:
+            return True
+        if isinstance(node, Branch) and (_steps_before_the_end(node.then) or _steps_before_the_end(node.orelse)):
+            return True
+        if isinstance(node, Helper) and _steps_before_the_end(node.body):
+            return True
+        if isinstance(node, Nested) and steps_in(node.body):
+            return True  # an inner loop's last iteration is not this loop's
+    return False
+
+
 def _mark_foreign(loops: list[LoopModel]) -> None:
     """An event inside a nested loop that is a training loop of its own belongs to that loop.
 
@@ -1962,7 +2009,9 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
     the outer loop reports what goes wrong with its events.
     """
     keys = [frozenset(e.key for e in loop.events) for loop in loops]
-    training = [loop.has(api.B) and loop.has(api.S) for loop in loops]
+    # a loop that steps on its last iteration only (last_iteration.py) steps once, as if after
+    # it: the loop around it is where a missing clear shows
+    training = [loop.has(api.B) and _steps_before_the_end(loop.body) for loop in loops]
     for i, loop in enumerate(loops):
         nested = keys[i] - loop.own
         if not nested:
