@@ -1177,7 +1177,15 @@ class Bindings(Numbering):
         kind = self.kind(name)
         if kind is not None:
             return kind == OPTIMIZER
-        return api.named_like_optimizer(name)
+        return api.named_like_optimizer(name) and not self.is_counter(name)
+
+    def is_counter(self, name: str) -> bool:
+        """Is `name` a counter: every value the file gives it is a number and it is advanced in
+        place (`optim_step = 0` ... `optim_step += 1`)?  Named like an optimizer, it is none."""
+        values = self.assigns.get(name, ())
+        return bool(values) and name in self.incremented and all(
+            isinstance(value, (cst.Integer, cst.Float)) for value in values
+        )
 
     def used_like_scheduler(self, name: Optional[str]) -> bool:
         """A name nothing in the file resolves (a parameter: `def train(model, optimizer,
