@@ -23,7 +23,7 @@ from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
 from gradlint.model.engines import engine_runs
 from gradlint.model.event import Event
-from gradlint.model.names import AssignedNames, ExpressionNames, dotted, root, target_names
+from gradlint.model.names import AssignedNames, ExpressionNames, dotted, keyword_argument, last, root, target_names
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
 from gradlint.options.settings import Wrappers
@@ -510,7 +510,40 @@ class Builder:
         scalers = _unscale_receivers(stmt.body if sides[0] is then else stmt.orelse)
         if not scalers:
             return False
+        if sides[0] is then and self.tests_enabling_flag(stmt.test, _unscale_calls(stmt.body)):
+            return True
         return all(self.reads_state_of(part, scalers) for part in conditions.operands(stmt.test))
+
+    def tests_enabling_flag(self, test: cst.BaseExpression, calls: list) -> bool:
+        """Is the test the flag the scaler of each of these `unscale_` calls is built enabled by
+        (`scaler = GradScaler(enabled=use_amp)` ... `if use_amp: scaler.unscale_(opt)`), as the
+        call's scope sees both?  Where it is false the scaler is off and scales nothing, so the
+        clip after it sees true gradients."""
+        if not calls:
+            return False
+        for call in calls:
+            flags = self.flag_names(conditions.bare(test), call)
+            values = self.bindings.values_seen_at(dotted(call.func.value) or "", call)
+            if not flags or not values:
+                return False
+            for value in values:
+                callee = last(self.bindings.imports.qualify(dotted(value.func)) or "") if isinstance(value, cst.Call) else ""
+                if callee not in api.GRAD_SCALERS:
+                    return False
+                enabled = keyword_argument(value, api_names.SCALER_ENABLED_KEYWORD)
+                if enabled is None or not (self.flag_names(conditions.bare(enabled), call) & flags):
+                    return False
+        return True
+
+    def flag_names(self, node: cst.BaseExpression, call: cst.Call) -> frozenset:
+        """The dotted name a flag is, and the one it copies when the scope of `call` assigns it
+        once (`use_amp = args.amp`): `{"use_amp", "args.amp"}`."""
+        name = dotted(node)
+        if name is None:
+            return frozenset()
+        values = self.bindings.values_seen_at(name, call)
+        copied = dotted(conditions.bare(values[0])) if len(values) == 1 else None
+        return frozenset({name, copied} - {None})
 
     def reads_state_of(self, test: cst.BaseExpression, objects: frozenset) -> bool:
         """Whether a test reads an attribute of one of `objects`, itself or through a local
@@ -1355,6 +1388,24 @@ def _mark(nodes: list[Node], **flags) -> list[Node]:
         else:
             out.append(node)
     return out
+
+
+def _unscale_calls(block) -> list:
+    """The `X.unscale_(...)` calls written in a block (not in its nested defs)."""
+    found: list = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == api_names.SCALER_UNSCALE and dotted(func.value):
+                found.append(node)
+
+    if block is not None:
+        walk(block, Calls())
+    return found
 
 
 def _unscale_receivers(block) -> frozenset:
