@@ -44,11 +44,14 @@ def loop_end(stmt: cst.For) -> Optional[tuple[str, str, bool]]:
     return counter.value, bound, sized
 
 
-def last_side(test: cst.BaseExpression, end: Optional[tuple[str, str, bool]], values: dict) -> Optional[bool]:
+def last_side(
+    test: cst.BaseExpression, end: Optional[tuple[str, str, bool]], values: dict, resolve=lambda name: name
+) -> Optional[bool]:
     """True when `test` holds on the loop's last iteration only (`i == len(xs) - 1`, `i + 1 ==
     len(xs)`, `i >= n - 1`), False when it fails there only (`i < len(xs) - 1`, `i + 1 !=
     len(xs)`), else None.  `values`: the one value of a name the test may be (`is_accumulating
-    = i < len(xs) - 1` ... `if not is_accumulating:`)."""
+    = i < len(xs) - 1` ... `if not is_accumulating:`).  `resolve`: the loop's name for a name
+    the test reads (a helper's parameter: the caller's argument), None when it has none."""
     if end is None:
         return None
     test = conditions.bare(test)
@@ -62,9 +65,9 @@ def last_side(test: cst.BaseExpression, end: Optional[tuple[str, str, bool]], va
     counter, bound, sized = end
     left, op, right = conditions.bare(test.left), type(test.comparisons[0].operator), test.comparisons[0].comparator
     right = conditions.bare(right)
-    if dotted(left) == counter and _is_bound(right, bound, sized, minus_one=True):
+    if resolve(dotted(left)) == counter and _is_bound(right, bound, sized, True, resolve):
         pass  # `i == len(xs) - 1`
-    elif _plus_one(left, counter) and _is_bound(right, bound, sized, minus_one=False):
+    elif _plus_one(left, counter, resolve) and _is_bound(right, bound, sized, False, resolve):
         pass  # `i + 1 == len(xs)`
     else:
         return None
@@ -86,19 +89,19 @@ def _len_of(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _is_bound(node: cst.BaseExpression, bound: str, sized: bool, minus_one: bool) -> bool:
+def _is_bound(node: cst.BaseExpression, bound: str, sized: bool, minus_one: bool, resolve) -> bool:
     if minus_one:
         if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)):
             return False
         if not _is_one(node.right):
             return False
         node = conditions.bare(node.left)
-    return (_len_of(node) if sized else dotted(node)) == bound
+    return resolve(_len_of(node) if sized else dotted(node)) == bound
 
 
-def _plus_one(node: cst.BaseExpression, counter: str) -> bool:
+def _plus_one(node: cst.BaseExpression, counter: str, resolve) -> bool:
     return (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add)
-            and dotted(conditions.bare(node.left)) == counter and _is_one(node.right))
+            and resolve(dotted(conditions.bare(node.left))) == counter and _is_one(node.right))
 
 
 def _is_one(node: cst.BaseExpression) -> bool:

@@ -194,6 +194,12 @@ class Context:
         # (counter, bound, sized) of the loop being built (last_iteration.loop_end): a test of
         # its last iteration ends the loop after that iteration
         self.loop_end: Optional[tuple] = None
+        # in a helper the loop calls: its names reach the loop's counter only through the
+        # parameters the call binds (substitution), and its own `name = <comparison>` lines
+        # (`partial = k < len(chunks) - 1`) are in `compared`, not in the file's bindings
+        self.loop_end_outside = False
+        self.compared: dict = {}
+        self.passed_as_is: frozenset = frozenset()  # the helper's parameters its call hands a same-named name
 
     def child(self, **changes) -> "Context":
         new = Context.__new__(Context)
@@ -526,13 +532,17 @@ class Builder:
             values = self.bindings.values_seen_at(dotted(call.func.value) or "", call)
             if not flags or not values:
                 return False
+            # every value a scaler, and one built enabled by the flag (a call the model builds
+            # from another module's code sees the file's every value of the name, not its scope's)
+            enabling = False
             for value in values:
                 callee = last(self.bindings.imports.qualify(dotted(value.func)) or "") if isinstance(value, cst.Call) else ""
                 if callee not in api.GRAD_SCALERS:
                     return False
                 enabled = keyword_argument(value, api_names.SCALER_ENABLED_KEYWORD)
-                if enabled is None or not (self.flag_names(conditions.bare(enabled), call) & flags):
-                    return False
+                enabling = enabling or (enabled is not None and bool(self.flag_names(conditions.bare(enabled), call) & flags))
+            if not enabling:
+                return False
         return True
 
     def flag_names(self, node: cst.BaseExpression, call: cst.Call) -> frozenset:
@@ -575,6 +585,13 @@ class Builder:
 
     def rebind(self, stmt, ctx: Context) -> Rebind:
         targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, cst.Name):
+                value = getattr(stmt, "value", None)
+                if isinstance(stmt, cst.Assign) and len(targets) == 1 and isinstance(conditions.bare(value), cst.Comparison):
+                    ctx.compared[target.value] = value
+                else:
+                    ctx.compared.pop(target.value, None)
         names = (ctx.substitute(name) for target in targets for name in target_names(target))
         return Rebind(frozenset(name for name in names if name))
 
@@ -751,8 +768,10 @@ class Builder:
 
     def last_side(self, test: cst.BaseExpression, ctx: Context) -> Optional[bool]:
         """last_iteration.last_side of `test` in the loop being built, when its counter is only
-        ever the loop's target (no `i += 1`); a bare name the file assigns once reads as its
-        value (`is_accumulating = i < len(xs) - 1` ... `if not is_accumulating:`)."""
+        ever the loop's target (no `i += 1`); a bare name set to a comparison reads as it
+        (`is_accumulating = i < len(xs) - 1` ... `if not is_accumulating:`): one the loop's
+        code sets just before, or one the file sets once.  In a helper the loop calls, a name
+        reaches the loop's counter only through a parameter its call binds to it."""
         end = ctx.loop_end
         if end is None or end[0] in self.bindings.assigns or conditions.incremented(end[0], self.bindings.incremented):
             return None
@@ -761,10 +780,23 @@ class Builder:
             bare = conditions.bare(bare.expression)
         values = {}
         if isinstance(bare, cst.Name):
-            assigned = self.bindings.assigns.get(bare.value, ())
-            if len(assigned) == 1:
-                values[bare.value] = assigned[0]
-        return last_iteration.last_side(test, end, values)
+            if bare.value in ctx.compared:
+                values[bare.value] = ctx.compared[bare.value]
+            elif not ctx.loop_end_outside:
+                assigned = self.bindings.assigns.get(bare.value, ())
+                if len(assigned) == 1:
+                    values[bare.value] = assigned[0]
+        if not ctx.loop_end_outside:
+            return last_iteration.last_side(test, end, values)
+
+        def through_parameters(name: Optional[str]) -> Optional[str]:
+            head = (name or "").partition(".")[0]
+            if head in ctx.substitution:
+                return ctx.substitute(name)
+            # a parameter named like the argument it is handed has no entry
+            return name if head in ctx.passed_as_is else None
+
+        return last_iteration.last_side(test, end, values, through_parameters)
 
     def only_first(self, atom: cst.BaseExpression, side: bool, ctx: Context) -> bool:
         return _only_first(atom, side, ctx.assigned, self.bindings)
@@ -795,7 +827,7 @@ class Builder:
 
     def nested_loop(self, stmt: cst.For | cst.While, ctx: Context) -> list[Node]:
         end = last_iteration.loop_end(stmt) if isinstance(stmt, cst.For) else None
-        ctx = ctx.child(inner_loop=True, loop_end=end)
+        ctx = ctx.child(inner_loop=True, loop_end=end, loop_end_outside=False)
         inner = ctx
         pre: list[Node] = []
         if isinstance(stmt, cst.For):
@@ -1207,7 +1239,8 @@ class Builder:
             class_name=class_name,
             via=ctx.via + (label,),
             helpers=ctx.helpers + (id(definition),),
-            loop_end=None,  # the helper's own names: its tests are not of the loop's counter
+            loop_end_outside=ctx.loop_end is not None,
+            compared={},
             substitution=dict(substitution or {}) if fresh else dict(ctx.substitution),
             constants={},
             argument_tests={},
@@ -1216,6 +1249,7 @@ class Builder:
         )
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
+            inner.passed_as_is = _passed_as_is(definition, call)
             receiver = _instance_receiver(definition, call, ctx) if scope is None else None
             if receiver is not None:
                 # `q1.train_net()` and `pi.train_net()` of two classes each with its own
@@ -1892,6 +1926,18 @@ def _scale_params(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> 
         if arg.keyword is not None and classify.reads_the_scale(arg.value, ctx):
             out.add(arg.keyword.value)
     return frozenset(out)
+
+
+def _passed_as_is(definition: cst.FunctionDef, call: cst.Call) -> frozenset:
+    """The parameters of `definition` the call hands a bare name of the same spelling
+    (`moved_step(chunks, k)` into `def moved_step(chunks, k):`): the caller's own objects."""
+    params = [p.name.value for p in definition.params.params]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    same = {param for param, arg in zip(params, positional) if isinstance(arg.value, cst.Name) and arg.value.value == param}
+    same |= {a.keyword.value for a in call.args if a.keyword is not None and isinstance(a.value, cst.Name) and a.value.value == a.keyword.value}
+    return frozenset(same)
 
 
 def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> dict[str, str]:
