@@ -897,6 +897,8 @@ class Bindings(Numbering):
             return None  # a method that returns what it (or another) returns, around and around
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.kind(dotted(value), depth + 1)
+        if isinstance(value, cst.Subscript) and _lightning_schedulers(value.value, self):
+            return SCHEDULER  # `schedulers = self.lr_schedulers()` ... `sch_g = schedulers[0]`
         if not isinstance(value, cst.Call):
             return None
         callee = self.imports.qualify(dotted(value.func))
@@ -1180,7 +1182,15 @@ class Bindings(Numbering):
         kind = self.kind(name)
         if kind is not None:
             return kind == OPTIMIZER
-        return api.named_like_optimizer(name)
+        return api.named_like_optimizer(name) and not self.is_counter(name)
+
+    def is_counter(self, name: str) -> bool:
+        """Is `name` a counter: every value the file gives it is a number and it is advanced in
+        place (`optim_step = 0` ... `optim_step += 1`)?  Named like an optimizer, it is none."""
+        values = self.assigns.get(name, ())
+        return bool(values) and name in self.incremented and all(
+            isinstance(value, (cst.Integer, cst.Float)) for value in values
+        )
 
     def is_stepped(self, name: str) -> bool:
         """Does the file step `name` by itself (`name.step()`) or hand it to a step
@@ -1901,6 +1911,22 @@ def _names_documented_runner(func: cst.BaseExpression) -> bool:
     if isinstance(func, cst.Attribute):
         return func.attr.value in api.DOCUMENTED_RUNNERS
     return isinstance(func, cst.Name) and func.value in api.DOCUMENTED_RUNNERS
+
+
+def _lightning_schedulers(node: cst.BaseExpression, bindings: "Bindings") -> bool:
+    """Is `node` Lightning's `self.lr_schedulers()`, or a name bound only to it (the list of
+    the schedulers configure_optimizers built, when there are several)?"""
+    if isinstance(node, cst.Name):
+        values = bindings.assigns.get(node.value, ())
+        return bool(values) and all(_lightning_schedulers_call(v) for v in values)
+    return _lightning_schedulers_call(node)
+
+
+def _lightning_schedulers_call(node: cst.BaseExpression) -> bool:
+    if not isinstance(node, cst.Call) or node.args:
+        return False
+    callee = dotted(node.func) or ""
+    return callee.startswith("self.") and callee.count(".") == 1 and last(callee) in api.LIGHTNING_SCHEDULER_ACCESSORS
 
 
 def _wraps_a_call(value: cst.Call) -> bool:

@@ -16,6 +16,7 @@ from typing import Optional
 
 from gradlint.model.event import Event
 from gradlint.core.events import S
+from gradlint.model.last_iteration import LAST
 from gradlint.model.loops import Branch, Helper, Jump, LoopModel, Nested, Rebind, steps_in
 
 MAX_PATHS = 64  # beyond this (or PATHS_PER_NODE per node) a loop is too tangled to judge: say nothing
@@ -37,6 +38,10 @@ NORMAL, CONTINUE, BREAK, RETURN = "normal", "continue", "break", "return"
 # is an error path (`raise ValueError(f"unknown {args.strategy}")` among a setting's sides): no
 # rule judges it, and keeping one per setting test multiplied a loop's paths past MAX_PATHS.
 RAISE = "raise"
+# A side that runs on the loop's last iteration only (last_iteration.py) goes on to the end of
+# its iteration, and no iteration follows it: a decision under this key says so.
+_LAST_KEY = ("last iteration",)
+_ENDS = frozenset({(_LAST_KEY, True, False)})
 
 
 class TooComplex(Exception):
@@ -153,6 +158,8 @@ def _step(run: _Enumeration, node, state: _State) -> list[_State]:
         deferred = state.deferred - {node.optimizer} if node.kind == S else state.deferred
         return [_State(run.append(state.events, node), state.decisions, state.status, deferred)]
     if isinstance(node, Jump):
+        if node.kind == LAST:
+            return [_State(state.events, state.decisions | _ENDS, state.status, state.deferred)]
         return [_State(state.events, state.decisions, node.kind, state.deferred)]
     if isinstance(node, Helper):
         out = _run(run, node.body, [state])
@@ -299,8 +306,13 @@ def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
     once = _run(run, node.body, [state])
     results = []
     again = []
+    ended_before = _ENDS <= entry
     for s in once:
-        if s.status in (RETURN, RAISE):
+        if not ended_before and _ENDS <= s.decisions:
+            # the inner loop's last iteration: the outer one goes on after it
+            s = _State(s.events, s.decisions - _ENDS, s.status, s.deferred)
+            results.append(s if s.status in (RETURN, RAISE) else _State(s.events, s.decisions, NORMAL, s.deferred))
+        elif s.status in (RETURN, RAISE):
             results.append(s)
         elif s.status == BREAK:
             results.append(_State(s.events, s.decisions, NORMAL, s.deferred))
@@ -309,6 +321,8 @@ def _nested(run: _Enumeration, node: Nested, state: _State) -> list[_State]:
             kept = frozenset(d for d in s.decisions if d[2] or d in entry)
             again.append(_State(s.events, kept, NORMAL, s.deferred))
     for s in _run(run, node.body, again) if again else []:
+        if not ended_before:
+            s = _State(s.events, s.decisions - _ENDS, s.status, s.deferred)
         results.append(_State(s.events, s.decisions, s.status if s.status in (RETURN, RAISE) else NORMAL, s.deferred))
     return list(dict.fromkeys(results))
 
@@ -323,7 +337,8 @@ def iteration_paths(loop: LoopModel) -> Optional[list[Path]]:
     paths = []
     for s in states:
         invariants = frozenset((k, side) for k, side, inv in s.decisions if inv)
-        paths.append(Path(s.events.events(), invariants, s.status in (BREAK, RETURN, RAISE), s.deferred))
+        ends = s.status in (BREAK, RETURN, RAISE) or _ENDS <= s.decisions
+        paths.append(Path(s.events.events(), invariants, ends, s.deferred))
     return list(dict.fromkeys(paths))
 
 
@@ -368,7 +383,7 @@ def _prune(nodes: list) -> tuple[list, bool, frozenset, frozenset]:
             rebuilt = Helper(body)
         elif isinstance(node, Nested):
             body, part_events, part_leaves, part_keys = _prune(node.body)
-            part = (part_events, part_leaves - {BREAK, CONTINUE}, part_keys)
+            part = (part_events, part_leaves - {BREAK, CONTINUE, LAST}, part_keys)
             rebuilt = Nested(body)
         else:
             raise TypeError(node)

@@ -417,6 +417,10 @@ class Project:
                 value = value.func.value  # `SAC(cfg).to(device)`: a module's `.to()` returns the module
             if not isinstance(value, cst.Call):
                 return None
+            picked = self._picked_by_getattr(value.func, bindings)
+            if picked is not None:
+                pairs.update(picked)
+                continue
             callee = dotted(value.func)
             # `AGENTS[name](cfg)`: each class the table lists (tables.py), or None
             listed = [callee] if callee is not None else listed_callees(value.func, bindings)
@@ -440,6 +444,23 @@ class Project:
                 else:
                     return None
         return self.index.classes_of(pairs)
+
+    def _picked_by_getattr(self, func: cst.BaseExpression, bindings) -> Optional[set]:
+        """{(module, class name)} of the classes `getattr(losses, args.loss)` may give: `losses` a
+        module of the project the file imports and the name a setting (every class that module
+        defines: the object is an instance of one of them); None for any other callee."""
+        if not (isinstance(func, cst.Call) and dotted(func.func) == "getattr" and not bindings.imports.is_imported("getattr")):
+            return None
+        args = func.args
+        if len(args) != 2 or any(a.keyword is not None or a.star for a in args):
+            return None
+        owner = dotted(args[0].value)
+        if owner is None or not bindings.imports.is_imported(owner):
+            return None
+        found = self.index.lookup(bindings.imports.qualify(owner), self.key)
+        if found is None or found[0] != "module":
+            return None
+        return {(found[1], name) for name in found[2].classes} or None
 
     def member_values(self, cls: Class, key: str, module: Module, owner: str, depth: int = 0) -> dict:
         """What the object's attributes are built from, as the checked file would write it

@@ -17,13 +17,13 @@ import libcst as cst
 from gradlint.core import api_names
 from gradlint.parse.file_context import FileContext
 from gradlint.core.findings import Span
-from gradlint.model import arguments, classify, conditions
+from gradlint.model import arguments, classify, conditions, last_iteration
 from gradlint.core import events as api
 from gradlint.model.bindings import Bindings, collect
 from gradlint.model.call_text import message_text
 from gradlint.model.engines import engine_runs
 from gradlint.model.event import Event
-from gradlint.model.names import AssignedNames, ExpressionNames, dotted, root, target_names
+from gradlint.model.names import AssignedNames, ExpressionNames, dotted, keyword_argument, last, root, target_names
 from gradlint.model.positions import Positions
 from gradlint.model.walk import walk
 from gradlint.options.settings import Wrappers
@@ -68,7 +68,7 @@ class Nested:
 
 @dataclass
 class Jump:
-    kind: str  # "continue", "break", "return", "raise"
+    kind: str  # "continue", "break", "return", "raise", "last" (last_iteration.LAST)
 
 
 @dataclass
@@ -193,6 +193,15 @@ class Context:
         self.foreign = None
         # in a loop nested in the analysed one: its counters start again every outer iteration
         self.inner_loop = False
+        # (counter, bound, sized) of the loop being built (last_iteration.loop_end): a test of
+        # its last iteration ends the loop after that iteration
+        self.loop_end: Optional[tuple] = None
+        # in a helper the loop calls: its names reach the loop's counter only through the
+        # parameters the call binds (substitution), and its own `name = <comparison>` lines
+        # (`partial = k < len(chunks) - 1`) are in `compared`, not in the file's bindings
+        self.loop_end_outside = False
+        self.compared: dict = {}
+        self.passed_as_is: frozenset = frozenset()  # the helper's parameters its call hands a same-named name
 
     def child(self, **changes) -> "Context":
         new = Context.__new__(Context)
@@ -526,7 +535,44 @@ class Builder:
         scalers = _unscale_receivers(stmt.body if sides[0] is then else stmt.orelse)
         if not scalers:
             return False
+        if sides[0] is then and self.tests_enabling_flag(stmt.test, _unscale_calls(stmt.body)):
+            return True
         return all(self.reads_state_of(part, scalers) for part in conditions.operands(stmt.test))
+
+    def tests_enabling_flag(self, test: cst.BaseExpression, calls: list) -> bool:
+        """Is the test the flag the scaler of each of these `unscale_` calls is built enabled by
+        (`scaler = GradScaler(enabled=use_amp)` ... `if use_amp: scaler.unscale_(opt)`), as the
+        call's scope sees both?  Where it is false the scaler is off and scales nothing, so the
+        clip after it sees true gradients."""
+        if not calls:
+            return False
+        for call in calls:
+            flags = self.flag_names(conditions.bare(test), call)
+            values = self.bindings.values_seen_at(dotted(call.func.value) or "", call)
+            if not flags or not values:
+                return False
+            # every value a scaler, and one built enabled by the flag (a call the model builds
+            # from another module's code sees the file's every value of the name, not its scope's)
+            enabling = False
+            for value in values:
+                callee = last(self.bindings.imports.qualify(dotted(value.func)) or "") if isinstance(value, cst.Call) else ""
+                if callee not in api.GRAD_SCALERS:
+                    return False
+                enabled = keyword_argument(value, api_names.SCALER_ENABLED_KEYWORD)
+                enabling = enabling or (enabled is not None and bool(self.flag_names(conditions.bare(enabled), call) & flags))
+            if not enabling:
+                return False
+        return True
+
+    def flag_names(self, node: cst.BaseExpression, call: cst.Call) -> frozenset:
+        """The dotted name a flag is, and the one it copies when the scope of `call` assigns it
+        once (`use_amp = args.amp`): `{"use_amp", "args.amp"}`."""
+        name = dotted(node)
+        if name is None:
+            return frozenset()
+        values = self.bindings.values_seen_at(name, call)
+        copied = dotted(conditions.bare(values[0])) if len(values) == 1 else None
+        return frozenset({name, copied} - {None})
 
     def reads_state_of(self, test: cst.BaseExpression, objects: frozenset) -> bool:
         """Whether a test reads an attribute of one of `objects`, itself or through a local
@@ -558,6 +604,13 @@ class Builder:
 
     def rebind(self, stmt, ctx: Context) -> Rebind:
         targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, cst.Name):
+                value = getattr(stmt, "value", None)
+                if isinstance(stmt, cst.Assign) and len(targets) == 1 and isinstance(conditions.bare(value), cst.Comparison):
+                    ctx.compared[target.value] = value
+                else:
+                    ctx.compared.pop(target.value, None)
         names = (ctx.substitute(name) for target in targets for name in target_names(target))
         return Rebind(frozenset(name for name in names if name))
 
@@ -565,6 +618,13 @@ class Builder:
         # `if not x:` is `if x:` with the sides swapped, so both correlate with `if x:`
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, then, orelse = test.expression, orelse, then
+        # `if i == len(batches) - 1: opt.step()`: the loop ends after the iteration that runs it
+        last = self.last_side(test, ctx)
+        if last is not None:
+            if last:
+                then = then + [Jump(last_iteration.LAST)]
+            else:
+                orelse = orelse + [Jump(last_iteration.LAST)]
         if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
             then = _mark(then, skips_first=True)
         # `if epoch == 0: ... else: sched.step()` (an `elif` chain too): true on the first iteration
@@ -725,6 +785,38 @@ class Builder:
             present = True
         return None if present is None else present != swapped
 
+    def last_side(self, test: cst.BaseExpression, ctx: Context) -> Optional[bool]:
+        """last_iteration.last_side of `test` in the loop being built, when its counter is only
+        ever the loop's target (no `i += 1`); a bare name set to a comparison reads as it
+        (`is_accumulating = i < len(xs) - 1` ... `if not is_accumulating:`): one the loop's
+        code sets just before, or one the file sets once.  In a helper the loop calls, a name
+        reaches the loop's counter only through a parameter its call binds to it."""
+        end = ctx.loop_end
+        if end is None or end[0] in self.bindings.assigns or conditions.incremented(end[0], self.bindings.incremented):
+            return None
+        bare = conditions.bare(test)
+        while isinstance(bare, cst.UnaryOperation) and isinstance(bare.operator, cst.Not):
+            bare = conditions.bare(bare.expression)
+        values = {}
+        if isinstance(bare, cst.Name):
+            if bare.value in ctx.compared:
+                values[bare.value] = ctx.compared[bare.value]
+            elif not ctx.loop_end_outside:
+                assigned = self.bindings.assigns.get(bare.value, ())
+                if len(assigned) == 1:
+                    values[bare.value] = assigned[0]
+        if not ctx.loop_end_outside:
+            return last_iteration.last_side(test, end, values)
+
+        def through_parameters(name: Optional[str]) -> Optional[str]:
+            head = (name or "").partition(".")[0]
+            if head in ctx.substitution:
+                return ctx.substitute(name)
+            # a parameter named like the argument it is handed has no entry
+            return name if head in ctx.passed_as_is else None
+
+        return last_iteration.last_side(test, end, values, through_parameters)
+
     def only_first(self, atom: cst.BaseExpression, side: bool, ctx: Context) -> bool:
         return _only_first(atom, side, ctx.assigned, self.bindings)
 
@@ -753,7 +845,8 @@ class Builder:
         return pre + out
 
     def nested_loop(self, stmt: cst.For | cst.While, ctx: Context) -> list[Node]:
-        ctx = ctx.child(inner_loop=True)
+        end = last_iteration.loop_end(stmt) if isinstance(stmt, cst.For) else None
+        ctx = ctx.child(inner_loop=True, loop_end=end, loop_end_outside=False)
         inner = ctx
         pre: list[Node] = []
         if isinstance(stmt, cst.For):
@@ -1165,6 +1258,8 @@ class Builder:
             class_name=class_name,
             via=ctx.via + (label,),
             helpers=ctx.helpers + (id(definition),),
+            loop_end_outside=ctx.loop_end is not None,
+            compared={},
             substitution=dict(substitution or {}) if fresh else dict(ctx.substitution),
             constants={},
             argument_tests={},
@@ -1173,6 +1268,7 @@ class Builder:
         )
         if call is not None:
             inner.substitution.update(_argument_map(definition, call, ctx))
+            inner.passed_as_is = _passed_as_is(definition, call)
             receiver = _instance_receiver(definition, call, ctx) if scope is None else None
             if receiver is not None:
                 # `q1.train_net()` and `pi.train_net()` of two classes each with its own
@@ -1205,6 +1301,7 @@ class Builder:
         ctx = Context(self, class_name, assigned)
         self.conditions, self.single_steps, self.scaled = {}, {}, {}
         if isinstance(node, cst.For):
+            ctx.loop_end = last_iteration.loop_end(node)
             owner = self.iteration_owner(node.iter, ctx)
             if owner is not None:
                 for var in _target_names(node.target, owner[0]):
@@ -1344,6 +1441,24 @@ def _mark(nodes: list[Node], **flags) -> list[Node]:
         else:
             out.append(node)
     return out
+
+
+def _unscale_calls(block) -> list:
+    """The `X.unscale_(...)` calls written in a block (not in its nested defs)."""
+    found: list = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == api_names.SCALER_UNSCALE and dotted(func.value):
+                found.append(node)
+
+    if block is not None:
+        walk(block, Calls())
+    return found
 
 
 def _unscale_receivers(block) -> frozenset:
@@ -1837,6 +1952,18 @@ def _scale_params(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> 
     return frozenset(out)
 
 
+def _passed_as_is(definition: cst.FunctionDef, call: cst.Call) -> frozenset:
+    """The parameters of `definition` the call hands a bare name of the same spelling
+    (`moved_step(chunks, k)` into `def moved_step(chunks, k):`): the caller's own objects."""
+    params = [p.name.value for p in definition.params.params]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    same = {param for param, arg in zip(params, positional) if isinstance(arg.value, cst.Name) and arg.value.value == param}
+    same |= {a.keyword.value for a in call.args if a.keyword is not None and isinstance(a.value, cst.Name) and a.value.value == a.keyword.value}
+    return frozenset(same)
+
+
 def _argument_map(definition: cst.FunctionDef, call: cst.Call, ctx: Context) -> dict[str, str]:
     params = [p.name.value for p in definition.params.params]
     if params and params[0] in ("self", "cls"):
@@ -1993,6 +2120,23 @@ def _scaled_after(test: cst.BaseExpression, then: dict, orelse: dict) -> dict:
     return out
 
 
+def _steps_before_the_end(nodes: list) -> bool:
+    """Does some step of these nodes run on an iteration that another one may follow (one not
+    on a side that ends the loop, `Jump(LAST)`)?"""
+    if any(isinstance(node, Jump) and node.kind == last_iteration.LAST for node in nodes):
+        return False
+    for node in nodes:
+        if isinstance(node, Event) and node.kind == api.S:
+            return True
+        if isinstance(node, Branch) and (_steps_before_the_end(node.then) or _steps_before_the_end(node.orelse)):
+            return True
+        if isinstance(node, Helper) and _steps_before_the_end(node.body):
+            return True
+        if isinstance(node, Nested) and steps_in(node.body):
+            return True  # an inner loop's last iteration is not this loop's
+    return False
+
+
 def _mark_foreign(loops: list[LoopModel]) -> None:
     """An event inside a nested loop that is a training loop of its own belongs to that loop.
 
@@ -2002,7 +2146,9 @@ def _mark_foreign(loops: list[LoopModel]) -> None:
     the outer loop reports what goes wrong with its events.
     """
     keys = [frozenset(e.key for e in loop.events) for loop in loops]
-    training = [loop.has(api.B) and loop.has(api.S) for loop in loops]
+    # a loop that steps on its last iteration only (last_iteration.py) steps once, as if after
+    # it: the loop around it is where a missing clear shows
+    training = [loop.has(api.B) and _steps_before_the_end(loop.body) for loop in loops]
     for i, loop in enumerate(loops):
         nested = keys[i] - loop.own
         if not nested:

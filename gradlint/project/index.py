@@ -153,8 +153,12 @@ def _exports(tree: ast.Module) -> Optional[tuple]:
 
 def _imports_anywhere(tree: ast.Module) -> list[ast.stmt]:
     """Import statements at module level, also inside `try:`/`if:` blocks (`try: from x import
-    y except ImportError: ...`), not inside functions or classes."""
+    y except ImportError: ...`), then the ones inside functions (`def main(): from agent import
+    Agent`: the loop there builds its objects from them), first, so that a module-level import
+    of the same name, read later, wins, as the text side (`text_aliases`) reads every import
+    line.  Not inside classes."""
     found = []
+    local = []
     stack = list(reversed(tree.body))
     while stack:
         node = stack.pop()
@@ -164,6 +168,27 @@ def _imports_anywhere(tree: ast.Module) -> list[ast.stmt]:
             for name in ("body", "orelse", "finalbody"):
                 stack.extend(reversed(getattr(node, name, None) or []))
             for handler in getattr(node, "handlers", None) or []:
+                stack.extend(reversed(handler.body))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local.extend(_function_imports(node))
+    return local + found
+
+
+def _function_imports(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The import statements of a function's body, at any depth of its blocks (not of the
+    functions or classes it defines)."""
+    found = []
+    stack = list(reversed(node.body))
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, ast.ImportFrom) and any(alias.name == "*" for alias in statement.names):
+            continue
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            found.append(statement)
+        elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody"):
+                stack.extend(reversed(getattr(statement, name, None) or []))
+            for handler in getattr(statement, "handlers", None) or []:
                 stack.extend(reversed(handler.body))
     return found
 

@@ -95,6 +95,7 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
     looked: dict = {}
     for _ in range(MAX_IMPORT_DEPTH + 1):
         holders, receivers = _holders(scans, functions | set(methods), stars)
+        module_classes = _module_classes(scans)
         more_functions, more_methods = set(functions), {k: set(v) for k, v in methods.items()}
         size = (len(functions), sum(map(len, methods.values())))
         names = functions | set(methods)
@@ -123,6 +124,8 @@ def index_files(files, roots=(), every_module: bool = False) -> tuple[Index, dic
                 continue
             # `policy = agentmod.Agent(...)` with `import agentmod`: the class, as if imported by name
             built = _classes_through(texts[key], imports & words)
+            # `loss = getattr(losses, args.loss)(model)` with `import losses`: every class of it
+            built |= _classes_by_getattr(texts[key], imports & words, module_classes)
             if built:
                 imports = imports | built
             # what calls_of can accept here (its own test): a function, bare or through a module,
@@ -502,6 +505,27 @@ def _classes_through(text: str, modules: set) -> set[str]:
                 if text[start:start + 1].isupper():
                     out.add(text[start:end])
             at = text.find(needle, at + len(needle))
+    return out
+
+
+def _module_classes(scans: dict) -> dict:
+    """{module word: the classes whose methods touch gradients there}: what `getattr(word, name)`
+    may give."""
+    out: dict = {}
+    for key, found in scans.items():
+        classes = {cls for owners in found.methods.values() for cls in owners}
+        if classes:
+            out.setdefault(_module_word(key), set()).update(classes)
+    return out
+
+
+def _classes_by_getattr(text: str, modules: set, module_classes: dict) -> set[str]:
+    """The classes of the modules the text picks a class from by name (`getattr(losses,` after
+    `import losses`): any of them may be the one built.  One search per module word."""
+    out: set[str] = set()
+    for word in modules:
+        if word in module_classes and f"getattr({word}," in text:
+            out |= module_classes[word]
     return out
 
 
