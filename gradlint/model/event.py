@@ -41,6 +41,9 @@ class Event:
     # clear under the same condition as the step, before the backward, starts no window
     boundary: Optional[str] = None
     skips_first: bool = False  # under a condition false on the loop's first iteration (`if epoch > 0:`)
+    # under a test of the loop's last iteration (`if i == len(xs) - 1:`): the loop accumulates
+    # for it, so a clear belongs after it (rules/repairs.py), not before each backward
+    last_iteration: bool = False
     closure: bool = False  # S that runs a closure doing its own backward (LBFGS)
     manual: bool = False  # S by hand: parameters updated from their own gradients
     by_scaler: bool = False  # S through a live GradScaler (`scaler.step(opt)`): it expects scaled gradients

@@ -622,9 +622,9 @@ class Builder:
         last = self.last_side(test, ctx)
         if last is not None:
             if last:
-                then = then + [Jump(last_iteration.LAST)]
+                then = _mark(then, last_iteration=True) + [Jump(last_iteration.LAST)]
             else:
-                orelse = orelse + [Jump(last_iteration.LAST)]
+                orelse = _mark(orelse, last_iteration=True) + [Jump(last_iteration.LAST)]
         if any(_false_at_first(atom, side, ctx.assigned) for atom, side in _parts(test, cst.And, True)):
             then = _mark(then, skips_first=True)
         # `if epoch == 0: ... else: sched.step()` (an `elif` chain too): true on the first iteration

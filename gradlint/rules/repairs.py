@@ -50,7 +50,8 @@ def positions(loop) -> dict:
 
 def insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[Fix]:
     """`<opt>.zero_grad()` before the first backward of the iteration that feeds `step`;
-    with accumulation (the step guarded, or the backward in an inner loop), after the step."""
+    with accumulation (the step guarded, on the loop's last iteration only, or the backward in
+    an inner loop), after the step."""
     call = f"{step.optimizer}.zero_grad()"
     found = statements_of(file.context)
     if found is None:
@@ -66,7 +67,7 @@ def insert_clear(file, loop, step: Event, writer: Optional[Event]) -> Optional[F
     if first is not None and first.via != step.via:
         first = None  # a backward inside a helper: the optimizer's name may not be in scope there
     step_stmt, first_stmt = _statement(found, step), _statement(found, first) if first else None
-    accumulating = step.accumulation_guarded or (
+    accumulating = step.accumulation_guarded or step.last_iteration or (
         first_stmt is not None and step_stmt is not None and deeper_loop(first_stmt.chain, step_stmt.chain)
     )
     # `for o in optimizers: o.step()` after the backward: the receiver is that inner loop's own
